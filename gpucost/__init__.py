@@ -1,0 +1,45 @@
+"""gpucost: where and how to train on rented GPUs for the least money.
+
+The public API is re-exported here and loaded lazily, so ``import gpucost`` stays cheap and the
+planning path never imports torch, textual or boto3.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    "GpuCostError": "gpucost.errors",
+    "Profile": "gpucost.profile",
+    "GpuSpec": "gpucost.catalog",
+    "get_gpu": "gpucost.catalog",
+    "compare": "gpucost.compare",
+    "predict": "gpucost.model.perf",
+    "Prediction": "gpucost.model.perf",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+if TYPE_CHECKING:
+    from gpucost.catalog import GpuSpec, get_gpu
+    from gpucost.compare import compare
+    from gpucost.errors import GpuCostError
+    from gpucost.model.perf import Prediction, predict
+    from gpucost.profile import Profile
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gpucost' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,3 @@
+from gpucost.cli import main
+
+raise SystemExit(main())

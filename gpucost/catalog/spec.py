@@ -1,0 +1,58 @@
+"""The record the GPU catalog holds for one accelerator."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Precision = Literal["fp32", "tf32", "fp16", "bf16", "amp"]
+PRECISIONS: tuple[Precision, ...] = ("fp32", "tf32", "fp16", "bf16", "amp")
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSpec:
+    """Facts about one accelerator. Units are in the field names; TFLOPS are dense (no sparsity).
+
+    ``fp16_tflops``/``bf16_tflops`` are tensor-core rates with fp32 accumulate, the rate mixed
+    precision training gets (GeForce cards run these at half their fp16-accumulate rate).
+    ``None`` means the GPU has no such unit (a V100 has no bf16, a T4 no tf32).
+    """
+
+    name: str  # canonical, e.g. "A100 SXM4 80GB"
+    vendor: str  # "NVIDIA" | "AMD"
+    arch: str  # "Ampere", "Hopper", ...
+    form_factor: str  # "SXM4", "PCIe", ...
+    memory_gb: float  # GB (1e9 bytes) as marketed
+    mem_bw_gbs: float  # GB/s
+    fp32_tflops: float  # non-tensor fp32
+    tf32_tflops: float | None
+    fp16_tflops: float | None
+    bf16_tflops: float | None
+    compute_capability: str | None  # "8.0"; None for non-NVIDIA
+    nvlink_gbs: float  # total bidirectional NVLink GB/s per GPU; 0 if none
+    pcie_gbs: float  # GB/s per direction of the host link
+    tdp_w: float
+    source: str
+    confidence: str = "high"  # "high" | "medium" | "low"
+    aliases: tuple[str, ...] = field(default=())
+
+    def tflops(self, precision: Precision) -> float:
+        """Peak dense TFLOPS for the math a training step at ``precision`` runs on.
+
+        Falls back to the next slower unit when a precision has none (bf16 on a V100 runs
+        emulated at fp32 speed; tf32 on a pre-Ampere card is plain fp32).
+        """
+        if precision == "fp32":
+            return self.fp32_tflops
+        if precision == "tf32":
+            return self.tf32_tflops or self.fp32_tflops
+        if precision in ("fp16", "amp"):
+            return self.fp16_tflops or self.fp32_tflops
+        return self.bf16_tflops or self.fp32_tflops
+
+    @property
+    def compute_capability_tuple(self) -> tuple[int, int] | None:
+        if not self.compute_capability:
+            return None
+        major, minor = self.compute_capability.split(".")
+        return int(major), int(minor)

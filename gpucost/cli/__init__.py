@@ -1,0 +1,65 @@
+"""The `gpucost` command: a thin front end over the Python API.
+
+Each command lives in its own module under ``gpucost.cli`` exposing ``register(subparsers)``,
+which adds its parser and sets ``handler`` (``Callable[[argparse.Namespace], int]``). Modules are
+listed explicitly below; they import only light modules at top level so that every command,
+`gpucost compare` above all, starts fast. Errors from the exception tree become one line on
+stderr and an exit code: 0 ok, 1 policy violated, 2 usage/input error, 3 stale data or internal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# Explicit registry, in help order. Each entry is a module of this package.
+COMMAND_MODULES: tuple[str, ...] = (
+    "compare",
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        # argparse exits 2 on usage errors, which matches our convention; keep its message short.
+        self.print_usage(sys.stderr)
+        self.exit(2, f"gpucost: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from gpucost import __version__
+
+    parser = _Parser(prog="gpucost", description="Train on rented GPUs for the least money: "
+                     "$/job from measured throughput, not $/hour.")
+    parser.add_argument("--version", action="version", version=f"gpucost {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        module = importlib.import_module(f"gpucost.cli.{name}")
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from gpucost.errors import GpuCostError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(handler(args))
+    except GpuCostError as err:
+        print(f"gpucost: error: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("gpucost: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

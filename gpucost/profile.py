@@ -1,0 +1,300 @@
+"""Workload profiles: what one training step costs, measured or taken from a cited source.
+
+A profile is a versioned JSON document (``profiles/schema.json`` is its JSON Schema). The
+performance model reads it to predict throughput on other GPUs and node counts; the profiler
+writes it; users may write one by hand or with :meth:`Profile.from_measurement`.
+
+Units: seconds, bytes, GB (1e9 bytes), samples (the profile's ``sample_unit``: images,
+sequences, tokens). ``batch_size`` is per device; ``throughput`` is samples/s over all
+``device_count`` devices of the measurement.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, cast
+
+from gpucost._io import atomic_write_json
+from gpucost.catalog.spec import PRECISIONS, Precision
+from gpucost.errors import ProfileError
+
+SCHEMA_VERSION = 1
+SCHEMA_ID = "gpucost-profile"
+
+VERDICTS = ("dataloader-bound", "host-bound", "compute-bound", "memory-bound", "unknown")
+
+
+@dataclass(frozen=True, slots=True)
+class StepBreakdown:
+    """Where one optimizer step's wall time goes, seconds. Parts sum to about the step time."""
+
+    data_s: float = 0.0  # waiting for the next batch (loader)
+    host_s: float = 0.0  # Python and kernel-launch overhead the device waits on
+    compute_s: float = 0.0  # forward + backward on the device
+    optimizer_s: float = 0.0  # optimizer.step()
+    communication_s: float = 0.0  # gradient sync not hidden behind backward
+
+    @property
+    def total_s(self) -> float:
+        return self.data_s + self.host_s + self.compute_s + self.optimizer_s + self.communication_s
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorStat:
+    """One operator's share of a step, summed over its calls in one step."""
+
+    name: str
+    calls: int
+    time_s: float
+    flops: float = 0.0
+    bytes_moved: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    kind: str  # one of VERDICTS
+    reason: str
+    advice: str
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """A training step's measured cost on one GPU type (see module docstring for units)."""
+
+    gpu: str  # canonical catalog name, or "CPU"
+    precision: Precision
+    batch_size: int  # per device
+    step_time_s: float  # median after warm-up
+    param_count: float
+    name: str = "unnamed"
+    description: str = ""
+    source: str = ""  # citation, or how it was measured
+    sample_unit: str = "samples"
+    device_count: int = 1
+    step_time_p10_s: float | None = None
+    step_time_p90_s: float | None = None
+    flops_per_sample: float | None = None  # forward + backward
+    bytes_per_step: float | None = None  # device memory traffic per step
+    param_bytes: float | None = None
+    grad_bytes: float | None = None  # bytes all-reduced per step
+    peak_memory_gb: float | None = None
+    breakdown: StepBreakdown | None = None
+    operators: tuple[OperatorStat, ...] = ()
+    verdict: Verdict | None = None
+    max_batch_size: int | None = None  # from the batch probe
+    environment: Mapping[str, Any] = field(default_factory=dict)
+    nvml: Mapping[str, Any] = field(default_factory=dict)
+    measured_at: str | None = None  # ISO 8601
+    steps_measured: int | None = None
+    partial: bool = False  # True when the run ended before the planned steps
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    # ---- derived quantities -------------------------------------------------------------
+    @property
+    def throughput(self) -> float:
+        """Samples per second over all devices of the measurement."""
+        return self.batch_size * self.device_count / self.step_time_s
+
+    @property
+    def gradient_bytes(self) -> float:
+        """Bytes each device all-reduces per step (fp32 gradients unless measured)."""
+        if self.grad_bytes is not None:
+            return self.grad_bytes
+        return 4.0 * self.param_count
+
+    @property
+    def flops_per_step(self) -> float | None:
+        if self.flops_per_sample is None:
+            return None
+        return self.flops_per_sample * self.batch_size
+
+    # ---- construction -------------------------------------------------------------------
+    @classmethod
+    def from_measurement(
+        cls,
+        *,
+        gpu: str,
+        throughput: float,
+        batch_size: int,
+        precision: str,
+        param_count: float,
+        flops_per_sample: float | None = None,
+        device_count: int = 1,
+        name: str = "measurement",
+        source: str = "user-supplied measurement",
+        sample_unit: str = "samples",
+        peak_memory_gb: float | None = None,
+    ) -> Profile:
+        """A profile from a published or hand-measured throughput (samples/s over all devices).
+
+        ``batch_size`` is per device. The GPU name is resolved against the catalog.
+        """
+        from gpucost.catalog import resolve_gpu_name
+
+        if not (isinstance(throughput, int | float) and throughput > 0 and math.isfinite(throughput)):
+            raise ProfileError(
+                f"throughput must be a positive number of samples/s, got {throughput!r}"
+            )
+        if not isinstance(batch_size, int) or batch_size <= 0:
+            raise ProfileError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if not isinstance(device_count, int) or device_count <= 0:
+            raise ProfileError(f"device_count must be a positive integer, got {device_count!r}")
+        step = batch_size * device_count / float(throughput)
+        return cls(
+            gpu=resolve_gpu_name(gpu),
+            precision=_check_precision(precision),
+            batch_size=batch_size,
+            step_time_s=step,
+            param_count=float(param_count),
+            name=name,
+            source=source,
+            sample_unit=sample_unit,
+            device_count=device_count,
+            flops_per_sample=flops_per_sample,
+            peak_memory_gb=peak_memory_gb,
+        )
+
+    def with_changes(self, **changes: Any) -> Profile:
+        return replace(self, **changes)
+
+    # ---- serialisation ------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        body = asdict(self)
+        body["operators"] = [asdict(op) for op in self.operators]
+        body["environment"] = dict(self.environment)
+        body["nvml"] = dict(self.nvml)
+        body["throughput"] = self.throughput
+        return {"schema": SCHEMA_ID, "schema_version": SCHEMA_VERSION, **body}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, origin: str = "profile") -> Profile:
+        if not isinstance(data, Mapping):
+            raise ProfileError(f"{origin}: a profile must be a JSON object")
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise ProfileError(
+                f"{origin}: schema_version {version!r} is not supported",
+                hint=f"this gpucost reads schema_version {SCHEMA_VERSION}; re-create the profile",
+            )
+        body = {k: v for k, v in data.items() if k not in ("schema", "schema_version", "throughput")}
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(body) - known)
+        if unknown:
+            raise ProfileError(f"{origin}: unknown field(s) {', '.join(unknown)}",
+                               hint="see profiles/schema.json for the fields a profile may hold")
+        missing = [k for k in ("gpu", "precision", "batch_size", "param_count") if k not in body]
+        if "step_time_s" not in body:
+            if "throughput" in data and "batch_size" in body:
+                try:
+                    devices = int(body.get("device_count", 1))
+                    body["step_time_s"] = int(body["batch_size"]) * devices / float(data["throughput"])
+                except (TypeError, ValueError, ZeroDivisionError) as exc:
+                    raise ProfileError(f"{origin}: throughput must be a positive number") from exc
+            else:
+                missing.append("step_time_s (or throughput)")
+        if missing:
+            raise ProfileError(f"{origin}: missing field(s) {', '.join(missing)}",
+                               hint="see profiles/schema.json")
+        try:
+            if body.get("breakdown") is not None:
+                body["breakdown"] = StepBreakdown(**body["breakdown"])
+            body["operators"] = tuple(OperatorStat(**op) for op in body.get("operators") or ())
+            if body.get("verdict") is not None:
+                body["verdict"] = Verdict(**body["verdict"])
+        except TypeError as exc:
+            raise ProfileError(f"{origin}: malformed nested field: {exc}") from exc
+        try:
+            return cls(**body)
+        except ProfileError as exc:
+            raise ProfileError(f"{origin}: {exc.message}", hint=exc.hint) from None
+        except TypeError as exc:
+            raise ProfileError(f"{origin}: {exc}") from exc
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        return atomic_write_json(path, self.to_dict())
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Profile:
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ProfileError(f"profile file {str(p)!r} not found",
+                               hint="pass a path to a .json profile, or a name from `gpucost profiles`") from None
+        except OSError as exc:
+            raise ProfileError(f"cannot read profile {str(p)!r}: {exc.strerror}") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ProfileError(f"profile {str(p)!r} is not valid JSON (line {exc.lineno}: {exc.msg})",
+                               hint="the file may be truncated; re-create it") from None
+        return cls.from_dict(data, origin=str(p))
+
+
+def _check_precision(value: object) -> Precision:
+    if value not in PRECISIONS:
+        raise ProfileError(f"precision {value!r} is not one of {', '.join(PRECISIONS)}")
+    return cast(Precision, value)
+
+
+def _positive(name: str, value: object, *, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        raise ProfileError(f"{name} must be a positive number, got {value!r}")
+
+
+def _validate(p: Profile) -> None:
+    from gpucost.catalog import resolve_gpu_name
+
+    if not isinstance(p.gpu, str) or not p.gpu:
+        raise ProfileError("gpu must be a GPU name such as 'A100 SXM4 80GB' (or 'CPU')")
+    if p.gpu != "CPU":
+        canonical = resolve_gpu_name(p.gpu)
+        if canonical != p.gpu:
+            object.__setattr__(p, "gpu", canonical)
+    _check_precision(p.precision)
+    if isinstance(p.batch_size, bool) or not isinstance(p.batch_size, int) or p.batch_size <= 0:
+        raise ProfileError(f"batch_size must be a positive integer (per device), got {p.batch_size!r}")
+    if isinstance(p.device_count, bool) or not isinstance(p.device_count, int) or p.device_count <= 0:
+        raise ProfileError(f"device_count must be a positive integer, got {p.device_count!r}")
+    _positive("step_time_s", p.step_time_s)
+    _positive("param_count", p.param_count)
+    for name in ("step_time_p10_s", "step_time_p90_s", "flops_per_sample", "bytes_per_step",
+                 "param_bytes", "grad_bytes", "peak_memory_gb"):
+        _positive(name, getattr(p, name), allow_none=True)
+    if p.max_batch_size is not None and (not isinstance(p.max_batch_size, int) or p.max_batch_size <= 0):
+        raise ProfileError(f"max_batch_size must be a positive integer, got {p.max_batch_size!r}")
+    if p.verdict is not None and p.verdict.kind not in VERDICTS:
+        raise ProfileError(f"verdict.kind {p.verdict.kind!r} is not one of {', '.join(VERDICTS)}")
+    if p.breakdown is not None:
+        for part, value in asdict(p.breakdown).items():
+            if not isinstance(value, int | float) or value < 0 or not math.isfinite(value):
+                raise ProfileError(f"breakdown.{part} must be a non-negative number of seconds")
+
+
+def resolve_profile(ref: str | os.PathLike[str] | None) -> Profile:
+    """A profile from a path, or from the name of an example in the embedded ``profiles/``."""
+    from gpucost.paths import embedded_profiles_dir
+
+    if ref is None:
+        ref = DEFAULT_PROFILE
+    path = Path(ref)
+    if path.suffix == ".json" or path.exists():
+        return Profile.load(path)
+    candidate = embedded_profiles_dir() / f"{ref}.json"
+    if candidate.exists():
+        return Profile.load(candidate)
+    names = sorted(p.stem for p in embedded_profiles_dir().glob("*.json") if p.stem != "schema")
+    raise ProfileError(f"no profile file or example named {str(ref)!r}",
+                       hint="examples: " + ", ".join(names))
+
+
+DEFAULT_PROFILE = "resnet50-v100-amp"
