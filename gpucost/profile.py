@@ -87,6 +87,8 @@ class Profile:
     operators: tuple[OperatorStat, ...] = ()
     verdict: Verdict | None = None
     max_batch_size: int | None = None  # from the batch probe
+    dataset_size: int | None = None  # samples per epoch of the typical job (a default for compare)
+    epochs: float | None = None  # epochs of the typical job (a default for compare)
     environment: Mapping[str, Any] = field(default_factory=dict)
     nvml: Mapping[str, Any] = field(default_factory=dict)
     measured_at: str | None = None  # ISO 8601
@@ -270,6 +272,8 @@ def _validate(p: Profile) -> None:
     for name in ("step_time_p10_s", "step_time_p90_s", "flops_per_sample", "bytes_per_step",
                  "param_bytes", "grad_bytes", "peak_memory_gb"):
         _positive(name, getattr(p, name), allow_none=True)
+    _positive("dataset_size", p.dataset_size, allow_none=True)
+    _positive("epochs", p.epochs, allow_none=True)
     if p.max_batch_size is not None and (not isinstance(p.max_batch_size, int) or p.max_batch_size <= 0):
         raise ProfileError(f"max_batch_size must be a positive integer, got {p.max_batch_size!r}")
     if p.verdict is not None and p.verdict.kind not in VERDICTS:

@@ -1,0 +1,424 @@
+"""Rank offers by dollars per job, not dollars per hour.
+
+A *plan* is an offer (instance type in a region, from a price snapshot) x a market (on-demand
+or spot) x a node count. For each plan: predicted group throughput (``gpucost.model.perf``),
+hours for the job, and the expected $/job. Everything here runs over numpy columns, because
+the command line cannot afford pandas' import; the Python API converts to a DataFrame at the
+edge (:func:`compare`).
+
+The performance model is called once per distinct (GPU, GPUs per node, nodes, link, network)
+configuration, not once per offer: a 100,000-offer catalog has a few hundred of those.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from gpucost.errors import InputError, NoOffersError, UnknownProviderError
+from gpucost.pricing.snapshot import Offers, Snapshot, load_snapshots
+from gpucost.profile import Profile, resolve_profile
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+Market = Literal["any", "on-demand", "spot"]
+SortKey = Literal["cost", "time"]
+
+COMPARE_SCHEMA = "gpucost-compare"
+COMPARE_SCHEMA_VERSION = 1
+DEFAULT_STALE_DAYS = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """How much training: total samples (in the profile's sample unit)."""
+
+    samples: float
+    description: str
+
+    @classmethod
+    def from_args(
+        cls,
+        profile: Profile,
+        *,
+        epochs: float | None = None,
+        dataset_size: float | None = None,
+        samples: float | None = None,
+        steps: float | None = None,
+    ) -> Job:
+        given = [name for name, v in (("samples", samples), ("steps", steps)) if v is not None]
+        if epochs is not None or dataset_size is not None:
+            given.append("epochs/dataset-size")
+        if len(given) > 1:
+            raise InputError(f"give one job size, not {' and '.join(given)}",
+                             hint="use --epochs with --dataset-size, or --samples, or --steps")
+        unit = profile.sample_unit
+        if samples is not None:
+            _check_positive("samples", samples)
+            return cls(float(samples), f"{_fmt_count(samples)} {unit}")
+        if steps is not None:
+            _check_positive("steps", steps)
+            global_batch = profile.batch_size * profile.device_count
+            return cls(float(steps) * global_batch,
+                       f"{_fmt_count(steps)} steps x {global_batch} {unit} (the profile's global batch)")
+        if epochs is None and dataset_size is None:
+            if profile.epochs and profile.dataset_size:
+                epochs, dataset_size = profile.epochs, profile.dataset_size
+            else:
+                raise InputError("no job size given and the profile has no default job",
+                                 hint="use --epochs with --dataset-size, or --samples, or --steps")
+        if epochs is None or dataset_size is None:
+            missing = "--dataset-size" if dataset_size is None else "--epochs"
+            if missing == "--dataset-size" and profile.dataset_size:
+                dataset_size = profile.dataset_size
+            elif missing == "--epochs" and profile.epochs:
+                epochs = profile.epochs
+            else:
+                raise InputError(f"--epochs and --dataset-size go together: {missing} is missing")
+        assert epochs is not None and dataset_size is not None
+        _check_positive("epochs", epochs)
+        _check_positive("dataset-size", dataset_size)
+        return cls(float(epochs) * float(dataset_size),
+                   f"{_fmt_count(epochs)} epochs x {_fmt_count(dataset_size)} {unit}")
+
+
+def _check_positive(name: str, value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+            or value <= 0:
+        raise InputError(f"{name} must be a positive number, got {value!r}")
+
+
+def _fmt_count(value: float) -> str:
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.3g}"
+
+
+@dataclass(frozen=True)
+class Filters:
+    gpus: tuple[str, ...] = ()  # canonical names; empty = all
+    providers: tuple[str, ...] = ()
+    regions: tuple[str, ...] = ()  # exact region names or prefixes ("us-", "europe")
+    market: Market = "any"
+    max_price_hr: float | None = None  # per node, in the plan's market
+    min_gpu_memory_gb: float | None = None
+    gpu_counts: tuple[float, ...] = ()
+    max_nodes: int = 1
+
+
+@dataclass
+class Ranking:
+    """Ranked plans as numpy columns, plus what a reader needs to trust them."""
+
+    profile: Profile
+    job: Job
+    columns: dict[str, np.ndarray]
+    sources: list[dict[str, Any]]
+    sort: SortKey
+    generated_at: dt.datetime
+    notes: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.columns["cost_usd"])
+
+    def head(self, n: int) -> Ranking:
+        return Ranking(self.profile, self.job, {k: v[:n] for k, v in self.columns.items()},
+                       self.sources, self.sort, self.generated_at, self.notes)
+
+    def records(self) -> list[dict[str, Any]]:
+        cols = {k: v.tolist() for k, v in self.columns.items()}
+        out = []
+        for i in range(len(self)):
+            row = {}
+            for k, values in cols.items():
+                value = values[i]
+                row[k] = None if isinstance(value, float) and math.isnan(value) else value
+            out.append(row)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The versioned JSON document of ``gpucost compare --format json``."""
+        return {
+            "schema": COMPARE_SCHEMA,
+            "schema_version": COMPARE_SCHEMA_VERSION,
+            "generated_at": self.generated_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "profile": {"name": self.profile.name, "gpu": self.profile.gpu,
+                        "precision": self.profile.precision,
+                        "batch_size": self.profile.batch_size,
+                        "throughput": self.profile.throughput,
+                        "sample_unit": self.profile.sample_unit,
+                        "source": self.profile.source},
+            "job": {"samples": self.job.samples, "description": self.job.description},
+            "sort": self.sort,
+            "price_sources": self.sources,
+            "notes": self.notes,
+            "units": PLAN_UNITS,
+            "plans": self.records(),
+        }
+
+    def to_pandas(self) -> pd.DataFrame:
+        import pandas as pd
+
+        frame = pd.DataFrame(self.columns)
+        frame.attrs["job"] = self.job.description
+        frame.attrs["profile"] = self.profile.name
+        frame.attrs["price_sources"] = self.sources
+        return frame
+
+
+# The plan table's columns and their units, in output order.
+PLAN_UNITS: dict[str, str] = {
+    "provider": "", "region": "", "zone": "", "instance_type": "", "gpu": "",
+    "gpu_count": "GPUs per node", "nodes": "nodes", "market": "on-demand|spot",
+    "price_hr": "USD/h per node", "throughput": "samples/s (whole group)",
+    "hours": "h (compute)", "cost_usd": "USD (expected, whole job)",
+    "usd_per_hour_total": "USD/h (all nodes)", "efficiency": "fraction of linear scaling",
+    "gpu_memory_gb": "GB per GPU", "price_date": "date of the price data",
+    "source": "price snapshot source", "stale": "price data older than the threshold",
+}
+
+
+def _region_mask(regions: np.ndarray, wanted: Sequence[str]) -> np.ndarray:
+    mask = np.zeros(len(regions), dtype=bool)
+    lowered = np.char.lower(regions.astype(str))
+    for item in wanted:
+        mask |= np.char.startswith(lowered, item.lower())
+    return mask
+
+
+def filter_offers(offers: Offers, filters: Filters) -> Offers:
+    """Offers passing the filters (markets and node counts are applied when plans expand)."""
+    mask = np.ones(len(offers), dtype=bool)
+    if filters.gpus:
+        mask &= np.isin(offers["gpu"], np.array(filters.gpus))
+    if filters.providers:
+        known = sorted(set(offers["provider"].tolist()))
+        for name in filters.providers:
+            if name not in known:
+                raise UnknownProviderError(name, known)
+        mask &= np.isin(offers["provider"], np.array(filters.providers))
+    if filters.regions:
+        mask &= _region_mask(offers["region"], filters.regions)
+    if filters.min_gpu_memory_gb is not None:
+        mask &= offers["gpu_memory_gb"] >= filters.min_gpu_memory_gb
+    if filters.gpu_counts:
+        mask &= np.isin(offers["gpu_count"], np.array(filters.gpu_counts, dtype=float))
+    return offers.select(mask)
+
+
+def _predict_configs(
+    profile: Profile, gpu: np.ndarray, gpu_count: np.ndarray, nodes: np.ndarray,
+    link: np.ndarray, network_gbps: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Throughput (samples/s) and scaling efficiency per row, one model call per distinct config."""
+    from gpucost.model.perf import predict
+
+    gpu_names, gpu_code = np.unique(gpu, return_inverse=True)
+    link_names, link_code = np.unique(link, return_inverse=True)
+    net_values, net_code = np.unique(np.nan_to_num(network_gbps, nan=-1.0), return_inverse=True)
+    # Fractional GPUs (AWS g6f) run one process on a slice: predict one GPU, then scale down.
+    whole = np.maximum(np.rint(gpu_count), 1.0).astype(np.int64)
+    fraction = np.where(gpu_count < 1.0, gpu_count, 1.0)
+    key = (((gpu_code.astype(np.int64) * 1024 + whole) * 4096 + nodes.astype(np.int64))
+           * (len(link_names) + 1) + link_code) * (len(net_values) + 1) + net_code
+    unique_keys, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    throughput = np.empty(len(unique_keys))
+    efficiency = np.empty(len(unique_keys))
+    for j, i in enumerate(first):
+        net = float(net_values[net_code[i]])
+        pred = predict(
+            profile,
+            gpu=str(gpu_names[gpu_code[i]]),
+            gpus_per_node=int(whole[i]),
+            nodes=int(nodes[i]),
+            inter_node_gbps=None if net < 0 else net,
+            intra_node_link=str(link_names[link_code[i]]) or None,
+        )
+        throughput[j] = pred.throughput
+        efficiency[j] = pred.efficiency
+    return throughput[inverse] * fraction, efficiency[inverse]
+
+
+def _expand(offers: Offers, filters: Filters) -> dict[str, np.ndarray]:
+    """Offers x markets x node counts, as plan columns (before prediction)."""
+    n = len(offers)
+    base = np.arange(n)
+    parts_idx: list[np.ndarray] = []
+    parts_market: list[np.ndarray] = []
+    parts_price: list[np.ndarray] = []
+    if filters.market in ("any", "on-demand"):
+        parts_idx.append(base)
+        parts_market.append(np.full(n, "on-demand"))
+        parts_price.append(offers["price_hr"])
+    if filters.market in ("any", "spot"):
+        has_spot = ~np.isnan(offers["spot_price_hr"]) & (offers["spot_price_hr"] > 0)
+        parts_idx.append(base[has_spot])
+        parts_market.append(np.full(int(has_spot.sum()), "spot"))
+        parts_price.append(offers["spot_price_hr"][has_spot])
+    idx = np.concatenate(parts_idx)
+    market = np.concatenate(parts_market)
+    price = np.concatenate(parts_price)
+    if filters.max_price_hr is not None:
+        keep = price <= filters.max_price_hr
+        idx, market, price = idx[keep], market[keep], price[keep]
+    node_counts = np.arange(1, max(1, filters.max_nodes) + 1, dtype=np.float64)
+    k = len(node_counts)
+    cols = {name: np.repeat(arr[idx], k) for name, arr in offers.columns.items()}
+    cols["market"] = np.repeat(market, k)
+    cols["price_hr"] = np.repeat(price, k)
+    cols["nodes"] = np.tile(node_counts, len(idx))
+    return cols
+
+
+def simple_job_costs(cols: dict[str, np.ndarray], hours: np.ndarray) -> dict[str, np.ndarray]:
+    """Compute-only cost: nodes x $/h per node x hours."""
+    compute = cols["nodes"] * cols["price_hr"] * hours
+    return {"compute_usd": compute, "cost_usd": compute}
+
+
+def rank(
+    profile: Profile,
+    job: Job,
+    snapshots: Sequence[Snapshot],
+    filters: Filters = Filters(),
+    *,
+    sort: SortKey = "cost",
+    stale_days: float = DEFAULT_STALE_DAYS,
+    now: dt.datetime | None = None,
+) -> Ranking:
+    """Every plan that passes the filters, ranked by expected $/job (or by time)."""
+    now = now or dt.datetime.now(dt.UTC)
+    if sort not in ("cost", "time"):
+        raise InputError(f"sort must be 'cost' or 'time', got {sort!r}")
+    if filters.max_nodes < 1:
+        raise InputError(f"max nodes must be at least 1, got {filters.max_nodes}")
+    offers = Offers.concat([s.offers for s in snapshots])
+    total = len(offers)
+    offers = filter_offers(offers, filters)
+    cols = _expand(offers, filters)
+    if len(cols["nodes"]) == 0:
+        raise NoOffersError(f"no offer matches the filters ({total:,} offers before filtering)",
+                            hint="relax --gpu/--provider/--region/--max-price-hr/--spot, "
+                                 "or run `gpucost prices show`")
+    throughput, efficiency = _predict_configs(
+        profile, cols["gpu"], cols["gpu_count"], cols["nodes"], cols["intra_node_link"],
+        cols["network_gbps"])
+    hours = job.samples / throughput / 3600.0
+    costs = simple_job_costs(cols, hours)
+    order_keys = (costs["cost_usd"], hours) if sort == "cost" else (hours, costs["cost_usd"])
+    order = np.lexsort(order_keys[::-1])
+
+    stale_sources = {s.source for s in snapshots if s.age_days(now) > stale_days}
+    out: dict[str, np.ndarray] = {
+        "provider": cols["provider"], "region": cols["region"], "zone": cols["zone"],
+        "instance_type": cols["instance_type"], "gpu": cols["gpu"],
+        "gpu_count": cols["gpu_count"], "nodes": cols["nodes"].astype(np.int64),
+        "market": cols["market"], "price_hr": cols["price_hr"], "throughput": throughput,
+        "hours": hours, **costs,
+        "usd_per_hour_total": cols["nodes"] * cols["price_hr"], "efficiency": efficiency,
+        "gpu_memory_gb": cols["gpu_memory_gb"],
+        "price_date": cols["fetched_at"].astype("U10"),  # ISO timestamp -> its date
+        "source": cols["source"],
+        "stale": np.isin(cols["source"], np.array(sorted(stale_sources), dtype=str)),
+    }
+    out = {k: v[order] for k, v in out.items()}
+    sources = [{"source": s.source, "date": s.date, "age_days": round(s.age_days(now), 1),
+                "stale": s.source in stale_sources, "offers": len(s.offers),
+                "path": str(s.path) if s.path else None} for s in snapshots]
+    notes = []
+    if stale_sources:
+        notes.append(f"price data older than {stale_days:g} days from: "
+                     f"{', '.join(sorted(stale_sources))}; run `gpucost prices refresh`")
+    return Ranking(profile, job, out, sources, sort, now, notes)
+
+
+def compare(
+    profile: Profile | str | os.PathLike[str] | None = None,
+    *,
+    epochs: float | None = None,
+    dataset_size: float | None = None,
+    samples: float | None = None,
+    steps: float | None = None,
+    gpu: str | Sequence[str] | None = None,
+    provider: str | Sequence[str] | None = None,
+    region: str | Sequence[str] | None = None,
+    market: Market = "any",
+    max_price_hr: float | None = None,
+    min_gpu_memory_gb: float | None = None,
+    gpu_count: float | Sequence[float] | None = None,
+    max_nodes: int = 1,
+    sort: SortKey = "cost",
+    prices: Sequence[str | os.PathLike[str]] | None = None,
+    limit: int | None = None,
+) -> pd.DataFrame:
+    """Plans for a profile and a job, ranked by expected $/job; a pandas DataFrame.
+
+    ``profile`` is a :class:`Profile`, a path to a profile JSON, or the name of an embedded
+    example (default: the ResNet-50 example). Give the job as ``epochs`` with ``dataset_size``,
+    or ``samples``, or ``steps`` (of the profile's global batch); without any, the profile's
+    default job is used. ``prices`` are snapshot files or folders (default: the newest snapshot
+    per source, user-refreshed first, else the embedded default).
+
+    Columns include provider, region, instance_type, gpu, gpu_count, nodes, market, price_hr,
+    hours, cost_usd, throughput, price_date; ``frame.attrs`` carries the job and price sources.
+    """
+    prof = profile if isinstance(profile, Profile) else resolve_profile(profile)
+    job = Job.from_args(prof, epochs=epochs, dataset_size=dataset_size, samples=samples,
+                        steps=steps)
+    filters = make_filters(gpu=gpu, provider=provider, region=region, market=market,
+                           max_price_hr=max_price_hr, min_gpu_memory_gb=min_gpu_memory_gb,
+                           gpu_count=gpu_count, max_nodes=max_nodes)
+    ranking = rank(prof, job, load_snapshots(prices), filters, sort=sort)
+    if limit is not None:
+        ranking = ranking.head(limit)
+    return ranking.to_pandas()
+
+
+def _as_tuple(value: Any) -> tuple[Any, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str | int | float):
+        return (value,)
+    return tuple(value)
+
+
+def make_filters(
+    *,
+    gpu: str | Sequence[str] | None = None,
+    provider: str | Sequence[str] | None = None,
+    region: str | Sequence[str] | None = None,
+    market: str = "any",
+    max_price_hr: float | None = None,
+    min_gpu_memory_gb: float | None = None,
+    gpu_count: float | Sequence[float] | None = None,
+    max_nodes: int = 1,
+) -> Filters:
+    """Validated filters; GPU names in any spelling the catalog resolves."""
+    from gpucost.catalog import resolve_gpu_name
+
+    if market not in ("any", "on-demand", "spot"):
+        raise InputError(f"market must be any, on-demand or spot, got {market!r}")
+    for name, value in (("max price per hour", max_price_hr),
+                        ("min GPU memory", min_gpu_memory_gb)):
+        if value is not None:
+            _check_positive(name, value)
+    counts = _as_tuple(gpu_count)
+    for c in counts:
+        _check_positive("GPU count", c)
+    if isinstance(max_nodes, bool) or not isinstance(max_nodes, int) or max_nodes < 1:
+        raise InputError(f"max nodes must be a positive integer, got {max_nodes!r}")
+    return Filters(
+        gpus=tuple(resolve_gpu_name(g) for g in _as_tuple(gpu)),
+        providers=tuple(p.lower() for p in _as_tuple(provider)),
+        regions=_as_tuple(region),
+        market=market,  # type: ignore[arg-type]
+        max_price_hr=max_price_hr,
+        min_gpu_memory_gb=min_gpu_memory_gb,
+        gpu_counts=tuple(float(c) for c in counts),
+        max_nodes=max_nodes,
+    )
