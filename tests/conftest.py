@@ -1,0 +1,27 @@
+"""Shared test fixtures. Every test runs with its own GPUCOST_HOME, so nothing touches ~/.gpucost."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory: pytest.TempPathFactory,
+                   monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    home = tmp_path_factory.mktemp("gpucost-home")
+    monkeypatch.setenv("GPUCOST_HOME", str(home))
+    yield home
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """The reference data folder beside the project; tests that need it skip without it."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip("../shared/data is not present on this machine")
+    return SHARED_DATA

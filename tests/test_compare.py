@@ -1,0 +1,213 @@
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gpucost
+from gpucost.cli import main
+from gpucost.compare import Filters, Job, make_filters, rank
+from gpucost.errors import InputError, NoOffersError, UnknownGpuError, UnknownProviderError
+from gpucost.pricing.snapshot import Offers, Snapshot, write_snapshot
+from gpucost.profile import Profile, resolve_profile
+
+FETCHED = dt.datetime(2026, 11, 30, tzinfo=dt.UTC)
+NOW = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
+
+
+def tiny_offers() -> Offers:
+    return Offers.from_records([
+        {"provider": "aws", "region": "us-east-1", "instance_type": "p3.2xlarge", "gpu": "V100 SXM2 16GB",
+         "gpu_count": 1, "gpu_memory_gb": 16, "price_hr": 3.06, "spot_price_hr": 0.92,
+         "intra_node_link": "nvlink"},
+        {"provider": "lambda", "region": "us-west-1", "instance_type": "gpu_1x_a100_sxm4", "gpu": "A100 SXM4 40GB",
+         "gpu_count": 1, "gpu_memory_gb": 40, "price_hr": 1.29, "intra_node_link": "nvlink"},
+        {"provider": "runpod", "region": "EU-RO-1", "instance_type": "1x_RTX4090_COMMUNITY", "gpu": "RTX 4090",
+         "gpu_count": 1, "gpu_memory_gb": 24, "price_hr": 0.34, "spot_price_hr": 0.20,
+         "intra_node_link": "pcie"},
+        {"provider": "aws", "region": "eu-west-1", "instance_type": "p4d.24xlarge", "gpu": "A100 SXM4 40GB",
+         "gpu_count": 8, "gpu_memory_gb": 40, "price_hr": 32.77, "intra_node_link": "nvlink",
+         "network_gbps": 400},
+    ])
+
+
+@pytest.fixture
+def snapshot() -> Snapshot:
+    return Snapshot(source="tiny", fetched_at=FETCHED, offers=tiny_offers())
+
+
+@pytest.fixture
+def profile() -> Profile:
+    return resolve_profile("resnet50-v100-amp")
+
+
+def test_job_sizes(profile: Profile) -> None:
+    assert Job.from_args(profile, epochs=2, dataset_size=1000).samples == 2000
+    assert Job.from_args(profile, samples=5e6).samples == 5e6
+    assert Job.from_args(profile, steps=10).samples == 10 * 256
+    assert Job.from_args(profile).samples == 90 * 1_281_167  # the profile's default job
+    with pytest.raises(InputError, match="one job size"):
+        Job.from_args(profile, samples=10, steps=10)
+    with pytest.raises(InputError, match="positive"):
+        Job.from_args(profile, samples=-1)
+    with pytest.raises(InputError, match="positive"):
+        Job.from_args(profile, epochs=0, dataset_size=10)
+
+
+def test_ranks_by_cost_and_by_time(snapshot: Snapshot, profile: Profile) -> None:
+    job = Job.from_args(profile, samples=1e7)
+    by_cost = rank(profile, job, [snapshot], now=NOW)
+    cost = by_cost.columns["cost_usd"]
+    assert np.all(np.diff(cost) >= 0)
+    # one on-demand plan per offer plus one spot plan per offer with a spot price
+    assert len(by_cost) == 4 + 2
+    by_time = rank(profile, job, [snapshot], sort="time", now=NOW)
+    assert np.all(np.diff(by_time.columns["hours"]) >= 0)
+    assert by_time.columns["instance_type"][0] == "p4d.24xlarge"  # 8 GPUs finish first
+
+
+def test_hours_follow_throughput(snapshot: Snapshot, profile: Profile) -> None:
+    job = Job.from_args(profile, samples=3.6e6)
+    r = rank(profile, job, [snapshot], now=NOW)
+    c = r.columns
+    np.testing.assert_allclose(c["hours"], job.samples / c["throughput"] / 3600.0)
+    assert np.all(c["cost_usd"] >= c["nodes"] * c["price_hr"] * c["hours"] - 1e-9)
+
+
+def test_same_gpu_offer_reproduces_the_measurement(snapshot: Snapshot, profile: Profile) -> None:
+    r = rank(profile, Job.from_args(profile, samples=1e6), [snapshot],
+             make_filters(gpu="V100", market="on-demand"), now=NOW)
+    assert r.columns["throughput"][0] == pytest.approx(profile.throughput, rel=1e-6)
+
+
+def test_filters(snapshot: Snapshot, profile: Profile) -> None:
+    job = Job.from_args(profile, samples=1e6)
+    spot = rank(profile, job, [snapshot], make_filters(market="spot"), now=NOW)
+    assert set(spot.columns["market"]) == {"spot"}
+    cheap = rank(profile, job, [snapshot], make_filters(max_price_hr=1.0), now=NOW)
+    assert cheap.columns["price_hr"].max() <= 1.0
+    mem = rank(profile, job, [snapshot], make_filters(min_gpu_memory_gb=30), now=NOW)
+    assert set(mem.columns["gpu"]) == {"A100 SXM4 40GB"}
+    eight = rank(profile, job, [snapshot], make_filters(gpu_count=8), now=NOW)
+    assert set(eight.columns["instance_type"]) == {"p4d.24xlarge"}
+    eu = rank(profile, job, [snapshot], make_filters(region="eu"), now=NOW)
+    assert set(eu.columns["region"]) == {"eu-west-1", "EU-RO-1"}
+    nodes = rank(profile, job, [snapshot], make_filters(provider="aws", max_nodes=3), now=NOW)
+    assert sorted(set(nodes.columns["nodes"].tolist())) == [1, 2, 3]
+
+
+def test_bad_filters_say_what_to_fix(snapshot: Snapshot, profile: Profile) -> None:
+    job = Job.from_args(profile, samples=1e6)
+    with pytest.raises(UnknownProviderError, match="known: aws, lambda, runpod"):
+        rank(profile, job, [snapshot], make_filters(provider="azur"), now=NOW)
+    with pytest.raises(UnknownGpuError, match="did you mean"):
+        make_filters(gpu="A100 SXM9")
+    with pytest.raises(NoOffersError, match="no offer matches"):
+        rank(profile, job, [snapshot], make_filters(gpu="H100", provider="aws"), now=NOW)
+    with pytest.raises(InputError, match="max nodes"):
+        make_filters(max_nodes=0)
+
+
+def test_stale_prices_are_flagged(profile: Profile) -> None:
+    old = Snapshot(source="old", fetched_at=dt.datetime(2025, 1, 1, tzinfo=dt.UTC),
+                   offers=tiny_offers())
+    r = rank(profile, Job.from_args(profile, samples=1e6), [old], now=NOW)
+    assert r.columns["stale"].all()
+    assert any("gpucost prices refresh" in n for n in r.notes)
+    assert r.columns["price_date"][0] == "2025-01-01"
+
+
+@settings(max_examples=40, deadline=None)
+@given(speedup=st.floats(1.0, 50.0), samples=st.floats(1e3, 1e10))
+def test_a_faster_throughput_never_raises_cost(speedup: float, samples: float) -> None:
+    profile = resolve_profile("resnet50-v100-amp")
+    faster = profile.with_changes(step_time_s=profile.step_time_s / speedup)
+    snap = Snapshot(source="tiny", fetched_at=FETCHED, offers=tiny_offers())
+    filters = Filters(max_nodes=2)
+    base = rank(profile, Job.from_args(profile, samples=samples), [snap], filters, now=NOW)
+    quick = rank(faster, Job.from_args(faster, samples=samples), [snap], filters, now=NOW)
+    key = lambda r: {(p, i, n, m): c for p, i, n, m, c in zip(  # noqa: E731
+        r.columns["provider"], r.columns["instance_type"], r.columns["nodes"],
+        r.columns["market"], r.columns["cost_usd"], strict=True)}
+    before, after = key(base), key(quick)
+    assert before.keys() == after.keys()
+    for k, cost in before.items():
+        assert after[k] <= cost * (1 + 1e-9), k
+
+
+def test_python_api_returns_a_dataframe(tmp_path: Path, snapshot: Snapshot) -> None:
+    path = write_snapshot(snapshot, tmp_path)
+    frame = gpucost.compare("resnet50-v100-amp", samples=1e6, prices=[path], limit=3)
+    for column in ("provider", "region", "instance_type", "gpu", "gpu_count", "nodes",
+                   "price_hr", "hours", "cost_usd", "throughput", "price_date"):
+        assert column in frame.columns
+    assert len(frame) == 3
+    assert frame["cost_usd"].is_monotonic_increasing
+    assert frame.attrs["profile"] == "resnet50-v100-amp"
+
+
+def test_cli_json_is_versioned(tmp_path: Path, snapshot: Snapshot,
+                               capsys: pytest.CaptureFixture[str]) -> None:
+    write_snapshot(snapshot, tmp_path)
+    assert main(["compare", "--prices", str(tmp_path), "--samples", "1e6", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "gpucost-compare" and doc["schema_version"] == 1
+    assert doc["plans_total"] == 6
+    assert doc["price_sources"][0]["date"] == "2026-11-30"
+    costs = [p["cost_usd"] for p in doc["plans"]]
+    assert costs == sorted(costs)
+    assert all(math.isfinite(c) for c in costs)
+
+
+def test_cli_csv_and_table(tmp_path: Path, snapshot: Snapshot,
+                           capsys: pytest.CaptureFixture[str]) -> None:
+    write_snapshot(snapshot, tmp_path)
+    assert main(["compare", "--prices", str(tmp_path), "--samples", "1e6", "--format", "csv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("provider,region,zone,instance_type,gpu")
+    assert len(lines) == 1 + 6
+    assert main(["compare", "--prices", str(tmp_path), "--samples", "1e6", "-n", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "2 of 6 plans shown" in out and "tiny 2026-11-30" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--gpu", "Z9000"], "unknown GPU 'Z9000'"),
+    (["--provider", "nope"], "unknown provider or source 'nope'"),
+    (["--samples", "-3"], "samples must be a positive number"),
+    (["--profile", "missing.json"], "not found"),
+    (["--gpu", "T4", "--max-price-hr", "0.0001"], "no offer matches"),
+])
+def test_cli_bad_input_exits_2_with_one_line(tmp_path: Path, snapshot: Snapshot, argv: list[str],
+                                             message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    write_snapshot(snapshot, tmp_path)
+    assert main(["compare", "--prices", str(tmp_path), *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_corrupt_snapshot_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "x" / "2026-11-30.json"
+    bad.parent.mkdir()
+    bad.write_text('{"format": "gpucost-price-snapshot", "version": 1, "sour')
+    assert main(["compare", "--prices", str(bad)]) == 2
+    assert "corrupt" in capsys.readouterr().err
+
+
+def test_default_compare_runs_without_heavy_imports() -> None:
+    code = ("import sys; from gpucost.cli import main; rc = main(['compare', '-n', '3']); "
+            "heavy = [m for m in ('torch', 'textual', 'boto3', 'pandas') if m in sys.modules]; "
+            "print('HEAVY', heavy); raise SystemExit(rc)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    assert "HEAVY []" in out.stdout
+    assert "3 of" in out.stdout
