@@ -1,0 +1,106 @@
+"""Memory fit: will one device's share of a step fit in the target GPU's memory?
+
+Peak per GPU = model states + activations. Model states with Adam are 16 bytes per parameter
+in both fp32 and mixed precision (weights 4 + gradients 4 + two Adam moments 8; mixed
+precision keeps fp32 master weights, and its fp16 copies are transient). Activations scale with
+the per-device batch: taken from the measured peak when the profile has one, else estimated
+from the flops per sample (a rough rule, good to about a factor of two: measure with the
+profiler for a firm answer). When it does not fit, the advice is a smaller micro-batch with
+gradient accumulation (same optimizer step), or sharding optimizer state and gradients across
+the group (ZeRO-2), or everything (FSDP / ZeRO-3).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gpucost.catalog.spec import GpuSpec
+from gpucost.profile import Profile
+
+STATE_BYTES_PER_PARAM = 16.0  # Adam: weights 4 + grads 4 + moments 8 (fp32 or mixed precision)
+UNSHARDED_BYTES_PER_PARAM = 4.0  # ZeRO-2 keeps a full fp32 weight copy; grads + moments shard
+# Activation bytes per sample per (flop per parameter): ResNet-50 (~9e4) and BERT-large at
+# sequence 384 (~2.6e5, from Korthikanti et al.'s per-layer formula) bracket this mixed-precision
+# figure; fp32 activations take twice the bytes.
+ACTIVATION_BYTES_PER_FLOP_PER_PARAM = 1.5e5
+RESERVED_GB = 1.0  # CUDA context, cuDNN/cuBLAS workspaces, allocator fragmentation
+USABLE_FRACTION = 0.95
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryFit:
+    """Predicted peak memory of one GPU against its capacity, with advice when it does not fit."""
+
+    gpu: str
+    capacity_gb: float  # GB (1e9 bytes) as marketed
+    usable_gb: float  # what a training process can allocate
+    peak_gb: float | None  # predicted peak per GPU; None when activations cannot be estimated
+    states_gb: float  # weights + gradients + optimizer state
+    activations_gb: float | None
+    basis: str  # "measured" | "estimated" | "states only"
+    fits: bool
+    micro_batch: int | None  # largest per-device batch that fits (with accumulation), if < batch
+    grad_accum_steps: int | None  # accumulation steps that keep the optimizer step's batch
+    advice: str
+
+    @property
+    def headroom_gb(self) -> float | None:
+        return None if self.peak_gb is None else self.usable_gb - self.peak_gb
+
+
+def activation_gb_per_sample(profile: Profile) -> tuple[float | None, str]:
+    """Activation memory per sample (GB) and where the figure comes from."""
+    states_gb = profile.param_count * STATE_BYTES_PER_PARAM / 1e9
+    if profile.peak_memory_gb is not None:
+        return max(profile.peak_memory_gb - states_gb, 0.0) / profile.batch_size, "measured"
+    if profile.flops_per_sample is not None:
+        per_param = profile.flops_per_sample / profile.param_count
+        scale = 2.0 if profile.precision in ("fp32", "tf32") else 1.0
+        return ACTIVATION_BYTES_PER_FLOP_PER_PARAM * per_param * scale / 1e9, "estimated"
+    return None, "states only"
+
+
+def fit_memory(profile: Profile, spec: GpuSpec, *, group_gpus: int = 1,
+               batch_size: int | None = None) -> MemoryFit:
+    """Does ``profile``'s per-device batch (or ``batch_size``) fit on ``spec``?
+
+    ``group_gpus`` is the data-parallel group size, used to size sharded-state advice.
+    """
+    batch = profile.batch_size if batch_size is None else batch_size
+    usable = spec.memory_gb * USABLE_FRACTION - RESERVED_GB
+    states = profile.param_count * STATE_BYTES_PER_PARAM / 1e9
+    per_sample, basis = activation_gb_per_sample(profile)
+    activations = None if per_sample is None else per_sample * batch
+    peak = None if activations is None else states + activations
+    need = states if peak is None else peak
+    if need <= usable:
+        note = "" if peak is not None else (
+            " (activations not estimated: add flops_per_sample or peak_memory_gb)")
+        return MemoryFit(spec.name, spec.memory_gb, usable, peak, states, activations, basis, True,
+                         None, None, f"fits: {need:.1f} of {usable:.1f} GB usable{note}")
+    micro = None
+    accum = None
+    options: list[str] = []
+    if per_sample is not None and per_sample > 0.0 and states < usable:
+        micro = max(math.floor((usable - states) / per_sample), 0)
+        if micro >= 1:
+            accum = math.ceil(batch / micro)
+            options.append(f"micro-batch {micro} x {accum} accumulation steps")
+    if micro is None or micro < 1:
+        micro = None
+    n = max(group_gpus, 1)
+    sharded = STATE_BYTES_PER_PARAM - UNSHARDED_BYTES_PER_PARAM
+    zero2 = profile.param_count * (UNSHARDED_BYTES_PER_PARAM + sharded / n) / 1e9
+    fsdp = states / n
+    act = activations or 0.0
+    if n > 1 and zero2 + act <= usable:
+        options.append(f"ZeRO-2 over {n} GPUs ({zero2 + act:.1f} GB per GPU)")
+    elif n > 1 and fsdp + act <= usable:
+        options.append(f"FSDP/ZeRO-3 over {n} GPUs ({fsdp + act:.1f} GB per GPU)")
+    elif n == 1:
+        options.append("shard optimizer state over more GPUs (ZeRO-2 or FSDP)")
+    advice = (f"does not fit: needs {need:.1f} GB, {usable:.1f} GB usable on {spec.name}; try "
+              + (" or ".join(options) if options else "a GPU with more memory"))
+    return MemoryFit(spec.name, spec.memory_gb, usable, peak, states, activations, basis, False,
+                     micro, accum, advice)

@@ -1,0 +1,254 @@
+"""Predict a training step on any GPU and any node count from one measured step.
+
+    p = gpucost.Profile.from_measurement(gpu="V100 SXM2 16GB", throughput=1200.0, batch_size=256,
+                                         precision="amp", param_count=25.6e6)
+    pred = gpucost.predict(p, gpu="A100 SXM4 80GB", gpus_per_node=8, nodes=2)
+    pred.throughput, pred.step_time_s, pred.breakdown["communication"], pred.efficiency
+
+The measured step is split into device compute (which translates across GPUs, see
+``translate``), data loading and host time (which do not shrink on a faster GPU), and gradient
+sync (re-predicted for the target group, see ``scaling``). Data parallel with the per-device
+batch unchanged: the group processes gpus_per_node * nodes * batch * grad_accum_steps samples
+per optimizer step. A group of mixed GPUs runs at its slowest member's pace.
+
+This is on the planner's hot path (``gpucost compare`` calls it thousands of times), so it is
+plain float math over cached catalog lookups and a calibration loaded once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from gpucost.errors import InputError
+from gpucost.model import scaling, translate
+
+if TYPE_CHECKING:
+    from gpucost.model.memory import MemoryFit
+    from gpucost.profile import Profile
+
+__all__ = ["Prediction", "TimeBreakdown", "predict"]
+
+_BREAKDOWN_KEYS = ("compute", "communication", "data", "host")
+
+
+@dataclass(frozen=True, slots=True)
+class TimeBreakdown:
+    """Where one optimizer step goes on the target, seconds. Parts sum to the step time.
+
+    Reads like a dict too: ``b["compute"]``, ``dict(b.items())``.
+    """
+
+    compute_s: float  # forward + backward + optimizer on the device (all micro-steps)
+    communication_s: float  # gradient sync not hidden behind backward
+    data_s: float  # waiting for input batches
+    host_s: float  # Python / launch overhead the device waits on
+
+    def __getitem__(self, key: str) -> float:
+        if key not in _BREAKDOWN_KEYS:
+            raise KeyError(key)
+        return float(getattr(self, f"{key}_s"))
+
+    def keys(self) -> tuple[str, ...]:
+        return _BREAKDOWN_KEYS
+
+    def items(self) -> Iterator[tuple[str, float]]:
+        return ((k, self[k]) for k in _BREAKDOWN_KEYS)
+
+    def as_dict(self) -> dict[str, float]:
+        return dict(self.items())
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    """A predicted optimizer step of one profile on one group of GPUs."""
+
+    gpu: str  # canonical name (the slowest member for a mixed group)
+    gpus_per_node: int
+    nodes: int
+    batch_size: int  # per device per micro-step (the profile's)
+    grad_accum_steps: int
+    step_time_s: float  # one optimizer step
+    throughput: float  # samples/s over the whole group
+    single_gpu_throughput: float  # samples/s of one target GPU alone
+    efficiency: float  # throughput / (GPUs x single-GPU throughput), 1.0 = linear scaling
+    breakdown: TimeBreakdown
+    allreduce_s: float  # full gradient all-reduce time before overlap with backward
+    intra_busbw_gbs: float  # GB/s all-reduce bus bandwidth inside a node
+    inter_busbw_gbs: float  # GB/s between nodes
+    intra_node_link: str  # "nvlink" | "pcie"
+    member_gpus: tuple[str, ...]  # distinct GPU types in the group
+    profile: Profile = field(repr=False, compare=False)
+
+    @property
+    def gpu_count(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+    @property
+    def samples_per_step(self) -> int:
+        return self.gpu_count * self.batch_size * self.grad_accum_steps
+
+    @property
+    def memory(self) -> MemoryFit:
+        """Predicted peak memory per GPU against the (smallest) member's capacity."""
+        from gpucost.model.memory import fit_memory
+
+        smallest = min((translate.gpu_spec(g) for g in self.member_gpus), key=lambda s: s.memory_gb)
+        return fit_memory(self.profile, smallest, group_gpus=self.gpu_count)
+
+
+def _positive_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+@lru_cache(maxsize=4096)
+def _links(gpu: str, intra_node_gbps: float | None, inter_node_gbps: float | None,
+           intra_node_link: str | None) -> scaling.Links:
+    cal = translate.calibration()["scaling"]
+    return scaling.resolve_links(translate.gpu_spec(gpu), cal, intra_node_gbps=intra_node_gbps,
+                                 inter_node_gbps=inter_node_gbps, intra_node_link=intra_node_link)
+
+
+def _source_parts(profile: Profile, gamma: float) -> tuple[float, float, float]:
+    """(device compute, data, host) seconds of one measured step on its source GPU."""
+    b = profile.breakdown
+    if b is not None:
+        compute = b.compute_s + b.optimizer_s
+        if compute <= 0.0:
+            compute = max(profile.step_time_s - b.data_s - b.host_s - b.communication_s, 0.0)
+        return compute, b.data_s, b.host_s
+    if profile.device_count > 1 and profile.gpu != "CPU":
+        # A multi-GPU measurement includes gradient sync: remove what the model says it cost
+        # (one node of device_count GPUs on the source's default link).
+        links = _links(profile.gpu, None, None, None)
+        sync = scaling.allreduce_time_s(profile.gradient_bytes, profile.device_count, 1, links)
+        return scaling.compute_given_step_s(profile.step_time_s, sync, gamma), 0.0, 0.0
+    return profile.step_time_s, 0.0, 0.0
+
+
+# id(profile) -> (profile, source compute s, data s, host s, {target gpu: compute s}); profiles
+# are immutable, and holding the profile keeps its id from being reused while cached.
+_CacheEntry = tuple["Profile", float, float, float, dict[str, float]]
+_CACHE: dict[int, _CacheEntry] = {}
+_CACHE_SIZE = 64
+
+
+def _entry(profile: Profile, gamma: float) -> _CacheEntry:
+    entry = _CACHE.get(id(profile))
+    if entry is not None and entry[0] is profile:
+        return entry
+    if len(_CACHE) >= _CACHE_SIZE:
+        _CACHE.pop(next(iter(_CACHE)))
+    compute, data, host = _source_parts(profile, gamma)
+    entry = (profile, compute, data, host, {})
+    _CACHE[id(profile)] = entry
+    return entry
+
+
+def _target_compute_s(profile: Profile, source_compute_s: float, gpu: str) -> float:
+    """Device compute of one micro-step on ``gpu`` (canonical name)."""
+    rates = translate.device_rates(gpu, profile.precision)
+    kappa = translate.workload_bytes_per_flop(profile)
+    if profile.gpu == "CPU":
+        return translate.compute_from_flops_s(profile, rates, kappa)
+    if gpu == profile.gpu:
+        return source_compute_s
+    source = translate.device_rates(profile.gpu, profile.precision)
+    return source_compute_s * translate.compute_ratio(profile, source, rates, kappa)
+
+
+@lru_cache(maxsize=1024)
+def _canonical(name: str) -> str:
+    return translate.gpu_spec(name).name
+
+
+def predict(
+    profile: Profile,
+    gpu: str | None = None,
+    gpus_per_node: int = 1,
+    nodes: int = 1,
+    intra_node_gbps: float | None = None,
+    inter_node_gbps: float | None = None,
+    *,
+    intra_node_link: str | None = None,
+    grad_accum_steps: int = 1,
+    member_gpus: Sequence[str] | None = None,
+    overlap_gamma: float | None = None,
+) -> Prediction:
+    """Predict one optimizer step of ``profile`` on ``nodes`` x ``gpus_per_node`` GPUs.
+
+    ``gpu``: target GPU (catalog name or alias); ``None`` keeps the profile's GPU.
+    ``intra_node_gbps``: GPU-to-GPU line rate inside a node, Gbit/s per direction (``None``:
+    the catalog's NVLink, else PCIe). ``inter_node_gbps``: each node's network, Gbit/s, as in the
+    offers' ``network_gbps`` (``None``: the calibrated default). ``intra_node_link``: "nvlink",
+    "pcie" or "" (unknown) from the offers' ``intra_node_link``. ``grad_accum_steps``: micro-steps
+    per optimizer step (only the last syncs). ``member_gpus``: the GPU of each of the
+    ``gpus_per_node * nodes`` members of a mixed group. ``overlap_gamma``: Pollux's overlap
+    exponent (>= 1; ``None``: fitted value).
+    """
+    k = _positive_int("gpus_per_node", gpus_per_node)
+    n = _positive_int("nodes", nodes)
+    s = _positive_int("grad_accum_steps", grad_accum_steps)
+    cal = translate.calibration()["scaling"]
+    gamma = float(cal["overlap_gamma"]) if overlap_gamma is None else float(overlap_gamma)
+    if not gamma >= 1.0:
+        raise InputError(f"overlap_gamma must be >= 1 (1 = no overlap), got {overlap_gamma!r}")
+    if member_gpus is not None:
+        if len(member_gpus) != k * n:
+            raise InputError(f"member_gpus lists {len(member_gpus)} GPUs for a group of {k * n}",
+                             hint="give one GPU name per member (gpus_per_node x nodes)")
+        members = tuple(dict.fromkeys(_canonical(g) for g in member_gpus))
+    else:
+        if gpu is None:
+            if profile.gpu == "CPU":
+                raise InputError("a CPU-measured profile needs a target gpu", hint="pass gpu=...")
+            gpu = profile.gpu
+        members = (_canonical(gpu),)
+
+    entry = _entry(profile, gamma)
+    _, source_compute, data, host, per_gpu = entry
+    slowest = members[0]
+    compute = -1.0
+    links: scaling.Links | None = None
+    for member in members:
+        c = per_gpu.get(member)
+        if c is None:
+            c = _target_compute_s(profile, source_compute, member)
+            per_gpu[member] = c
+        if c > compute:
+            compute, slowest = c, member
+        member_links = _links(member, intra_node_gbps, inter_node_gbps, intra_node_link)
+        if links is None or member_links.intra_busbw_Bps < links.intra_busbw_Bps:
+            links = member_links
+    assert links is not None
+    micro_s = data + host + compute
+    single = profile.batch_size / micro_s
+
+    sync = scaling.allreduce_time_s(profile.gradient_bytes, k, n, links) if k * n > 1 else 0.0
+    synced = scaling.overlapped_s(compute, sync, gamma)
+    step = (s - 1) * micro_s + data + host + synced
+    samples = k * n * profile.batch_size * s
+    throughput = samples / step
+    return Prediction(
+        gpu=slowest,
+        gpus_per_node=k,
+        nodes=n,
+        batch_size=profile.batch_size,
+        grad_accum_steps=s,
+        step_time_s=step,
+        throughput=throughput,
+        single_gpu_throughput=single,
+        efficiency=throughput / (k * n * single),
+        breakdown=TimeBreakdown(compute_s=s * compute, communication_s=synced - compute,
+                                data_s=s * data, host_s=s * host),
+        allreduce_s=sync,
+        intra_busbw_gbs=links.intra_busbw_Bps / 1e9,
+        inter_busbw_gbs=links.inter_busbw_Bps / 1e9,
+        intra_node_link=links.intra_kind,
+        member_gpus=members,
+        profile=profile,
+    )

@@ -1,0 +1,116 @@
+"""Data-parallel scaling: gradient all-reduce time and how much of it backward hides.
+
+All-reduce is hierarchical ring (what NCCL does across nodes): reduce-scatter inside each node,
+all-reduce of each GPU's shard across nodes through the node's network, all-gather inside the
+node. With K GPUs per node, N nodes and S gradient bytes per GPU:
+
+    t = 2(K-1)/K * S / busbw_intra + 2(K-1) * alpha_intra
+      + 2(N-1)/N * S / busbw_net   + 2(N-1) * alpha_net
+
+busbw is NCCL's "bus bandwidth" (what nccl-tests prints), a fitted fraction of the link's line
+rate (NVLink, PCIe, or the node's network). The part of t that backward does not hide follows
+Pollux's goodput model: step = (compute^gamma + sync^gamma)^(1/gamma), gamma >= 1 fitted
+(gamma = 1: no overlap; large gamma: the longer of the two). With gradient accumulation over s
+micro-steps only the last one syncs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gpucost.catalog.spec import GpuSpec
+from gpucost.errors import InputError
+
+LINK_KINDS = ("nvlink", "pcie", "")
+
+
+@dataclass(frozen=True, slots=True)
+class Links:
+    """Achievable all-reduce bus bandwidths (bytes/s) and per-hop latencies (s) of a group."""
+
+    intra_busbw_Bps: float
+    inter_busbw_Bps: float
+    intra_latency_s: float
+    inter_latency_s: float
+    intra_kind: str  # "nvlink" | "pcie"
+
+
+def _uses_nvlink(spec: GpuSpec, link: str | None) -> bool:
+    if link == "pcie" or spec.nvlink_gbs <= 0.0:
+        return False
+    if link == "nvlink":
+        return True
+    # Unknown: SXM/OAM boards are NVLink/NVSwitch (or Infinity Fabric) meshes; PCIe cards with
+    # an NVLink bridge connect pairs at most, and rented ones rarely have the bridge.
+    return not spec.form_factor.startswith("PCIe")
+
+
+def resolve_links(spec: GpuSpec, scaling: Mapping[str, Any], *, intra_node_gbps: float | None,
+                  inter_node_gbps: float | None, intra_node_link: str | None) -> Links:
+    """Bus bandwidths for a group of ``spec`` GPUs.
+
+    ``intra_node_gbps`` / ``inter_node_gbps`` are line rates in Gbit/s (per GPU per direction
+    inside a node; per node on the network, as the offers' ``network_gbps``); ``None`` takes the
+    catalog's NVLink/PCIe figure and the calibrated default network.
+    """
+    if intra_node_link is not None and intra_node_link not in LINK_KINDS:
+        raise InputError(f"intra_node_link {intra_node_link!r} is not one of nvlink, pcie or ''",
+                         hint="pass the offers table's intra_node_link value, or None")
+    nvlink = _uses_nvlink(spec, intra_node_link)
+    kind = "nvlink" if nvlink else "pcie"
+    if intra_node_gbps is not None:
+        if not intra_node_gbps > 0:
+            raise InputError(f"intra_node_gbps must be positive Gbit/s, got {intra_node_gbps!r}")
+        line_Bps = intra_node_gbps * 1e9 / 8.0
+    elif nvlink:
+        line_Bps = spec.nvlink_gbs * 1e9 / 2.0  # catalog lists both directions together
+    else:
+        line_Bps = spec.pcie_gbs * 1e9
+    network_gbps = scaling["default_network_gbps"] if inter_node_gbps is None else inter_node_gbps
+    if not network_gbps > 0:
+        raise InputError(f"inter_node_gbps must be positive Gbit/s, got {inter_node_gbps!r}")
+    return Links(
+        intra_busbw_Bps=line_Bps * float(scaling[f"{kind}_busbw_efficiency"]),
+        inter_busbw_Bps=network_gbps * 1e9 / 8.0 * float(scaling["network_busbw_efficiency"]),
+        intra_latency_s=float(scaling[f"{kind}_hop_latency_s"]),
+        inter_latency_s=float(scaling["network_hop_latency_s"]),
+        intra_kind=kind,
+    )
+
+
+def allreduce_time_s(nbytes: float, gpus_per_node: int, nodes: int, links: Links) -> float:
+    """Seconds for a hierarchical ring all-reduce of ``nbytes`` per GPU (0 for one GPU)."""
+    k, n = gpus_per_node, nodes
+    t = 0.0
+    if k > 1:
+        t += 2.0 * (k - 1) * (nbytes / k / links.intra_busbw_Bps + links.intra_latency_s)
+    if n > 1:
+        t += 2.0 * (n - 1) * (nbytes / n / links.inter_busbw_Bps + links.inter_latency_s)
+    return t
+
+
+def overlapped_s(compute_s: float, sync_s: float, gamma: float) -> float:
+    """Wall time of a backward pass of ``compute_s`` with a gradient sync of ``sync_s`` (Pollux)."""
+    if sync_s <= 0.0:
+        return compute_s
+    if compute_s <= 0.0:
+        return sync_s
+    hi, lo = (compute_s, sync_s) if compute_s >= sync_s else (sync_s, compute_s)
+    # Factor out the larger term so large gamma cannot overflow.
+    return float(hi * (1.0 + (lo / hi) ** gamma) ** (1.0 / gamma))
+
+
+def compute_given_step_s(step_s: float, sync_s: float, gamma: float) -> float:
+    """Inverse of :func:`overlapped_s` in ``compute_s``: the compute hidden in a measured step.
+
+    Clamped so a sync estimate larger than the measured step leaves a small positive compute.
+    """
+    if sync_s <= 0.0:
+        return step_s
+    rest = step_s**gamma - sync_s**gamma
+    floor = 0.05 * step_s
+    if rest <= 0.0:
+        return floor
+    return max(float(rest ** (1.0 / gamma)), floor)

@@ -1,0 +1,177 @@
+"""Cross-GPU translation: how long one device's share of a training step takes on another GPU.
+
+The model is a two-term roofline with calibrated efficiencies. On GPU g at precision p a
+workload of F flops that moves kappa * F bytes of device memory takes
+
+    t(g) = F / (peak_flops(g, p) * eff(g, p)) + kappa * F / (mem_bw(g) * eff_bw(g))
+
+where ``eff`` and ``eff_bw`` are achievable fractions of the spec sheet, fitted per compute
+capability and precision on public training benchmarks (``calibration.json``, written by
+``scripts/fit_calibration.py``), and kappa (bytes per flop) is the workload's mix: from the
+profile when it records both flops and bytes, else fitted per model family. A measured step is
+translated by the ratio t(target) / t(source), so the same GPU reproduces the measurement
+exactly. With a per-operator table each operator is translated by what bounds it on each GPU
+(arithmetic intensity against the ridge point, with a per-launch floor for small kernels).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache, lru_cache
+from pathlib import Path
+from typing import Any
+
+from gpucost.catalog.spec import GpuSpec
+from gpucost.errors import ProfileError
+from gpucost.profile import Profile
+
+CALIBRATION_PATH = Path(__file__).with_name("calibration.json")
+
+# Which tensor unit a profile's precision runs on; fp16 and amp share the fp16 tensor cores.
+PRECISION_CLASS: dict[str, str] = {
+    "fp32": "fp32", "tf32": "tf32", "fp16": "fp16", "amp": "fp16", "bf16": "bf16",
+}
+
+
+@cache
+def calibration() -> Mapping[str, Any]:
+    """The fitted coefficients, loaded once."""
+    with CALIBRATION_PATH.open(encoding="utf-8") as fh:
+        data: dict[str, Any] = json.load(fh)
+    return data
+
+
+@lru_cache(maxsize=1024)
+def gpu_spec(name: str) -> GpuSpec:
+    """Catalog lookup, cached: the planner asks for the same few GPUs thousands of times."""
+    from gpucost.catalog import get_gpu
+
+    return get_gpu(name)
+
+
+def device_class(spec: GpuSpec) -> str:
+    """The key efficiencies are fitted under: compute capability (GA100 "8.0" vs GA102 "8.6"),
+    or the architecture name for non-NVIDIA parts."""
+    return spec.compute_capability or spec.arch
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceRates:
+    """What one GPU achieves at one precision, in SI units."""
+
+    flops_per_s: float  # achievable arithmetic rate
+    bytes_per_s: float  # achievable device-memory bandwidth
+
+    @property
+    def ridge_flops_per_byte(self) -> float:
+        """Arithmetic intensity above which a kernel is compute-bound here."""
+        return self.flops_per_s / self.bytes_per_s
+
+
+def efficiencies(spec: GpuSpec, precision: str,
+                 cal: Mapping[str, Any] | None = None) -> tuple[float, float]:
+    """(compute, memory) efficiency of ``spec``: per GPU if fitted, else its class, else default."""
+    cal = calibration() if cal is None else cal
+    pclass = PRECISION_CLASS[precision]
+    key = f"{spec.name}|{pclass}"
+    eff = cal["compute_efficiency_gpu"].get(key)
+    if eff is None:
+        eff = cal["compute_efficiency_class"].get(f"{device_class(spec)}|{pclass}")
+    if eff is None:
+        eff = cal["compute_efficiency_default"][pclass]
+    eff_bw = cal["memory_efficiency_gpu"].get(spec.name)
+    if eff_bw is None:
+        eff_bw = cal["memory_efficiency_class"].get(device_class(spec),
+                                                    cal["memory_efficiency_default"])
+    return float(eff), float(eff_bw)
+
+
+def rates_for(spec: GpuSpec, precision: str, cal: Mapping[str, Any] | None = None) -> DeviceRates:
+    eff, eff_bw = efficiencies(spec, precision, cal)
+    peak_tflops = spec.tflops(precision)  # type: ignore[arg-type]
+    return DeviceRates(flops_per_s=peak_tflops * 1e12 * eff,
+                       bytes_per_s=spec.mem_bw_gbs * 1e9 * eff_bw)
+
+
+@lru_cache(maxsize=4096)
+def device_rates(gpu: str, precision: str) -> DeviceRates:
+    """Achievable rates of a catalog GPU at a precision, using the shipped calibration."""
+    return rates_for(gpu_spec(gpu), precision)
+
+
+def workload_bytes_per_flop(profile: Profile, cal: Mapping[str, Any] | None = None) -> float:
+    """kappa: device-memory bytes per flop of the workload (its compute/memory mix)."""
+    if profile.bytes_per_step is not None and profile.flops_per_sample is not None:
+        return profile.bytes_per_step / (profile.flops_per_sample * profile.batch_size)
+    cal = calibration() if cal is None else cal
+    pclass = PRECISION_CLASS[profile.precision]
+    text = f"{profile.name} {profile.description}".lower()
+    for family in cal["families"]:
+        if any(token in text for token in family["match"]):
+            kappa = family["bytes_per_flop"].get(pclass)
+            if kappa is not None:
+                return float(kappa)
+    return float(cal["default_bytes_per_flop"][pclass])
+
+
+def time_per_flop_s(rates: DeviceRates, bytes_per_flop: float) -> float:
+    """Seconds per flop of a workload with mix ``bytes_per_flop`` (two-term roofline)."""
+    return 1.0 / rates.flops_per_s + bytes_per_flop / rates.bytes_per_s
+
+
+def _operator_time_s(flops: float, nbytes: float, calls: int, rates: DeviceRates,
+                     floor_s: float) -> float:
+    return max(flops / rates.flops_per_s, nbytes / rates.bytes_per_s, calls * floor_s)
+
+
+def compute_ratio(profile: Profile, source: DeviceRates, target: DeviceRates,
+                  bytes_per_flop: float) -> float:
+    """Target over source device time for the profile's compute (1.0 when they match).
+
+    With an operator table, each operator with flops or bytes recorded is scaled by its own
+    roofline ratio and weighted by its measured time; operators without counts and the time
+    the table does not cover scale with the aggregate ratio.
+    """
+    aggregate = time_per_flop_s(target, bytes_per_flop) / time_per_flop_s(source, bytes_per_flop)
+    if not profile.operators:
+        return aggregate
+    floor_s = float(calibration()["launch_floor_s"])
+    weighted = 0.0
+    covered_s = 0.0
+    for op in profile.operators:
+        if op.time_s <= 0.0:
+            continue
+        if op.flops > 0.0 or op.bytes_moved > 0.0:
+            src = _operator_time_s(op.flops, op.bytes_moved, op.calls, source, floor_s)
+            tgt = _operator_time_s(op.flops, op.bytes_moved, op.calls, target, floor_s)
+            weighted += op.time_s * (tgt / src)
+        else:
+            weighted += op.time_s * aggregate
+        covered_s += op.time_s
+    if covered_s <= 0.0:
+        return aggregate
+    # Operator times are device times of one step; normalise so the ratio applies to compute_s
+    # even when the table does not sum exactly to it (profiler overhead, uncovered kernels).
+    return weighted / covered_s
+
+
+def compute_from_flops_s(profile: Profile, target: DeviceRates, bytes_per_flop: float) -> float:
+    """Absolute device time of one step on ``target`` from counted flops (CPU-measured profiles)."""
+    flops_step = profile.flops_per_step
+    if flops_step is None:
+        raise ProfileError(
+            f"profile {profile.name!r} was measured on the CPU and records no flops_per_sample, "
+            "so it cannot be translated to a GPU",
+            hint="re-profile with `gpucost profile` (it counts flops), or add flops_per_sample "
+            "(forward + backward) to the profile",
+        )
+    floor_s = float(calibration()["launch_floor_s"])
+    counted = [op for op in profile.operators if op.flops > 0.0 or op.bytes_moved > 0.0]
+    if not counted:
+        return flops_step * time_per_flop_s(target, bytes_per_flop)
+    total = sum(_operator_time_s(op.flops, op.bytes_moved, op.calls, target, floor_s)
+                for op in counted)
+    rest_flops = max(flops_step - sum(op.flops for op in counted), 0.0)
+    return total + rest_flops * time_per_flop_s(target, bytes_per_flop)
