@@ -1,0 +1,427 @@
+"""The plan file: the contract between the advisor, the executor, the pre-flight check and the TUI.
+
+A plan is one chosen offer and node count for one job, with every assumption behind its estimate
+(prices and their date, throughput and its source, interruption rate, checkpoint interval, disk
+size, idle policy) and the estimate's breakdown. It is TOML (read with :mod:`tomllib`, written
+with ``tomli_w``), ``schema = "gpucost-plan"``, ``schema_version = 1``::
+
+    [job]         name, command (argv list), workdir (relative to the plan file), job size ...
+    [offer]       provider, region, instance_type, gpu, gpu_count (per node), nodes, market,
+                  price_hr (USD/h per node)
+    [workload]    profile, precision, batch_size (per device), throughput (samples/s, whole group)
+    [safety]      timeout_hours and budget_cap_usd (both required: the executor's hard limits)
+    [checkpoint]  enabled, every_epochs, interval_minutes, target (local:<dir> | s3://...), resume
+    [spot]        interruption_rate_per_hr, max_wait_capacity_hours, fallback
+    [disk]        size_gb (allocated), storage_gb_month, month_hours
+    [idle]        policy (stop | destroy) after the job, expected_return_hours, breakeven_hours
+    [estimate]    hours, cost_usd and its terms (compute, setup, storage, egress, ingress, spot)
+    [assumptions] notes
+
+Unknown keys are rejected rather than ignored: a misspelt ``budget_cap_usd`` must not silently
+drop a safety limit. Every problem is a :class:`~gpucost.errors.PlanFileError` naming the
+section, the field and how to fix it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import math
+import os
+import tomllib
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpucost._io import atomic_write_text
+from gpucost.errors import PlanFileError
+
+SCHEMA = "gpucost-plan"
+SCHEMA_VERSION = 1
+
+MARKETS = ("on-demand", "spot")
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "amp")
+VERIFY_ACTIONS = ("warn", "stop")
+IDLE_POLICIES = ("stop", "destroy")
+FALLBACKS = ("on-demand", "none")
+
+
+def _m(
+    *,
+    ge: float | None = None,
+    gt: float | None = None,
+    le: float | None = None,
+    choices: tuple[str, ...] = (),
+    doc: str = "",
+) -> dict[str, Any]:
+    """Field metadata: the range or choices :func:`load_plan` enforces, and a hint for users."""
+    return {"ge": ge, "gt": gt, "le": le, "choices": choices, "doc": doc}
+
+
+@dataclass(frozen=True)
+class JobSection:
+    name: str = field(metadata=_m(doc="a short name for the run"))
+    command: list[str] = field(metadata=_m(doc='an argv list, e.g. ["python", "train.py"]'))
+    workdir: str = "."  # relative to the plan file
+    entry_script: str | None = None  # the training script, for the __main__-guard check
+    epochs: float | None = field(default=None, metadata=_m(gt=0))
+    dataset_size: float | None = field(default=None, metadata=_m(gt=0))  # samples per epoch
+    samples: float | None = field(default=None, metadata=_m(gt=0))  # epochs x dataset_size
+    steps: float | None = field(default=None, metadata=_m(gt=0))  # steps of the global batch
+    data_gb: float = field(default=0.0, metadata=_m(ge=0))  # dataset downloaded and kept
+    dataset_region: str | None = None
+    checkpoint_gb: float = field(default=0.0, metadata=_m(ge=0))  # one checkpoint
+    results_gb: float = field(default=0.0, metadata=_m(ge=0))  # copied off at the end
+    deadline_hours: float | None = field(default=None, metadata=_m(gt=0))
+    budget_usd: float | None = field(default=None, metadata=_m(gt=0))
+    spot: bool = False  # whether spot capacity was allowed when planning
+
+
+@dataclass(frozen=True)
+class OfferSection:
+    provider: str = field(metadata=_m(doc="aws, gcp, azure, lambda, runpod, vast, local ..."))
+    instance_type: str = field(metadata=_m(doc="the provider's instance type"))
+    gpu: str = field(metadata=_m(doc="canonical catalog name, e.g. A100 SXM4 40GB"))
+    gpu_count: float = field(metadata=_m(gt=0, doc="GPUs per node"))
+    price_hr: float = field(metadata=_m(ge=0, doc="USD/h per node in the chosen market"))
+    nodes: int = field(default=1, metadata=_m(ge=1))
+    market: str = field(default="on-demand", metadata=_m(choices=MARKETS))
+    region: str = ""
+    zone: str = ""
+    price_source: str = ""
+    price_date: str = ""  # YYYY-MM-DD of the price data
+    on_demand_price_hr: float | None = field(default=None, metadata=_m(ge=0))  # spot fallback
+    network_gbps: float | None = field(default=None, metadata=_m(gt=0))
+
+
+@dataclass(frozen=True)
+class WorkloadSection:
+    throughput: float = field(metadata=_m(gt=0, doc="predicted samples/s, whole group"))
+    profile: str = ""  # profile path or embedded example name
+    profile_gpu: str = ""
+    precision: str | None = field(default=None, metadata=_m(choices=PRECISIONS))
+    batch_size: int | None = field(default=None, metadata=_m(ge=1))  # per device
+    sample_unit: str = "samples"
+    throughput_source: str = ""
+    peak_memory_gb: float | None = field(default=None, metadata=_m(gt=0))  # per GPU
+    torch_version: str | None = None
+
+
+@dataclass(frozen=True)
+class SafetySection:
+    timeout_hours: float = field(metadata=_m(gt=0, doc="the executor's hard wall-clock limit"))
+    budget_cap_usd: float = field(metadata=_m(gt=0, doc="the executor stops the run when spent"))
+    verify_margin_pct: float = field(default=25.0, metadata=_m(ge=0, le=100))
+    verify_action: str = field(default="warn", metadata=_m(choices=VERIFY_ACTIONS))
+
+
+@dataclass(frozen=True)
+class CheckpointSection:
+    enabled: bool = False
+    every_epochs: float | None = field(default=None, metadata=_m(gt=0))
+    interval_minutes: float | None = field(default=None, metadata=_m(gt=0))  # Young/Daly
+    target: str = "local:checkpoints"  # local:<dir> | s3://bucket/prefix
+    resume: bool = True
+
+
+@dataclass(frozen=True)
+class SpotSection:
+    interruption_rate_per_hr: float = field(default=0.0, metadata=_m(ge=0))
+    rate_source: str = ""
+    max_wait_capacity_hours: float = field(default=0.0, metadata=_m(ge=0))
+    fallback: str = field(default="on-demand", metadata=_m(choices=FALLBACKS))
+
+
+@dataclass(frozen=True)
+class DiskSection:
+    size_gb: float = field(default=0.0, metadata=_m(ge=0))  # allocated, billed as such
+    storage_gb_month: float = field(default=0.0, metadata=_m(ge=0))  # USD per GB-month
+    month_hours: float = field(default=730.0, metadata=_m(gt=0))  # billing month: 730 or 720
+
+
+@dataclass(frozen=True)
+class IdleSection:
+    policy: str = field(default="destroy", metadata=_m(choices=IDLE_POLICIES))
+    expected_return_hours: float | None = field(default=None, metadata=_m(ge=0))
+    breakeven_hours: float | None = field(default=None, metadata=_m(ge=0))
+
+
+@dataclass(frozen=True)
+class EstimateSection:
+    hours: float = field(metadata=_m(gt=0, doc="wall-clock hours, setup included"))
+    cost_usd: float = field(metadata=_m(ge=0, doc="expected USD, the sum of the *_usd terms"))
+    compute_usd: float = field(default=0.0, metadata=_m(ge=0))
+    setup_usd: float = field(default=0.0, metadata=_m(ge=0))
+    storage_usd: float = field(default=0.0, metadata=_m(ge=0))
+    egress_usd: float = field(default=0.0, metadata=_m(ge=0))
+    ingress_usd: float = field(default=0.0, metadata=_m(ge=0))
+    checkpoint_usd: float = field(default=0.0, metadata=_m(ge=0))
+    spot_rework_usd: float = field(default=0.0, metadata=_m(ge=0))
+
+    def terms(self) -> dict[str, float]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if f.name.endswith("_usd") and f.name != "cost_usd"}
+
+
+@dataclass(frozen=True)
+class AssumptionsSection:
+    notes: list[str] = field(default_factory=list)
+
+
+_SECTIONS: dict[str, type[Any]] = {
+    "job": JobSection, "offer": OfferSection, "workload": WorkloadSection,
+    "safety": SafetySection, "checkpoint": CheckpointSection, "spot": SpotSection,
+    "disk": DiskSection, "idle": IdleSection, "estimate": EstimateSection,
+    "assumptions": AssumptionsSection,
+}
+
+
+@dataclass(frozen=True)
+class Plan:
+    job: JobSection
+    offer: OfferSection
+    workload: WorkloadSection
+    safety: SafetySection
+    estimate: EstimateSection
+    checkpoint: CheckpointSection = field(default_factory=CheckpointSection)
+    spot: SpotSection = field(default_factory=SpotSection)
+    disk: DiskSection = field(default_factory=DiskSection)
+    idle: IdleSection = field(default_factory=IdleSection)
+    assumptions: AssumptionsSection = field(default_factory=AssumptionsSection)
+    created_at: str = ""  # ISO 8601 UTC; filled by to_toml when blank
+
+    def __post_init__(self) -> None:
+        _validate_plan(self, origin="plan")
+
+    @property
+    def total_gpus(self) -> float:
+        return self.offer.gpu_count * self.offer.nodes
+
+    @property
+    def total_samples(self) -> float | None:
+        """Samples for the whole job, from whichever job size the plan gives."""
+        job = self.job
+        if job.samples is not None:
+            return job.samples
+        if job.epochs is not None and job.dataset_size is not None:
+            return job.epochs * job.dataset_size
+        if job.steps is not None and self.workload.batch_size is not None:
+            return job.steps * self.workload.batch_size * self.total_gpus
+        return None
+
+    def workdir(self, plan_path: str | os.PathLike[str]) -> Path:
+        """The job's working folder: ``[job] workdir`` relative to the plan file's folder."""
+        return (Path(plan_path).resolve().parent / self.job.workdir).resolve()
+
+    def to_dict(self) -> dict[str, Any]:
+        created = self.created_at or dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        doc: dict[str, Any] = {"schema": SCHEMA, "schema_version": SCHEMA_VERSION,
+                               "created_at": created}
+        for name in _SECTIONS:
+            section = getattr(self, name)
+            doc[name] = {f.name: getattr(section, f.name) for f in dataclasses.fields(section)
+                         if getattr(section, f.name) is not None}
+        return doc
+
+    def to_toml(self) -> str:
+        import tomli_w
+
+        return str(tomli_w.dumps(self.to_dict()))
+
+
+def save_plan(plan: Plan, path: str | os.PathLike[str]) -> Path:
+    """Write the plan as TOML, atomically."""
+    return atomic_write_text(path, plan.to_toml())
+
+
+def load_plan(path: str | os.PathLike[str]) -> Plan:
+    """Read and validate a plan file; any problem is a PlanFileError naming the field."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PlanFileError(f"plan file {p} does not exist",
+                            hint="write one with `gpucost plan ... -o plan.toml`") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise PlanFileError(f"cannot read plan file {p}: {err}") from None
+    return parse_plan(text, origin=str(p))
+
+
+def parse_plan(text: str, *, origin: str = "plan") -> Plan:
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise PlanFileError(f"{origin} is not valid TOML: {err}",
+                            hint="fix the syntax, or regenerate it with `gpucost plan`") from None
+    return plan_from_dict(raw, origin=origin)
+
+
+def plan_from_dict(raw: Mapping[str, Any], *, origin: str = "plan") -> Plan:
+    schema = raw.get("schema")
+    if schema != SCHEMA:
+        raise PlanFileError(f"{origin}: schema is {schema!r}, expected {SCHEMA!r}",
+                            hint=f'a plan file starts with schema = "{SCHEMA}"')
+    version = raw.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise PlanFileError(f"{origin}: schema_version is missing or not an integer",
+                            hint=f"add schema_version = {SCHEMA_VERSION}")
+    if version > SCHEMA_VERSION:
+        raise PlanFileError(f"{origin}: schema_version {version} is newer than this gpucost "
+                            f"understands ({SCHEMA_VERSION})", hint="upgrade gpucost")
+    if version < 1:
+        raise PlanFileError(f"{origin}: schema_version must be 1, got {version}")
+    created = raw.get("created_at", "")
+    if isinstance(created, dt.datetime):  # TOML's unquoted datetime
+        created = created.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if not isinstance(created, str):
+        raise PlanFileError(f"{origin}: created_at must be an ISO 8601 string")
+    unknown = set(raw) - {"schema", "schema_version", "created_at", *_SECTIONS}
+    if unknown:
+        raise PlanFileError(f"{origin}: unknown top-level key(s) {', '.join(sorted(unknown))}",
+                            hint="sections are " + ", ".join(f"[{s}]" for s in _SECTIONS))
+    sections: dict[str, Any] = {}
+    for name, cls in _SECTIONS.items():
+        body = raw.get(name)
+        if body is None:
+            if _has_required(cls):
+                raise PlanFileError(f"{origin}: section [{name}] is missing",
+                                    hint=f"add [{name}] with {_required_names(cls)}")
+            body = {}
+        if not isinstance(body, dict):
+            raise PlanFileError(f"{origin}: [{name}] must be a table")
+        sections[name] = _section_from_dict(cls, name, body, origin)
+    try:
+        return Plan(created_at=created, **sections)
+    except PlanFileError as err:
+        raise PlanFileError(err.message.replace("plan:", f"{origin}:", 1), hint=err.hint) from None
+
+
+def _has_required(cls: type[Any]) -> bool:
+    return any(_is_required(f) for f in dataclasses.fields(cls))
+
+
+def _is_required(f: dataclasses.Field[Any]) -> bool:
+    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+
+
+def _required_names(cls: type[Any]) -> str:
+    return ", ".join(f.name for f in dataclasses.fields(cls) if _is_required(f))
+
+
+def _section_from_dict(cls: type[Any], section: str, body: Mapping[str, Any],
+                       origin: str) -> Any:
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = set(body) - set(fields)
+    if unknown:
+        raise PlanFileError(f"{origin}: unknown field(s) in [{section}]: "
+                            f"{', '.join(sorted(unknown))}",
+                            hint="known: " + ", ".join(fields))
+    hints = typing.get_type_hints(cls)
+    values: dict[str, Any] = {}
+    for name, f in fields.items():
+        where = f"[{section}] {name}"
+        if name not in body:
+            if _is_required(f):
+                doc = f.metadata.get("doc", "")
+                raise PlanFileError(f"{origin}: {where} is missing",
+                                    hint=f"add `{name} = ...` under [{section}]"
+                                         + (f" ({doc})" if doc else ""))
+            continue
+        values[name] = _coerce(body[name], hints[name], f"{origin}: {where}")
+    return cls(**values)
+
+
+def _coerce(value: Any, annotation: Any, where: str) -> Any:
+    """Check a TOML value against a field's type; ints are accepted for floats."""
+    args = typing.get_args(annotation)
+    if isinstance(annotation, types.UnionType):  # "X | None"; None cannot come from TOML
+        annotation = next(a for a in args if a is not type(None))
+    if annotation is bool:
+        if isinstance(value, bool):
+            return value
+        raise PlanFileError(f"{where} must be true or false, got {value!r}")
+    if annotation is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        raise PlanFileError(f"{where} must be an integer, got {value!r}")
+    if annotation is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        raise PlanFileError(f"{where} must be a number, got {value!r}")
+    if annotation is str:
+        if isinstance(value, str):
+            return value
+        raise PlanFileError(f"{where} must be a string, got {value!r}")
+    # list[str]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise PlanFileError(f"{where} must be a list of strings, got {value!r}")
+
+
+def _check_field(section: Any, f: dataclasses.Field[Any], where: str) -> None:
+    value = getattr(section, f.name)
+    if value is None or isinstance(value, bool):
+        return
+    meta = f.metadata
+    if isinstance(value, int | float):
+        if not math.isfinite(value):
+            raise PlanFileError(f"{where} must be a finite number, got {value!r}")
+        for key, words in (("ge", ">="), ("gt", ">"), ("le", "<=")):
+            limit = meta.get(key)
+            if limit is None:
+                continue
+            ok = value >= limit if key == "ge" else value > limit if key == "gt" else value <= limit
+            if not ok:
+                raise PlanFileError(f"{where} = {value!r} is out of range (must be {words} "
+                                    f"{limit:g})", hint=meta.get("doc") or None)
+    choices = meta.get("choices")
+    if choices and value not in choices:
+        raise PlanFileError(f"{where} = {value!r} is not one of {', '.join(choices)}")
+
+
+def _validate_plan(plan: Plan, *, origin: str) -> None:
+    for name in _SECTIONS:
+        section = getattr(plan, name)
+        for f in dataclasses.fields(section):
+            _check_field(section, f, f"{origin}: [{name}] {f.name}")
+    job, offer = plan.job, plan.offer
+    if not job.command or not all(job.command):
+        raise PlanFileError(f"{origin}: [job] command is empty",
+                            hint='give an argv list, e.g. command = ["python", "train.py"]')
+    if not job.name.strip():
+        raise PlanFileError(f"{origin}: [job] name is empty", hint="give the run a short name")
+    if plan.total_samples is None:
+        raise PlanFileError(f"{origin}: [job] has no job size",
+                            hint="give samples, or epochs with dataset_size, or steps with "
+                                 "[workload] batch_size")
+    target = plan.checkpoint.target
+    if not (target.startswith("local:") or target.startswith("s3://")):
+        raise PlanFileError(f"{origin}: [checkpoint] target = {target!r} is not understood",
+                            hint="use local:<dir> or s3://bucket/prefix")
+    if offer.market == "spot" and offer.provider == "local":
+        raise PlanFileError(f"{origin}: [offer] market = 'spot' makes no sense for provider "
+                            "'local'", hint='use market = "on-demand"')
+    est = plan.estimate
+    terms = est.terms()
+    total = sum(terms.values())
+    # Terms are optional (a hand-written plan may give only the total), but if given they
+    # must add up: a total edited without its terms would mislead the budget checks.
+    if total > 0 and abs(total - est.cost_usd) > 0.01 + 0.005 * est.cost_usd:
+        raise PlanFileError(f"{origin}: [estimate] cost_usd = {est.cost_usd:g} but its terms "
+                            f"add up to {total:.2f}",
+                            hint="make cost_usd the sum of the *_usd terms, or regenerate the "
+                                 "plan with `gpucost plan`")
+    if plan.safety.budget_cap_usd < est.cost_usd:
+        raise PlanFileError(f"{origin}: [safety] budget_cap_usd = {plan.safety.budget_cap_usd:g} "
+                            f"is below the estimate's cost_usd = {est.cost_usd:g}",
+                            hint="raise budget_cap_usd: the executor would stop the run before "
+                                 "it could finish")
+    if plan.safety.timeout_hours < est.hours:
+        raise PlanFileError(f"{origin}: [safety] timeout_hours = {plan.safety.timeout_hours:g} "
+                            f"is below the estimate's hours = {est.hours:g}",
+                            hint="raise timeout_hours: the run would be killed before it ends")
