@@ -1,0 +1,213 @@
+"""Turn the GPU names real sources use into the catalog's canonical names.
+
+NVML says "NVIDIA A100-SXM4-80GB" or "H100 80GB HBM3", clouds say "A100-80GB", "nvidia-tesla-a100",
+"RTX4090" or "gpu_8x_h100_sxm5". A name is split into tokens (any non-alphanumeric run separates)
+and each token is read as one of:
+
+* noise: vendor and brand words (NVIDIA, GeForce, Tesla, Quadro, AMD, Instinct), memory types
+  (HBM3, GDDR6X), counts ("8x"), "gpu", "Generation", "Edition", "Blackwell";
+* a memory size: "80GB", "144G", "32GiB";
+* a form factor: SXM/SXM2..SXM6, HGX, NVLink and MEGA (all SXM boards), PCIe, NVL, OAM;
+* otherwise part of the model key; the model tokens are joined: "RTX 4090" == "RTX4090".
+
+The model key selects a family of rows (a row's canonical name and each alias contribute one).
+A form factor or memory size in the name must match (memory within 10%, so GiB and "192GB" vs
+180 GB both match); what is left unsaid falls back to the family's DEFAULT, the variant a cloud
+most often means by the bare name: among the candidates left, the one with the default's form
+factor, then the memory closest to the default's. So "A100" is an A100 SXM4 40GB, "A100 80GB" an
+A100 SXM4 80GB, "V100 PCIe" a V100 PCIe 16GB. Lambda's "RTX6000" (24 GB) is the Quadro RTX 6000;
+the Ada card is always spelled with "Ada". Laptop parts ("Max-Q", "Laptop") are not in the
+catalog and do not resolve to their desktop namesakes.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+from dataclasses import dataclass
+
+from gpucost.catalog.table import entries, entries_by_name
+from gpucost.errors import UnknownGpuError
+
+# family model key -> the variant a bare family name means (see the module docstring)
+FAMILY_DEFAULTS: dict[str, str] = {
+    "a100": "A100 SXM4 40GB",  # AWS p4d, GCP a2-highgpu, Lambda gpu_1x_a100
+    "a800": "A800 SXM4 80GB",
+    "v100": "V100 SXM2 16GB",  # AWS p3, GCP n1 + V100, Lambda gpu_8x_v100
+    "p100": "P100 PCIe 16GB",  # GCP's P100
+    "h100": "H100 SXM5 80GB",  # AWS p5, GCP a3, Lambda/Nebius H100 SXM
+    "h200": "H200 SXM 141GB",
+    "gh200": "GH200 96GB",  # Lambda's GH200
+}
+
+_NOISE = frozenset({
+    "nvidia", "geforce", "tesla", "quadro", "amd", "instinct", "gpu", "generation", "edition",
+    "blackwell", "hbm2", "hbm2e", "hbm3", "hbm3e", "gddr5", "gddr5x", "gddr6", "gddr6x", "gddr7",
+    "secure", "community",
+})
+_FORM_TOKENS: dict[str, str] = {
+    **{f"sxm{n}": "sxm" for n in ("", "2", "3", "4", "5", "6")},
+    "hgx": "sxm", "nvlink": "sxm", "mega": "sxm",
+    "pcie": "pcie", "pci": "pcie", "nvl": "nvl", "oam": "oam",
+}
+_NON_GPU_PREFIXES = (
+    "tpu", "inferentia", "trainium", "trn1", "trn2", "inf1", "inf2", "gaudi", "habana", "hl205",
+    "virtex", "ultrascale", "fpga", "vu9p", "vu47p",
+)
+_SEPARATORS = re.compile(r"[^a-z0-9.]+")
+_MEMORY = re.compile(r"^(\d+(?:\.\d+)?)(?:gb|g|gib)$")
+_COUNT = re.compile(r"^\d+x$")
+_MEMORY_TOLERANCE = 0.10  # relative; covers GiB-vs-GB and "B200 192GB" vs the 180 GB sold
+
+
+@dataclass(frozen=True, slots=True)
+class _Parsed:
+    model: str
+    form: str | None
+    memory_gb: float | None
+    non_gpu: bool
+
+
+def _parse(name: str) -> _Parsed:
+    model: list[str] = []
+    form: str | None = None
+    memory_gb: float | None = None
+    non_gpu = False
+    # "." separates too, except inside a memory size such as "1.5GB"
+    for raw in _SEPARATORS.split(name.casefold()):
+        if (size := _MEMORY.match(raw)) is not None:
+            memory_gb = float(size.group(1))
+            continue
+        for token in raw.split("."):
+            if not token or token in _NOISE or _COUNT.match(token):
+                continue
+            if token.startswith(_NON_GPU_PREFIXES):
+                non_gpu = True
+            if (size := _MEMORY.match(token)) is not None:
+                memory_gb = float(size.group(1))
+            elif token in _FORM_TOKENS:
+                form = _FORM_TOKENS[token]
+            else:
+                model.append(token)
+    return _Parsed("".join(model), form, memory_gb, non_gpu)
+
+
+def _form_class(form_factor: str) -> str:
+    lowered = form_factor.casefold()
+    return "sxm" if lowered.startswith("sxm") else lowered
+
+
+@dataclass(frozen=True, slots=True)
+class _Index:
+    exact: dict[tuple[str, str | None, float | None], str]
+    families: dict[str, tuple[str, ...]]
+    suggestion_keys: dict[str, str]  # lowercase spelling -> canonical name
+
+
+@functools.cache
+def _index() -> _Index:
+    exact: dict[tuple[str, str | None, float | None], str] = {}
+    families: dict[str, list[str]] = {}
+    suggestion_keys: dict[str, str] = {}
+    for entry in entries():
+        canonical = entry.spec.name
+        for spelling in (canonical, *entry.spec.aliases):
+            parsed = _parse(spelling)
+            key = (parsed.model, parsed.form, parsed.memory_gb)
+            if exact.setdefault(key, canonical) != canonical:
+                raise RuntimeError(f"GPU catalog: {spelling!r} names both {exact[key]!r} and "
+                                   f"{canonical!r}")
+            members = families.setdefault(parsed.model, [])
+            if canonical not in members:
+                members.append(canonical)
+            suggestion_keys.setdefault(spelling.casefold(), canonical)
+            suggestion_keys.setdefault(parsed.model, FAMILY_DEFAULTS.get(parsed.model, canonical))
+    for model, members in families.items():
+        if len(members) > 1 and model not in FAMILY_DEFAULTS:
+            raise RuntimeError(f"GPU catalog: family {model!r} ({members}) has no default")
+    return _Index(exact, {m: tuple(v) for m, v in families.items()}, suggestion_keys)
+
+
+def _memory_matches(spec_memory_gb: float, memory_gb: float) -> bool:
+    return abs(spec_memory_gb - memory_gb) <= _MEMORY_TOLERANCE * spec_memory_gb
+
+
+def _lookup(parsed: _Parsed, memory_hint_gb: float | None) -> str | None:
+    if parsed.non_gpu or not parsed.model:
+        return None
+    index = _index()
+    hit = index.exact.get((parsed.model, parsed.form, parsed.memory_gb))
+    if hit is not None and memory_hint_gb is None:
+        return hit
+    specs = entries_by_name()
+    candidates = [specs[name].spec for name in index.families.get(parsed.model, ())]
+    if parsed.form is not None:
+        candidates = [s for s in candidates if _form_class(s.form_factor) == parsed.form]
+    if parsed.memory_gb is not None:
+        candidates = [s for s in candidates if _memory_matches(s.memory_gb, parsed.memory_gb)]
+    elif memory_hint_gb is not None:
+        # a hint only chooses between variants; it never rejects a name
+        matching = [s for s in candidates if _memory_matches(s.memory_gb, memory_hint_gb)]
+        candidates = matching or candidates
+    if hit is not None and any(s.name == hit for s in candidates):
+        return hit
+    if not candidates:
+        return None
+    if len(candidates) == 1:
+        return candidates[0].name
+    default = specs[FAMILY_DEFAULTS[parsed.model]].spec
+    best = min(candidates, key=lambda s: (
+        _form_class(s.form_factor) != _form_class(default.form_factor),
+        abs(s.memory_gb - default.memory_gb),
+        s.name,
+    ))
+    return best.name
+
+
+_CACHE: dict[tuple[str, float | None], str | None] = {}
+
+
+def try_resolve_gpu_name(name: str, *, memory_gb: float | None = None) -> str | None:
+    """The canonical catalog name for ``name``, or None (unknown GPU, TPU, Trainium, ...).
+
+    ``memory_gb`` (per GPU, from a source's own metadata) picks between memory variants when
+    the name leaves them open; it never makes a known name fail.
+    """
+    key = (name, memory_gb)
+    try:
+        return _CACHE[key]
+    except KeyError:
+        pass
+    result = _lookup(_parse(name), memory_gb)
+    _CACHE[key] = result
+    return result
+
+
+def is_gpu_name(name: str) -> bool:
+    """Whether ``name`` is a GPU the catalog knows (False for TPUs, Trainium, FPGAs, ...)."""
+    return try_resolve_gpu_name(name) is not None
+
+
+def suggest(name: str, limit: int = 3) -> tuple[str, ...]:
+    """Up to ``limit`` canonical names closest to ``name`` (empty for non-GPU accelerators)."""
+    parsed = _parse(name)
+    if parsed.non_gpu:
+        return ()
+    index = _index()
+    keys = index.suggestion_keys
+    # a known family with an impossible variant ("A100 64GB"): its members are the best guesses
+    found: list[str] = list(index.families.get(parsed.model, ()))
+    for query in (parsed.model, name.casefold()):
+        for key in difflib.get_close_matches(query, keys, n=10, cutoff=0.5):
+            if keys[key] not in found:
+                found.append(keys[key])
+    return tuple(found[:limit])
+
+
+def resolve_gpu_name(name: str, *, memory_gb: float | None = None) -> str:
+    """The canonical catalog name for ``name``; raises UnknownGpuError with suggestions."""
+    resolved = try_resolve_gpu_name(name, memory_gb=memory_gb)
+    if resolved is None:
+        raise UnknownGpuError(name, suggest(name))
+    return resolved
