@@ -17,6 +17,7 @@ from collections.abc import Sequence
 # Explicit registry, in help order. Each entry is a module of this package.
 COMMAND_MODULES: tuple[str, ...] = (
     "compare",
+    "gpus",
 )
 
 
