@@ -17,7 +17,7 @@ _EXPORTS: dict[str, str] = {
     "Profile": "gpucost.profile",
     "GpuSpec": "gpucost.catalog",
     "get_gpu": "gpucost.catalog",
-    "compare": "gpucost.compare",
+    "compare": "gpucost.ranking",
     "predict": "gpucost.model.perf",
     "Prediction": "gpucost.model.perf",
 }
@@ -26,7 +26,7 @@ __all__ = ["__version__", *_EXPORTS]
 
 if TYPE_CHECKING:
     from gpucost.catalog import GpuSpec, get_gpu
-    from gpucost.compare import compare
+    from gpucost.ranking import compare
     from gpucost.errors import GpuCostError
     from gpucost.model.perf import Prediction, predict
     from gpucost.profile import Profile

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import gpucost
 from gpucost.cli import main
-from gpucost.compare import Filters, Job, make_filters, rank
+from gpucost.ranking import Filters, Job, make_filters, rank
 from gpucost.errors import InputError, NoOffersError, UnknownGpuError, UnknownProviderError
 from gpucost.pricing.snapshot import Offers, Snapshot, write_snapshot
 from gpucost.profile import Profile, resolve_profile

@@ -49,7 +49,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpucost.compare import Job, make_filters, rank
+    from gpucost.ranking import Job, make_filters, rank
     from gpucost.errors import InputError
     from gpucost.pricing.snapshot import load_snapshots
     from gpucost.profile import resolve_profile

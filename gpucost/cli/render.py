@@ -7,7 +7,7 @@ import math
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
-    from gpucost.compare import Ranking
+    from gpucost.ranking import Ranking
 
 
 def fmt_usd(value: float) -> str:

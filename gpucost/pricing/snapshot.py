@@ -169,6 +169,17 @@ class Snapshot:
     provenance: Mapping[str, Any] = field(default_factory=dict)
     path: Path | None = None
 
+    def __post_init__(self) -> None:
+        # Rows carry their snapshot's date, source and month convention, so that offers
+        # merged from several snapshots still say where each price came from.
+        cols = self.offers.columns
+        if len(self.offers):
+            stamp = _iso(self.fetched_at)
+            cols["fetched_at"] = np.where(cols["fetched_at"] == "", stamp, cols["fetched_at"])
+            cols["source"] = np.where(cols["source"] == "", self.source, cols["source"])
+            cols["month_hours"] = np.where(np.isnan(cols["month_hours"]), self.month_hours,
+                                           cols["month_hours"])
+
     @property
     def date(self) -> str:
         return self.fetched_at.date().isoformat()
@@ -249,14 +260,6 @@ def read_snapshot(path: str | os.PathLike[str]) -> Snapshot:
         raise SnapshotError(f"{origin}: currency {data.get('currency')!r} is not supported")
     fetched_at = parse_timestamp(str(data["fetched_at"]), origin=origin)
     offers = Offers.from_columns(data["columns"], origin=origin)
-    n = len(offers)
-    cols = offers.columns
-    if n:
-        stamp = _iso(fetched_at)
-        cols["fetched_at"] = np.where(cols["fetched_at"] == "", stamp, cols["fetched_at"])
-        cols["source"] = np.where(cols["source"] == "", str(data["source"]), cols["source"])
-        cols["month_hours"] = np.where(np.isnan(cols["month_hours"]), float(month_hours),
-                                       cols["month_hours"])
     return Snapshot(source=str(data["source"]), fetched_at=fetched_at, offers=offers,
                     month_hours=float(month_hours), currency="USD",
                     provenance=data.get("provenance") or {}, path=p)

@@ -1,4 +1,4 @@
-"""Rank offers by dollars per job, not dollars per hour.
+"""Rank offers by dollars per job, not dollars per hour (`gpucost compare`, `gpucost.compare`).
 
 A *plan* is an offer (instance type in a region, from a price snapshot) x a market (on-demand
 or spot) x a node count. For each plan: predicted group throughput (``gpucost.model.perf``),
