@@ -17,6 +17,7 @@ from gpucost.catalog import (
     FAMILY_DEFAULTS,
     all_entries,
     all_gpus,
+    get_entry,
     get_gpu,
     is_gpu_name,
     resolve_gpu_name,
@@ -208,13 +209,14 @@ def test_memory_hint_picks_a_variant_but_never_rejects() -> None:
     assert resolve_gpu_name("RTX4090", memory_gb=49.1) == "RTX 4090"
     # a memory size in the name itself wins over the hint
     assert resolve_gpu_name("A100-80GB", memory_gb=40) == "A100 SXM4 80GB"
+    assert resolve_gpu_name("GH200 80GB", memory_gb=103.1) == "GH200 96GB"
 
 
 def test_memory_stated_in_the_name_must_exist() -> None:
     with pytest.raises(UnknownGpuError) as caught:
         resolve_gpu_name("A100 64GB")
-    assert set(caught.value.suggestions) <= {s.name for s in all_gpus() if "A100" in s.name}
-    assert caught.value.suggestions
+    # the family's variants, nearest memory first
+    assert caught.value.suggestions == ("A100 SXM4 80GB", "A100 PCIe 80GB", "A100 SXM4 40GB")
     with pytest.raises(UnknownGpuError):
         resolve_gpu_name("L4 SXM")
 
@@ -325,6 +327,8 @@ def test_row_invariants(entry: object) -> None:
     if spec.bf16_tflops is not None:
         assert spec.fp16_tflops is not None and spec.bf16_tflops <= spec.fp16_tflops
     assert spec.tflops("amp") >= spec.tflops("fp32")
+    if entry.mamf_bf16_tflops is not None:  # measured can't beat the datasheet peak
+        assert 0 < entry.mamf_bf16_tflops < spec.tflops("bf16")
     assert spec.source.strip() and spec.confidence in {"high", "medium", "low"}
     if spec.vendor == "NVIDIA":
         assert spec.compute_capability is not None
@@ -462,6 +466,9 @@ def test_agrees_with_the_reference_spec_table(shared_data: Path) -> None:
         assert spec.nvlink_gbs == pytest.approx(float(row["nvlink_gbps_bidir_total"]))
         assert spec.pcie_gbs == pytest.approx(float(row["pcie_gbps_per_dir"]))
         assert spec.tdp_w == pytest.approx(float(row["tdp_w"]))
+        if row["mamf_bf16_tflops_measured"]:
+            assert get_entry(row["gpu"]).mamf_bf16_tflops == pytest.approx(
+                float(row["mamf_bf16_tflops_measured"]))
         if row["tf32_tensor_dense_tflops"]:
             assert spec.tf32_tflops == pytest.approx(float(row["tf32_tensor_dense_tflops"]),
                                                      rel=0.01)

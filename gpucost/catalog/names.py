@@ -27,6 +27,7 @@ import functools
 import re
 from dataclasses import dataclass
 
+from gpucost.catalog.spec import GpuSpec
 from gpucost.catalog.table import entries, entries_by_name
 from gpucost.errors import UnknownGpuError
 
@@ -138,10 +139,9 @@ def _lookup(parsed: _Parsed, memory_hint_gb: float | None) -> str | None:
         return None
     index = _index()
     hit = index.exact.get((parsed.model, parsed.form, parsed.memory_gb))
-    if hit is not None and memory_hint_gb is None:
-        return hit
-    specs = entries_by_name()
-    candidates = [specs[name].spec for name in index.families.get(parsed.model, ())]
+    if hit is not None and (memory_hint_gb is None or parsed.memory_gb is not None):
+        return hit  # a memory size in the name wins over the hint
+    candidates = _family(parsed.model)
     if parsed.form is not None:
         candidates = [s for s in candidates if _form_class(s.form_factor) == parsed.form]
     if parsed.memory_gb is not None:
@@ -154,15 +154,28 @@ def _lookup(parsed: _Parsed, memory_hint_gb: float | None) -> str | None:
         return hit
     if not candidates:
         return None
-    if len(candidates) == 1:
-        return candidates[0].name
-    default = specs[FAMILY_DEFAULTS[parsed.model]].spec
-    best = min(candidates, key=lambda s: (
+    return _ranked(candidates, parsed.model)[0].name
+
+
+def _family(model: str) -> list[GpuSpec]:
+    specs = entries_by_name()
+    return [specs[name].spec for name in _index().families.get(model, ())]
+
+
+def _ranked(candidates: list[GpuSpec], model: str,
+            memory_gb: float | None = None) -> list[GpuSpec]:
+    """Best first: closest to ``memory_gb`` if given, then the family default's form factor,
+    then the default's memory."""
+    default_name = FAMILY_DEFAULTS.get(model)
+    if default_name is None:
+        return sorted(candidates, key=lambda s: s.name)
+    default = entries_by_name()[default_name].spec
+    return sorted(candidates, key=lambda s: (
+        0.0 if memory_gb is None else abs(s.memory_gb - memory_gb),
         _form_class(s.form_factor) != _form_class(default.form_factor),
         abs(s.memory_gb - default.memory_gb),
         s.name,
     ))
-    return best.name
 
 
 _CACHE: dict[tuple[str, float | None], str | None] = {}
@@ -196,8 +209,8 @@ def suggest(name: str, limit: int = 3) -> tuple[str, ...]:
         return ()
     index = _index()
     keys = index.suggestion_keys
-    # a known family with an impossible variant ("A100 64GB"): its members are the best guesses
-    found: list[str] = list(index.families.get(parsed.model, ()))
+    # a known family with an impossible variant ("A100 64GB"): its closest members come first
+    found = [spec.name for spec in _ranked(_family(parsed.model), parsed.model, parsed.memory_gb)]
     for query in (parsed.model, name.casefold()):
         for key in difflib.get_close_matches(query, keys, n=10, cutoff=0.5):
             if keys[key] not in found:

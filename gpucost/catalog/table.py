@@ -4,7 +4,9 @@ The file is read once with the csv module (no pandas: the CLI must start fast) a
 Columns beyond :class:`GpuSpec`'s fields: ``segment`` (datacenter | workstation | geforce |
 titan) and ``fp16_acc16_tflops`` (tensor fp16 with fp16 accumulate, dense), which together let
 tests check the GeForce rule that fp32-accumulate tensor math runs at half the fp16-accumulate
-rate. ``aliases`` is a ``;``-separated list of extra spellings.
+rate; ``mamf_bf16_tflops``, the maximum achievable bf16 matmul TFLOPS measured (stas00's
+mamf-finder, in ml-engineering), where one is published. ``aliases`` is a ``;``-separated list
+of extra spellings.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class CatalogEntry:
     spec: GpuSpec
     segment: str
     fp16_acc16_tflops: float | None  # dense tensor fp16 with fp16 accumulate; None if no unit
+    mamf_bf16_tflops: float | None = None  # measured best bf16 matmul; None if none published
 
 
 class CatalogFileError(ValueError):
@@ -63,6 +66,7 @@ def _parse_row(row: dict[str, str], line: int) -> CatalogEntry:
         )
         segment = row["segment"].strip()
         acc16 = _optional_float(row, "fp16_acc16_tflops")
+        mamf = _optional_float(row, "mamf_bf16_tflops")
     except (KeyError, TypeError, ValueError) as err:
         raise CatalogFileError(f"{CSV_PATH.name} line {line}: {err}") from err
     if segment not in SEGMENTS:
@@ -71,7 +75,7 @@ def _parse_row(row: dict[str, str], line: int) -> CatalogEntry:
         raise CatalogFileError(f"{CSV_PATH.name} line {line}: confidence {spec.confidence!r}")
     if not spec.source:
         raise CatalogFileError(f"{CSV_PATH.name} line {line}: {spec.name!r} has no source")
-    return CatalogEntry(spec=spec, segment=segment, fp16_acc16_tflops=acc16)
+    return CatalogEntry(spec=spec, segment=segment, fp16_acc16_tflops=acc16, mamf_bf16_tflops=mamf)
 
 
 def read_entries(path: Path = CSV_PATH) -> tuple[CatalogEntry, ...]:

@@ -63,6 +63,7 @@ def _record(entry: CatalogEntry) -> dict[str, Any]:
     record["aliases"] = list(spec.aliases)
     record["segment"] = entry.segment
     record["fp16_acc16_tflops"] = entry.fp16_acc16_tflops
+    record["mamf_bf16_tflops"] = entry.mamf_bf16_tflops
     return record
 
 
@@ -96,7 +97,8 @@ def format_one(entry: CatalogEntry, asked: str) -> str:
     for label, value in (("tf32 tensor", spec.tf32_tflops),
                          ("fp16 tensor, fp32 acc.", spec.fp16_tflops),
                          ("bf16 tensor, fp32 acc.", spec.bf16_tflops),
-                         ("fp16 tensor, fp16 acc.", entry.fp16_acc16_tflops)):
+                         ("fp16 tensor, fp16 acc.", entry.fp16_acc16_tflops),
+                         ("bf16 matmul, measured", entry.mamf_bf16_tflops)):
         fields.append((label, "-" if value is None else f"{value:g} TFLOPS"))
     fields += [
         ("compute capability", spec.compute_capability or "-"),
