@@ -124,14 +124,21 @@ class Offers:
                 if default is None and not (allow_missing and n == 0):
                     raise SnapshotError(f"{origin}: required column {name!r} is missing")
                 values = [default] * n
+            # Membership tests and whole-list conversions run in C: a 10,000-row snapshot
+            # loads in milliseconds (numpy turns None into NaN for float64 by itself).
+            if isinstance(values, np.ndarray):
+                values = values.tolist()
             if kind == "str":
-                if default is None and any(v is None or v == "" for v in values):
+                has_none = None in values
+                if default is None and (has_none or "" in values):
                     row = next(i for i, v in enumerate(values) if v is None or v == "")
                     raise SnapshotError(f"{origin}: column {name!r} is empty in row {row}")
-                out[name] = np.array(["" if v is None else str(v) for v in values], dtype=str)
+                if has_none:
+                    values = ["" if v is None else v for v in values]
+                out[name] = np.array(values, dtype=str)
             else:
                 try:
-                    arr = np.array([math.nan if v is None else v for v in values], dtype=np.float64)
+                    arr = np.array(values, dtype=np.float64)
                 except (TypeError, ValueError):
                     bad = next(i for i, v in enumerate(values) if not _is_number_or_none(v))
                     raise SnapshotError(f"{origin}: column {name!r} row {bad} is not a number: "
@@ -190,8 +197,14 @@ class Snapshot:
 
     def to_dict(self) -> dict[str, Any]:
         cols: dict[str, list[Any]] = {}
+        # A column whose every value is what a reader fills in anyway (the column default, or
+        # the snapshot's own source, date and month) is left out: smaller files, faster loads.
+        implied = {"fetched_at": _iso(self.fetched_at), "source": self.source,
+                   "month_hours": self.month_hours}
         for name, arr in self.offers.columns.items():
-            if name in ("fetched_at", "source") and (arr == "").all():
+            default = COLUMNS[name][1]
+            if len(arr) and any(_all_equal(arr, v) for v in (default, implied.get(name))
+                                if v is not None):
                 continue
             if arr.dtype.kind == "f":
                 cols[name] = [None if math.isnan(x) else x for x in arr.tolist()]
@@ -207,6 +220,12 @@ class Snapshot:
             "provenance": dict(self.provenance),
             "columns": cols,
         }
+
+
+def _all_equal(arr: np.ndarray, value: Any) -> bool:
+    if arr.dtype.kind == "f":
+        return bool(np.isnan(arr).all()) if math.isnan(value) else bool((arr == value).all())
+    return bool((arr == value).all())
 
 
 def _iso(ts: dt.datetime) -> str:

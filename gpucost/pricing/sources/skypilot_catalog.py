@@ -1,0 +1,533 @@
+"""Import the public SkyPilot price catalogs into gpucost snapshots, one per cloud.
+
+Input: a folder in either layout of ``skypilot-org/skypilot-catalog`` ``catalogs/v8``:
+
+* upstream: ``<cloud>/vms.csv`` (a clone of the repository's ``catalogs/v8`` folder);
+* flat extracts: ``<cloud>_vms_gpu.csv`` (+ ``gcp_vms_host.csv``), as in ``../shared/data``.
+
+Output: ``Snapshot("skypilot-<cloud>")`` with provider ``<cloud>``. Columns are read by header
+name (their order differs per cloud). Every source row is either kept or counted under a skip
+reason in the snapshot's provenance, so ``rows_read == rows_kept + sum(rows_skipped)``.
+
+Rules, each a fact about the catalog rather than a guess:
+
+* GCP prices a GPU machine as two rows in the same zone: the host VM (vCPU + RAM, no
+  accelerator) and the attached GPUs (no instance type). An offer is their sum. The host comes
+  from GCP's naming: A100 -> a2-highgpu-<n>g (16 -> a2-megagpu-16g), A100-80GB ->
+  a2-ultragpu-<n>g, H100 -> a3-highgpu-<n>g, H100-MEGA -> a3-megagpu-8g, H200 ->
+  a3-ultragpu-8g, B200 -> a4-highgpu-8g (host price 0.0: the B200 row carries it all), L4 ->
+  every g2-standard size with that many L4s (one offer each). T4, V100, P4 and P100 attach to
+  any N1 host; gpucost picks n1-standard-(8 x GPUs), at most 96 vCPUs, a common pairing that
+  keeps data loading off the critical path.
+* The GPU model comes from the accelerator name plus what the instance says about form factor
+  (SXM/PCIe/NVL) and memory, then the GPU catalog's canonical name. Memory per GPU comes from
+  the catalog (RunPod and Shadeform state it in wrong units); a fractional GPU (AWS g6f, count
+  0 with a partition size) gets that fraction of it.
+* A100/H100/V100 with no form-factor hint count as PCIe: the cheaper board, so a plan never
+  counts on NVLink it may not get.
+* An empty or zero SpotPrice means no spot offer (NaN); a row without an on-demand price is
+  skipped (a snapshot offer needs one).
+* Inferentia, Trainium, Gaudi, FPGAs and TPUs are accelerators but not GPUs: skipped.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import datetime as dt
+import hashlib
+import json
+import math
+import os
+import re
+import tomllib
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpucost.catalog.spec import GpuSpec
+from gpucost.errors import InputError, SnapshotError
+from gpucost.pricing.rates import month_hours_for, offer_rates
+from gpucost.pricing.snapshot import Offers, Snapshot
+
+IMPORTER_VERSION = "1"
+REPOSITORY = "skypilot-org/skypilot-catalog"
+CATALOG_ROOT = "catalogs/v8"
+SOURCE_PREFIX = "skypilot-"
+
+_FLAT_NAME = re.compile(r"^(?P<cloud>[a-z0-9]+)_vms(?:_(?P<part>gpu|host))?\.csv$")
+_NOT_GPU = re.compile(r"inferentia|trainium|gaudi|virtex|fpga|habana", re.IGNORECASE)
+_ROUND_USD = 8  # decimals kept on a sum of two catalog prices (the inputs have at most 6)
+
+# Instance network bandwidth, Gbit/s, where the provider states one figure (not "up to").
+# AWS: EC2 accelerated-computing instance specifications (network performance, EFA);
+# GCP: GPU machine types documentation (maximum network bandwidth incl. GPUDirect NICs).
+NETWORK_GBPS: dict[str, dict[str, float]] = {
+    "aws": {
+        "p3.8xlarge": 10, "p3.16xlarge": 25, "p3dn.24xlarge": 100,
+        "p4d.24xlarge": 400, "p4de.24xlarge": 400, "p5.4xlarge": 100,
+        "p5.48xlarge": 3200, "p5e.48xlarge": 3200, "p5en.48xlarge": 3200,
+        "p6-b200.48xlarge": 3200, "p6-b300.48xlarge": 6400,
+        "g4dn.12xlarge": 50, "g4dn.16xlarge": 50, "g4dn.metal": 100,
+        "g5.12xlarge": 40, "g5.24xlarge": 50, "g5.48xlarge": 100,
+        "g6.12xlarge": 40, "g6.24xlarge": 50, "g6.48xlarge": 100,
+        "g6e.12xlarge": 100, "g6e.24xlarge": 200, "g6e.48xlarge": 400,
+    },
+    "gcp": {
+        "a2-highgpu-8g": 100, "a2-megagpu-16g": 100, "a2-ultragpu-8g": 100,
+        "a3-highgpu-8g": 1000, "a3-megagpu-8g": 1800, "a3-ultragpu-8g": 3600,
+        "a4-highgpu-8g": 3600,
+    },
+}
+
+# Instance families whose GPUs sit on an SXM board (NVLink between them).
+_AWS_SXM_FAMILIES = ("p3", "p3dn", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6-b300")
+_LAMBDA_SXM_TYPES = ("gpu_8x_a100", "gpu_8x_v100", "gpu_8x_v100_n")
+# Clouds that state per-GPU memory correctly in GpuInfo (others: wrong units or totals).
+_MEMORY_PER_GPU_CLOUDS = ("aws", "gcp", "lambda", "nebius", "verda")
+
+_GCP_HOST_BY_ACCELERATOR: dict[str, str] = {
+    "A100": "a2-highgpu-{n}g", "A100-80GB": "a2-ultragpu-{n}g", "H100": "a3-highgpu-{n}g",
+    "H100-MEGA": "a3-megagpu-{n}g", "H200": "a3-ultragpu-{n}g", "B200": "a4-highgpu-{n}g",
+}
+_GCP_G2_BY_L4_COUNT: dict[int, tuple[int, ...]] = {1: (4, 8, 12, 16, 32), 2: (24,), 4: (48,),
+                                                   8: (96,)}
+_GCP_N1_ACCELERATORS = ("T4", "V100", "P4", "P100")
+_GCP_GPU_NAMES: dict[str, str] = {
+    "A100": "A100 SXM4 40GB", "A100-80GB": "A100 SXM4 80GB", "H100": "H100 SXM5 80GB",
+    "H100-MEGA": "H100 SXM5 80GB", "H200": "H200 SXM 141GB", "V100": "V100 SXM2 16GB",
+    "P100": "P100 PCIe 16GB",
+}
+
+
+@dataclass
+class _Tally:
+    """Row accounting for one cloud, written into the snapshot's provenance."""
+
+    rows_read: int = 0
+    rows_kept: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    skipped_names: dict[str, Counter[str]] = field(default_factory=dict)
+    gpu_names: dict[str, set[str]] = field(default_factory=dict)  # source name -> catalog names
+
+    def skip(self, reason: str, name: str = "") -> None:
+        self.skipped[reason] += 1
+        if name:
+            self.skipped_names.setdefault(reason, Counter())[name] += 1
+
+
+@dataclass(frozen=True)
+class _SourceFile:
+    path: Path
+    relpath: str  # relative to the imported folder
+    upstream_path: str  # path inside the repository, e.g. catalogs/v8/aws/vms.csv
+
+
+def discover(directory: str | os.PathLike[str]) -> dict[str, list[_SourceFile]]:
+    """Catalog CSV files per cloud, in either layout."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise InputError(f"{str(root)!r} is not a folder",
+                         hint="give the folder that holds <cloud>/vms.csv or <cloud>_vms_gpu.csv")
+    found: dict[str, list[_SourceFile]] = {}
+    for path in sorted(root.iterdir()):
+        match = _FLAT_NAME.match(path.name)
+        if path.is_file() and match:
+            cloud = match["cloud"]
+            found.setdefault(cloud, []).append(
+                _SourceFile(path, path.name, f"{CATALOG_ROOT}/{cloud}/vms.csv"))
+        elif path.is_dir() and (path / "vms.csv").is_file():
+            found.setdefault(path.name, []).append(
+                _SourceFile(path / "vms.csv", f"{path.name}/vms.csv",
+                            f"{CATALOG_ROOT}/{path.name}/vms.csv"))
+    found.pop("common", None)
+    if not found:
+        raise InputError(f"no SkyPilot catalog files in {str(root)!r}",
+                         hint="expected <cloud>/vms.csv (catalogs/v8 of skypilot-org/"
+                              "skypilot-catalog) or <cloud>_vms_gpu.csv files")
+    return found
+
+
+def read_readme_provenance(directory: str | os.PathLike[str]) -> dict[str, Any]:
+    """Date and per-file commits from a README.md that describes the extract, if there is one.
+
+    Reads the title's "as of YYYY-MM-DD" and the markdown table ``| file | source path | source
+    commit | ...`` ("same" repeats the row above).
+    """
+    readme = Path(directory) / "README.md"
+    if not readme.is_file():
+        return {}
+    text = readme.read_text(encoding="utf-8")
+    out: dict[str, Any] = {}
+    date = re.search(r"as of (\d{4}-\d{2}-\d{2})", text)
+    if date:
+        out["fetched_at"] = date[1]
+    commits: dict[str, str] = {}
+    previous = ""
+    for line in text.splitlines():
+        cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 3 and cells[0].endswith(".csv"):
+            commit = cells[2]
+            if re.fullmatch(r"[0-9a-f]{40}", commit):
+                previous = commit
+            elif commit == "same" and previous:
+                commit = previous
+            else:
+                continue
+            commits[cells[0]] = commit
+    if commits:
+        out["commits"] = commits
+    return out
+
+
+def load_provenance_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A ``--provenance`` file (JSON or TOML): ``fetched_at``, ``commit`` or ``commits``."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read provenance file {str(p)!r}: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8")) if p.suffix == ".toml" else json.loads(raw)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"provenance file {str(p)!r} is not valid {p.suffix[1:] or 'JSON'}: {exc}",
+                         hint='e.g. {"fetched_at": "2026-11-30", "commit": "<40 hex digits>"}'
+                         ) from None
+    if not isinstance(data, dict):
+        raise InputError(f"provenance file {str(p)!r} must hold an object")
+    return data
+
+
+def _parse_date(value: object, origin: str) -> dt.datetime:
+    if isinstance(value, dt.datetime):
+        return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    if isinstance(value, dt.date):
+        return dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC)
+    try:
+        parsed = dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"{origin}: {value!r} is not a date",
+                         hint="use YYYY-MM-DD or an ISO 8601 timestamp") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+
+
+def import_skypilot_catalog(
+    directory: str | os.PathLike[str],
+    *,
+    provenance: Mapping[str, Any] | None = None,
+    fetched_at: dt.datetime | str | None = None,
+) -> list[Snapshot]:
+    """One snapshot per cloud found in ``directory``.
+
+    The prices' date comes from ``fetched_at``, else ``provenance["fetched_at"]``, else the
+    folder's README ("as of YYYY-MM-DD"); a catalog without a date is refused, because a
+    snapshot's age is what tells a user the prices may be stale.
+    """
+    root = Path(directory)
+    files = discover(root)
+    info = read_readme_provenance(root)
+    info.update(provenance or {})
+    when = fetched_at if fetched_at is not None else info.get("fetched_at")
+    if when is None:
+        raise InputError(f"the prices in {str(root)!r} have no date",
+                         hint="pass --fetched-at YYYY-MM-DD (the catalog commit's date)")
+    stamp = _parse_date(when, "fetched_at")
+    commits: Mapping[str, str] = info.get("commits") or {}
+    default_commit = info.get("commit")
+    repository = str(info.get("repository", REPOSITORY))
+
+    snapshots = []
+    for cloud, cloud_files in sorted(files.items()):
+        tally = _Tally()
+        host_rows: list[dict[str, str]] = []
+        accel_rows: list[dict[str, str]] = []
+        file_info = []
+        for source in cloud_files:
+            raw = source.path.read_bytes()
+            rows = _read_rows(raw, source.relpath)
+            file_info.append({
+                "file": source.relpath, "path": source.upstream_path,
+                "commit": commits.get(source.relpath) or commits.get(source.upstream_path)
+                or default_commit,
+                "sha256": hashlib.sha256(raw).hexdigest(), "rows": len(rows),
+            })
+            for row in rows:
+                if _is_host_row(row):
+                    host_rows.append(row)
+                else:
+                    accel_rows.append(row)
+        tally.rows_read = len(accel_rows)
+        if cloud == "gcp":
+            records = list(_gcp_records(accel_rows, host_rows, tally))
+            host_info: dict[str, Any] = {"host_rows_read": len(host_rows)}
+        else:
+            records = [r for row in accel_rows if (r := _plain_record(cloud, row, tally))]
+            host_info = {"rows_without_accelerator": len(host_rows)}
+        unique = list({_record_key(r): r for r in reversed(records)}.values())[::-1]
+        offers = Offers.from_records(unique, origin=f"skypilot {cloud}")
+        prov = {
+            "repository": repository,
+            "files": file_info,
+            "importer": __name__,
+            "importer_version": IMPORTER_VERSION,
+            "prices_as_of": stamp.date().isoformat(),
+            "rows_read": tally.rows_read,
+            "rows_kept": tally.rows_kept,
+            "rows_skipped": dict(sorted(tally.skipped.items())),
+            "rows_skipped_by_name": {k: dict(sorted(v.items()))
+                                     for k, v in sorted(tally.skipped_names.items())},
+            **host_info,
+            "offers": len(offers),
+            "duplicate_offers_dropped": len(records) - len(unique),
+            "gpu_names": {k: sorted(v) for k, v in sorted(tally.gpu_names.items())},
+            "rates": "gpucost.pricing.rates",
+        }
+        snapshots.append(Snapshot(source=f"{SOURCE_PREFIX}{cloud}", fetched_at=stamp,
+                                  offers=offers, month_hours=month_hours_for(cloud),
+                                  provenance=prov))
+    return snapshots
+
+
+def _read_rows(raw: bytes, origin: str) -> list[dict[str, str]]:
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise SnapshotError(f"{origin} is not UTF-8 text") from None
+    reader = csv.DictReader(text.splitlines())
+    required = {"InstanceType", "AcceleratorName", "AcceleratorCount", "Price", "Region"}
+    missing = required - set(reader.fieldnames or ())
+    if missing:
+        raise SnapshotError(f"{origin}: not a SkyPilot catalog "
+                            f"(no column {', '.join(sorted(missing))})",
+                            hint="expected the header of catalogs/v8/<cloud>/vms.csv")
+    return [{k: (v or "").strip() for k, v in row.items() if k is not None} for row in reader]
+
+
+def _is_host_row(row: Mapping[str, str]) -> bool:
+    return not row.get("AcceleratorName")
+
+
+def _number(text: str | None) -> float:
+    if not text:
+        return math.nan
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
+def _spot(text: str | None) -> float:
+    value = _number(text)
+    return value if value > 0 else math.nan  # empty or 0.00: no spot market
+
+
+def _gpu_info(text: str) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text) if text.startswith('{"') else ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _first_gpu(info: Mapping[str, Any]) -> dict[str, Any]:
+    gpus = info.get("Gpus")
+    return gpus[0] if isinstance(gpus, list) and gpus and isinstance(gpus[0], dict) else {}
+
+
+def _memory_hint_gb(cloud: str, gpu: Mapping[str, Any], count: float) -> float | None:
+    """Per-GPU memory stated in GpuInfo, where that cloud states it correctly."""
+    mib = (gpu.get("MemoryInfo") or {}).get("SizeInMiB")
+    if not isinstance(mib, int | float) or mib <= 0:
+        return None
+    if cloud in _MEMORY_PER_GPU_CLOUDS:
+        return mib / 1024.0
+    if cloud == "vast" and count >= 1:  # Vast states the instance's total
+        return mib / 1024.0 / count
+    return None
+
+
+def _normalise(name: str) -> str:
+    """SkyPilot's accelerator spellings -> the catalog's ("RTX6000-Ada" -> "RTX 6000 Ada")."""
+    s = re.sub(r"[_\-]+", " ", name).strip()
+    s = re.sub(r"^(Tesla|NVIDIA)\s+", "", s, flags=re.IGNORECASE)
+    s = re.sub(r"(\d)Ada\b", r"\1 Ada", s)
+    s = re.sub(r"^RTX ?PRO ?(\d)", r"RTX PRO \1", s, flags=re.IGNORECASE)
+    s = re.sub(r"^RTX ?A(\d{4})", r"RTX A\1", s, flags=re.IGNORECASE)
+    s = re.sub(r"^RTX ?(\d{4})", r"RTX \1", s, flags=re.IGNORECASE)
+    return re.sub(r"\s+", " ", s)
+
+
+def _is_sxm(cloud: str, instance_type: str, text: str, base: str) -> bool:
+    if "sxm" in text:
+        return True
+    if cloud == "aws":
+        return instance_type.split(".")[0] in _AWS_SXM_FAMILIES
+    if cloud == "lambda":
+        return instance_type in _LAMBDA_SXM_TYPES
+    # Verda (DataCrunch) and Nebius rent only SXM boards of these models.
+    return cloud in ("verda", "nebius") and base in ("A100", "H100", "H200")
+
+
+def gpu_candidate(cloud: str, accelerator: str, instance_type: str, info_name: str,
+                  memory_hint_gb: float | None) -> str:
+    """The catalog name a catalog row's GPU most likely has (before catalog resolution)."""
+    text = f"{accelerator} {instance_type} {info_name}".lower()
+    if cloud == "vast":
+        # Vast's accelerator column drops the variant ("RTX_4070S_Ti" -> "RTX4070"); its
+        # instance type keeps it: "<n>x-<model>-<cpus>-<ram MiB>".
+        model = re.match(r"^\d+x-(.+)-\d+-\d+$", instance_type)
+        if model:
+            accelerator = model[1]
+    name = _normalise(accelerator)
+    base = name.split(" ")[0].upper()
+    if base in ("A100", "H100", "H200", "V100", "GH200"):
+        sxm = _is_sxm(cloud, instance_type, text, base) or "mega" in text
+        nvl = "nvl" in text
+        big = memory_hint_gb or 0.0
+        if base == "A100":
+            size = 80 if ("80" in name or "80g" in text or big > 60) else 40
+            return f"A100 {'SXM4' if sxm else 'PCIe'} {size}GB"
+        if base == "H100":
+            return "H100 NVL 94GB" if nvl else f"H100 {'SXM5' if sxm else 'PCIe'} 80GB"
+        if base == "H200":
+            return "H200 NVL 141GB" if nvl else "H200 SXM 141GB"
+        if base == "GH200":
+            return "GH200 144GB" if big > 100 else "GH200 96GB"
+        size = 32 if ("32" in name or big > 24) else 16
+        return f"V100 {'SXM2' if sxm else 'PCIe'} {size}GB"
+    return name
+
+
+def _resolve(candidate: str) -> GpuSpec | None:
+    """The catalog's spec for a name, or None when the catalog does not know it."""
+    from gpucost.catalog import get_gpu, try_resolve_gpu_name
+
+    canonical = try_resolve_gpu_name(candidate)
+    return None if canonical is None else get_gpu(canonical)
+
+
+def _link(spec: GpuSpec) -> str:
+    form = spec.form_factor.upper()
+    if form.startswith("SXM") or form in ("OAM", "SUPERCHIP"):
+        return "nvlink"  # on-board GPU fabric: NVLink/NVSwitch, or AMD Infinity Fabric on OAM
+    return "pcie"
+
+
+def _record(cloud: str, *, region: str, zone: str, instance_type: str, accelerator: str,
+            count: float, info: Mapping[str, Any], vcpus: float, ram_gb: float,
+            price: float, spot: float, tally: _Tally,
+            candidate: str | None = None) -> dict[str, Any] | None:
+    """An offer for one machine, or None with the reason counted in ``tally``."""
+    if _NOT_GPU.search(accelerator):
+        tally.skip("not a GPU", accelerator)
+        return None
+    if accelerator.lower().startswith("tpu"):
+        tally.skip("TPU", accelerator)
+        return None
+    gpu = _first_gpu(info)
+    if count <= 0 or math.isnan(count):
+        partition = _number(str(gpu.get("GpuPartitionSize", "")))
+        count = partition if partition > 0 else math.nan
+    if math.isnan(count):
+        tally.skip("no GPU count", accelerator)
+        return None
+    if math.isnan(price):
+        tally.skip("no on-demand price", accelerator)
+        return None
+    if candidate is None:
+        candidate = gpu_candidate(cloud, accelerator, instance_type, str(gpu.get("Name", "")),
+                                  _memory_hint_gb(cloud, gpu, count))
+    spec = _resolve(candidate)
+    if spec is None:
+        tally.skip("GPU not in catalog", candidate)
+        return None
+    tally.gpu_names.setdefault(accelerator, set()).add(spec.name)
+    return {
+        "provider": cloud, "region": region.strip(" ,") or "unknown", "zone": zone,
+        "instance_type": instance_type, "gpu": spec.name, "gpu_count": count,
+        # Memory from the catalog; a fractional GPU gets its slice.
+        "gpu_memory_gb": spec.memory_gb * min(count, 1.0),
+        "vcpus": vcpus, "ram_gb": ram_gb, "price_hr": price, "spot_price_hr": spot,
+        **offer_rates(cloud),
+        "network_gbps": NETWORK_GBPS.get(cloud, {}).get(instance_type, math.nan),
+        "intra_node_link": _link(spec),
+    }
+
+
+def _plain_record(cloud: str, row: Mapping[str, str], tally: _Tally) -> dict[str, Any] | None:
+    rec = _record(
+        cloud, region=row.get("Region", ""), zone=row.get("AvailabilityZone", ""),
+        instance_type=row["InstanceType"], accelerator=row["AcceleratorName"],
+        count=_number(row.get("AcceleratorCount")), info=_gpu_info(row.get("GpuInfo", "")),
+        vcpus=_number(row.get("vCPUs")), ram_gb=_number(row.get("MemoryGiB")),
+        price=_number(row.get("Price")), spot=_spot(row.get("SpotPrice")), tally=tally)
+    if rec is not None:
+        tally.rows_kept += 1
+    return rec
+
+
+def gcp_host_types(accelerator: str, count: int) -> tuple[str, ...]:
+    """The GCP machine types a GCP accelerator row attaches to (see the module docstring)."""
+    if accelerator in _GCP_HOST_BY_ACCELERATOR:
+        if accelerator == "A100" and count == 16:
+            return ("a2-megagpu-16g",)
+        return (_GCP_HOST_BY_ACCELERATOR[accelerator].format(n=count),)
+    if accelerator == "L4":
+        return tuple(f"g2-standard-{v}" for v in _GCP_G2_BY_L4_COUNT.get(count, ()))
+    if accelerator in _GCP_N1_ACCELERATORS:
+        return (f"n1-standard-{min(8 * count, 96)}",)
+    return ()
+
+
+def _gcp_records(accel_rows: Sequence[Mapping[str, str]], host_rows: Sequence[Mapping[str, str]],
+                 tally: _Tally) -> Iterator[dict[str, Any]]:
+    hosts = {(h.get("AvailabilityZone", ""), h["InstanceType"]): h for h in host_rows}
+    for row in accel_rows:
+        accelerator = row["AcceleratorName"]
+        count = _number(row.get("AcceleratorCount"))
+        zone = row.get("AvailabilityZone", "")
+        if row.get("InstanceType"):  # a machine priced whole in one row
+            rec = _plain_record("gcp", row, tally)
+            if rec:
+                yield rec
+            continue
+        if accelerator.lower().startswith("tpu"):
+            tally.skip("TPU", accelerator)
+            continue
+        types = gcp_host_types(accelerator, int(count)) if count == int(count) else ()
+        if not types:
+            tally.skip("GCP: no host machine rule", f"{accelerator} x{row.get('AcceleratorCount')}")
+            continue
+        matched = [hosts[(zone, t)] for t in types
+                   if (zone, t) in hosts and not math.isnan(_number(hosts[(zone, t)].get("Price")))]
+        if not matched:
+            tally.skip("GCP: host machine not offered in the zone", f"{types[0]} {zone}")
+            continue
+        for host in matched:
+            spot = _sum(host.get("SpotPrice"), row.get("SpotPrice"))
+            rec = _record(
+                "gcp", region=row.get("Region", ""), zone=zone, instance_type=host["InstanceType"],
+                accelerator=accelerator, count=count, info={}, vcpus=_number(host.get("vCPUs")),
+                ram_gb=_number(host.get("MemoryGiB")),
+                price=_sum(host.get("Price"), row.get("Price")),
+                spot=spot if spot > 0 else math.nan, tally=tally,
+                candidate=_GCP_GPU_NAMES.get(accelerator, accelerator))
+            if rec is None:
+                break  # skipped for its GPU, which every host shares: counted once
+            yield rec
+        else:
+            # One source row may become several offers (L4 on each g2 size): kept once.
+            tally.rows_kept += 1
+
+
+def _sum(a: str | None, b: str | None) -> float:
+    return round(_number(a) + _number(b), _ROUND_USD)
+
+
+def _record_key(record: Mapping[str, Any]) -> tuple[Any, ...]:
+    # NaN != NaN would defeat deduplication; compare the text form instead.
+    return tuple(repr(record[k]) for k in sorted(record))
