@@ -17,6 +17,9 @@ _EXPORTS: dict[str, str] = {
     "Profile": "gpucost.profile",
     "GpuSpec": "gpucost.catalog",
     "get_gpu": "gpucost.catalog",
+    "resolve_gpu_name": "gpucost.catalog",
+    "try_resolve_gpu_name": "gpucost.catalog",
+    "all_gpus": "gpucost.catalog",
     "compare": "gpucost.ranking",
     "predict": "gpucost.model.perf",
     "Prediction": "gpucost.model.perf",
@@ -25,7 +28,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = ["__version__", *_EXPORTS]
 
 if TYPE_CHECKING:
-    from gpucost.catalog import GpuSpec, get_gpu
+    from gpucost.catalog import GpuSpec, all_gpus, get_gpu, resolve_gpu_name, try_resolve_gpu_name
     from gpucost.ranking import compare
     from gpucost.errors import GpuCostError
     from gpucost.model.perf import Prediction, predict
