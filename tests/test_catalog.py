@@ -210,6 +210,12 @@ def test_memory_hint_picks_a_variant_but_never_rejects() -> None:
     # a memory size in the name itself wins over the hint
     assert resolve_gpu_name("A100-80GB", memory_gb=40) == "A100 SXM4 80GB"
     assert resolve_gpu_name("GH200 80GB", memory_gb=103.1) == "GH200 96GB"
+    # RunPod's GpuInfo names the board; its memory figure (80 for 80 GB) is a usable hint
+    assert resolve_gpu_name("A100 PCIe", memory_gb=80) == "A100 PCIe 80GB"
+    assert resolve_gpu_name("A100 SXM", memory_gb=80) == "A100 SXM4 80GB"
+    # price tables write NaN or 0 for "not reported"
+    assert resolve_gpu_name("A100", memory_gb=float("nan")) == "A100 SXM4 40GB"
+    assert resolve_gpu_name("V100", memory_gb=0) == "V100 SXM2 16GB"
 
 
 def test_memory_stated_in_the_name_must_exist() -> None:

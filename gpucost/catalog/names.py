@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import math
 import re
 from dataclasses import dataclass
 
@@ -187,6 +188,8 @@ def try_resolve_gpu_name(name: str, *, memory_gb: float | None = None) -> str | 
     ``memory_gb`` (per GPU, from a source's own metadata) picks between memory variants when
     the name leaves them open; it never makes a known name fail.
     """
+    if memory_gb is not None and not (math.isfinite(memory_gb) and memory_gb > 0):
+        memory_gb = None  # NaN/0 mean "not reported" in price tables; NaN would defeat the cache
     key = (name, memory_gb)
     try:
         return _CACHE[key]
