@@ -18,6 +18,8 @@ from collections.abc import Sequence
 COMMAND_MODULES: tuple[str, ...] = (
     "compare",
     "gpus",
+    "breakeven",
+    "prices",
 )
 
 
