@@ -6,7 +6,7 @@ and each token is read as one of:
 
 * noise: vendor and brand words (NVIDIA, GeForce, Tesla, Quadro, AMD, Instinct), memory types
   (HBM3, GDDR6X), counts ("8x"), "gpu", "Generation", "Edition", "Blackwell";
-* a memory size: "80GB", "144G", "32GiB";
+* a memory size: "80GB", "144G", "32GiB", "40 GB";
 * a form factor: SXM/SXM2..SXM6, HGX, NVLink and MEGA (all SXM boards), PCIe, NVL, OAM;
 * otherwise part of the model key; the model tokens are joined: "RTX 4090" == "RTX4090".
 
@@ -41,12 +41,13 @@ FAMILY_DEFAULTS: dict[str, str] = {
     "h100": "H100 SXM5 80GB",  # AWS p5, GCP a3, Lambda/Nebius H100 SXM
     "h200": "H200 SXM 141GB",
     "gh200": "GH200 96GB",  # Lambda's GH200
+    "rtx4060ti": "RTX 4060 Ti 8GB",  # the original; the 16 GB card came later
 }
 
 _NOISE = frozenset({
     "nvidia", "geforce", "tesla", "quadro", "amd", "instinct", "gpu", "generation", "edition",
     "blackwell", "hbm2", "hbm2e", "hbm3", "hbm3e", "gddr5", "gddr5x", "gddr6", "gddr6x", "gddr7",
-    "secure", "community",
+    "secure", "community", "vws",  # GCP's virtual-workstation SKUs are the same GPUs
 })
 _FORM_TOKENS: dict[str, str] = {
     **{f"sxm{n}": "sxm" for n in ("", "2", "3", "4", "5", "6")},
@@ -60,6 +61,8 @@ _NON_GPU_PREFIXES = (
 _SEPARATORS = re.compile(r"[^a-z0-9.]+")
 _MEMORY = re.compile(r"^(\d+(?:\.\d+)?)(?:gb|g|gib)$")
 _COUNT = re.compile(r"^\d+x$")
+_NUMBER = re.compile(r"^\d+$")
+_UNITS = frozenset({"gb", "gib"})
 _MEMORY_TOLERANCE = 0.10  # relative; covers GiB-vs-GB and "B200 192GB" vs the 180 GB sold
 
 
@@ -88,6 +91,8 @@ def _parse(name: str) -> _Parsed:
                 non_gpu = True
             if (size := _MEMORY.match(token)) is not None:
                 memory_gb = float(size.group(1))
+            elif token in _UNITS and model and _NUMBER.match(model[-1]):
+                memory_gb = float(model.pop())  # "A100 (40 GB SXM4)"
             elif token in _FORM_TOKENS:
                 form = _FORM_TOKENS[token]
             else:
