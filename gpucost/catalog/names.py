@@ -34,7 +34,7 @@ from gpucost.errors import UnknownGpuError
 
 # family model key -> the variant a bare family name means (see the module docstring)
 FAMILY_DEFAULTS: dict[str, str] = {
-    "a100": "A100 SXM4 40GB",  # AWS p4d, GCP a2-highgpu, Lambda gpu_1x_a100
+    "a100": "A100 SXM4 40GB",  # AWS p4d, GCP a2-highgpu
     "a800": "A800 SXM4 80GB",
     "v100": "V100 SXM2 16GB",  # AWS p3, GCP n1 + V100, Lambda gpu_8x_v100
     "p100": "P100 PCIe 16GB",  # GCP's P100
