@@ -1,0 +1,141 @@
+"""Where a profile was measured, and this machine's measured rates.
+
+Besides versions and names, a profile records three quick measurements of the device it ran
+on, so that the performance model can translate it (a CPU profile to a GPU above all) and the
+verdict can place the step against this device's ridge point:
+
+- ``device_matmul_gflops``: sustained dense matmul rate at the profile's dtype, GFLOP/s;
+- ``device_mem_bw_gbs``: tensor copy bandwidth (read + write), GB/s;
+- ``launch_floor_us``: host time per operator of a training step whose operators do nothing
+  (Python, autograd, dispatch, kernel launch), microseconds.
+
+On CPU the first is also stored as ``cpu_matmul_gflops``. Each takes about 0.1-0.2 s.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from typing import Any
+
+import torch
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _repeat_for(seconds: float, device: torch.device, fn: Any) -> tuple[int, float]:
+    """Run ``fn`` until ``seconds`` have passed (after one warm-up call): (calls, seconds)."""
+    fn()
+    _sync(device)
+    calls = 0
+    start = time.perf_counter()
+    while True:
+        fn()
+        calls += 1
+        _sync(device)
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return calls, elapsed
+
+
+def matmul_gflops(device: torch.device, dtype: torch.dtype = torch.float32,
+                  seconds: float = 0.2) -> float:
+    n = 512 if device.type == "cpu" else 4096
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
+    out = torch.empty(n, n, device=device, dtype=dtype)
+    calls, elapsed = _repeat_for(seconds, device, lambda: torch.mm(a, b, out=out))
+    return 2.0 * n**3 * calls / elapsed / 1e9
+
+
+def memory_bandwidth_gbs(device: torch.device, seconds: float = 0.1) -> float:
+    numel = (32 if device.type == "cpu" else 256) * 2**20  # 128 MB / 1 GB of fp32, beyond caches
+    src = torch.ones(numel, device=device)
+    dst = torch.empty_like(src)
+    calls, elapsed = _repeat_for(seconds, device, lambda: dst.copy_(src))
+    return 2.0 * src.numel() * src.element_size() * calls / elapsed / 1e9
+
+
+def launch_floor_s(device: torch.device) -> float:
+    """Seconds of host work per operator in a training step whose kernels do nothing.
+
+    A two-layer 1x1 network's forward, backward and SGD step: every operator is trivial, so
+    its time per operator is what Python, autograd, dispatch and (on CUDA) the kernel launch
+    cost. Median of several runs, divided by the operators one step launches (counted).
+    """
+    from gpucost.profiler.flops import OpCensus
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(1, 1), torch.nn.ReLU(),
+                                torch.nn.Linear(1, 1)).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    x = torch.ones(1, 1, device=device)
+
+    def step() -> None:
+        model(x).sum().backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    for _ in range(5):
+        step()
+    with OpCensus() as census:
+        step()
+    runs: list[float] = []
+    for _ in range(9):
+        _sync(device)
+        start = time.perf_counter()
+        for _ in range(10):
+            step()
+        _sync(device)
+        runs.append((time.perf_counter() - start) / 10)
+    runs.sort()
+    return runs[len(runs) // 2] / census.total_calls
+
+
+def describe(device: torch.device, dtype: torch.dtype = torch.float32,
+             *, calibrate: bool = True) -> dict[str, Any]:
+    """Versions, names and (with ``calibrate``) this device's measured rates."""
+    from gpucost.profiler.nvml import driver_version
+
+    env: dict[str, Any] = {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cuda_arch_list": list(torch.cuda.get_arch_list()) if torch.cuda.is_available() else [],
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "device": device.type,
+    }
+    if device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        props = torch.cuda.get_device_properties(index)
+        env.update(gpu_name=torch.cuda.get_device_name(index),
+                   gpu_count=torch.cuda.device_count(),
+                   compute_capability=f"{props.major}.{props.minor}",
+                   gpu_memory_gb=props.total_memory / 1e9,
+                   cudnn=torch.backends.cudnn.version(),  # type: ignore[no-untyped-call]
+                   driver=driver_version())
+    if calibrate:
+        env["device_matmul_gflops"] = matmul_gflops(device, dtype)
+        env["device_mem_bw_gbs"] = memory_bandwidth_gbs(device)
+        env["launch_floor_us"] = launch_floor_s(device) * 1e6
+        if device.type == "cpu":
+            env["cpu_matmul_gflops"] = env["device_matmul_gflops"]
+    return env

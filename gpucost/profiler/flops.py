@@ -1,0 +1,163 @@
+"""Counting one training step: FLOPs (torch's flop counter), operator calls, bytes moved, memory.
+
+``OpCensus`` is a context manager entered around one dedicated step, never around the timed
+ones: it runs every ATen operator through a Python dispatch mode, which costs tens of
+microseconds per operator.
+
+- FLOPs come from ``torch.utils.flop_counter.FlopCounterMode`` (matmul, conv, attention).
+- Bytes moved per operator = bytes of its tensor inputs + bytes of its tensor outputs, with
+  each tensor's real dtype; view operators (``t``, ``view``, ``expand``...) move nothing.
+- Memory: a caching-allocator-like ledger of the storages created during the census. A new
+  output storage is added when an operator returns it and removed when its tensor is freed;
+  ``peak_bytes`` is the high-water mark on top of ``baseline_bytes`` (what was alive before).
+  With ``limit_bytes`` set, an allocation that crosses it raises
+  :class:`MemoryLimitExceeded` at that operator, mid forward or backward: the CPU stand-in
+  for ``torch.cuda.OutOfMemoryError`` that the batch probe recovers from.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import defaultdict
+from types import TracebackType
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+from torch.utils.flop_counter import FlopCounterMode
+
+
+class MemoryLimitExceeded(RuntimeError):
+    """An allocation pushed the accounted memory over the imposed limit (CPU out of memory)."""
+
+    def __init__(self, needed_bytes: int, limit_bytes: int) -> None:
+        self.needed_bytes = needed_bytes
+        self.limit_bytes = limit_bytes
+        super().__init__(f"out of memory: {needed_bytes / 1e9:.3f} GB needed, "
+                         f"limit {limit_bytes / 1e9:.3f} GB")
+
+
+def _tensors(tree: Any) -> list[torch.Tensor]:
+    leaves, _ = tree_flatten(tree)
+    return [x for x in leaves if isinstance(x, torch.Tensor)]
+
+
+def _nbytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()
+
+
+def op_name(func: Any) -> str:
+    """``aten::addmm`` for the overload ``aten.addmm.default`` (torch.profiler's spelling)."""
+    return str(func._schema.name)
+
+
+class _CensusMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
+    def __init__(self, census: OpCensus) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        self._census = census
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (),
+                           kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        self._census.record(func, args, kwargs or {}, out)
+        return out
+
+
+class OpCensus:
+    """FLOPs, calls, bytes and memory of everything run inside ``with OpCensus() as c:``."""
+
+    def __init__(self, *, baseline_bytes: int = 0, limit_bytes: int | None = None) -> None:
+        self.baseline_bytes = baseline_bytes
+        self.limit_bytes = limit_bytes
+        self.calls: dict[str, int] = defaultdict(int)
+        self.bytes_moved: dict[str, float] = defaultdict(float)
+        self.live_bytes = 0
+        self.peak_live_bytes = 0
+        self._live: dict[int, list[int]] = {}  # storage data_ptr -> [bytes, live tensors]
+        self._flops = FlopCounterMode(display=False)
+        self._mode = _CensusMode(self)
+        self._flops_by_op: dict[str, float] = {}
+
+    # ---- results ------------------------------------------------------------------------
+    @property
+    def total_calls(self) -> int:
+        return sum(self.calls.values())
+
+    @property
+    def total_flops(self) -> float:
+        return float(sum(self.flops_by_op.values()))
+
+    @property
+    def flops_by_op(self) -> dict[str, float]:
+        if not self._flops_by_op:
+            counts = self._flops.get_flop_counts().get("Global", {})
+            self._flops_by_op = {f"aten::{packet._qualified_op_name.split('::')[-1]}": float(n)
+                                 for packet, n in counts.items()}
+        return self._flops_by_op
+
+    @property
+    def total_bytes(self) -> float:
+        return float(sum(self.bytes_moved.values()))
+
+    @property
+    def peak_bytes(self) -> int:
+        """Baseline plus the high-water mark of storages created inside the census."""
+        return self.baseline_bytes + self.peak_live_bytes
+
+    # ---- accounting ---------------------------------------------------------------------
+    def record(self, func: Any, args: Any, kwargs: Any, out: Any) -> None:
+        name = op_name(func)
+        self.calls[name] += 1
+        outputs = _tensors(out)
+        if getattr(func, "is_view", False):
+            # A view (``detach`` included) keeps its base's storage alive after the base dies.
+            for t in outputs:
+                ptr = t.untyped_storage().data_ptr()
+                if ptr in self._live:
+                    self._track(t, ptr)
+            return
+        inputs = _tensors((args, kwargs))
+        self.bytes_moved[name] += float(sum(_nbytes(t) for t in inputs)
+                                        + sum(_nbytes(t) for t in outputs))
+        seen = {t.untyped_storage().data_ptr() for t in inputs}
+        for t in outputs:
+            storage = t.untyped_storage()
+            ptr = storage.data_ptr()
+            size = storage.nbytes()
+            if size == 0 or ptr in seen or ptr in self._live:
+                continue
+            seen.add(ptr)
+            self._live[ptr] = [size, 0]
+            self._track(t, ptr)
+            self.live_bytes += size
+            if self.live_bytes > self.peak_live_bytes:
+                self.peak_live_bytes = self.live_bytes
+            if self.limit_bytes is not None and self.peak_bytes > self.limit_bytes:
+                raise MemoryLimitExceeded(self.peak_bytes, self.limit_bytes)
+
+    def _track(self, t: torch.Tensor, ptr: int) -> None:
+        self._live[ptr][1] += 1
+        weakref.finalize(t, self._release, ptr)
+
+    def _release(self, ptr: int) -> None:
+        entry = self._live.get(ptr)
+        if entry is None:
+            return
+        entry[1] -= 1
+        if entry[1] == 0:
+            del self._live[ptr]
+            self.live_bytes -= entry[0]
+
+    # ---- context manager ----------------------------------------------------------------
+    def __enter__(self) -> OpCensus:
+        self._flops.__enter__()  # type: ignore[no-untyped-call]
+        self._mode.__enter__()  # type: ignore[no-untyped-call]
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        try:
+            self._mode.__exit__(exc_type, exc, tb)  # type: ignore[no-untyped-call]
+        finally:
+            self._flops.__exit__(exc_type, exc, tb)  # type: ignore[no-untyped-call]
