@@ -23,6 +23,7 @@ _EXPORTS: dict[str, str] = {
     "compare": "gpucost.ranking",
     "predict": "gpucost.model.perf",
     "Prediction": "gpucost.model.perf",
+    "report": "gpucost.report",
 }
 
 __all__ = ["__version__", *_EXPORTS]

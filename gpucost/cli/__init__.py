@@ -20,6 +20,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "gpus",
     "breakeven",
     "prices",
+    "profile",
+    "runs",
 )
 
 
