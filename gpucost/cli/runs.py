@@ -1,0 +1,230 @@
+"""Run commands: launch a plan, watch runs, stop them, and make sure nothing is left running.
+
+    gpucost launch plan.toml [--dry-run] [--detach]
+    gpucost ps [--all]            live resources with cost so far
+    gpucost status RUN [--json]
+    gpucost logs RUN [-f]
+    gpucost stop RUN              stop the job; the plan's idle policy applies
+    gpucost down RUN | --all      stop the job and destroy every resource of the run
+    gpucost cleanup [--stopped]   destroy what the ledger knows that has no live launcher
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("launch", help="run a plan: provision, verify, supervise, tear down")
+    p.add_argument("plan", type=Path, help="plan file (TOML), e.g. examples/plan.toml")
+    p.add_argument("--dry-run", action="store_true", help="say what would happen; create nothing")
+    p.add_argument("--detach", action="store_true",
+                   help="supervise in the background; follow with `gpucost status RUN`")
+    p.add_argument("--run-id", help=argparse.SUPPRESS)
+    p.set_defaults(handler=_launch)
+
+    p = sub.add_parser("ps", help="live resources and what they have cost so far")
+    p.add_argument("--all", action="store_true", help="list every run in the ledger instead")
+    p.set_defaults(handler=_ps)
+
+    p = sub.add_parser("status", help="a run's state, epoch, ETA, cost so far and metrics")
+    p.add_argument("run", help="run id (or a unique prefix, or the job name for its latest run)")
+    p.add_argument("--json", action="store_true", help="print status.json as it is")
+    p.set_defaults(handler=_status)
+
+    p = sub.add_parser("logs", help="a run's training log")
+    p.add_argument("run")
+    p.add_argument("-f", "--follow", action="store_true", help="keep printing until the run ends")
+    p.set_defaults(handler=_logs)
+
+    p = sub.add_parser("stop", help="stop a run's job; its idle policy then applies")
+    p.add_argument("run")
+    p.set_defaults(handler=_stop)
+
+    p = sub.add_parser("down", help="stop a run and destroy all its resources")
+    p.add_argument("run", nargs="?")
+    p.add_argument("--all", action="store_true", help="every run with live resources")
+    p.set_defaults(handler=_down)
+
+    p = sub.add_parser("cleanup", help="destroy resources whose launcher is gone")
+    p.add_argument("--stopped", action="store_true",
+                   help="also destroy machines kept stopped by an idle policy")
+    p.set_defaults(handler=_cleanup)
+
+
+def _err(message: str) -> None:
+    print(f"gpucost: {message}", file=sys.stderr, flush=True)
+
+
+def _launch(args: argparse.Namespace) -> int:
+    from gpucost.executor.runner import Runner
+    from gpucost.plan import load_plan
+
+    plan = load_plan(args.plan)
+    runner = Runner(plan, args.plan, echo=_err, run_id=args.run_id)
+    if args.dry_run:
+        print("\n".join(runner.describe()))
+        return 0
+    if args.detach:
+        runner.ledger.close()
+        # A new session: the launcher outlives this terminal and gets no Ctrl-C meant for it.
+        subprocess.Popen([sys.executable, "-m", "gpucost", "launch", str(args.plan),
+                          "--run-id", runner.run_id], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+        print(runner.run_id)
+        _err(f"launched in the background; `gpucost status {runner.run_id}`, "
+             f"`gpucost logs {runner.run_id} -f`, `gpucost stop {runner.run_id}`")
+        return 0
+    result = runner.launch()
+    print(f"{result.run_id} {result.state}")
+    return result.exit_code
+
+
+def _money(usd: float) -> str:
+    return f"{usd:.4f}" if usd < 1 else f"{usd:,.2f}"
+
+
+def _table(rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+                     for r in rows)
+
+
+def _age(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h"
+
+
+def _ps(args: argparse.Namespace) -> int:
+    from gpucost.executor.ledger import Ledger
+
+    now = time.time()
+    with Ledger() as ledger:
+        if args.all:
+            rows = [["RUN", "PROVIDER", "STATE", "LAUNCHER", "AGE", "COST_USD"]]
+            for run in ledger.runs():
+                rows.append([run.run_id, run.provider, run.state,
+                             "alive" if run.owner_alive else "gone",
+                             _age(now - run.started_at), _money(run.cost_usd(now))])
+            print(_table(rows) if len(rows) > 1 else "no runs in the ledger")
+            return 0
+        live = ledger.resources(live_only=True)
+        if not live:
+            print("no live resources")
+            return 0
+        rows = [["RUN", "PROVIDER", "KIND", "ID", "STATE", "AGE", "RUN_COST_USD", "LAUNCHER"]]
+        for res in live:
+            run = ledger.run(res.run_id)
+            rows.append([res.run_id, res.provider, res.kind, res.resource_id or "(unknown)",
+                         res.state, _age(now - res.created_at), _money(run.cost_usd(now)),
+                         "alive" if run.owner_alive else "gone: `gpucost cleanup`"])
+        print(_table(rows))
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from gpucost.executor.ledger import Ledger
+    from gpucost.executor.rundir import RunDir
+
+    with Ledger() as ledger:
+        run = ledger.run(args.run)
+    status: dict[str, Any] = RunDir(run.run_dir).read_status() or {"state": run.state}
+    if not status.get("final") and not run.owner_alive:
+        status["state"] = f"orphaned (was {status.get('state')}; launcher gone)"
+    if args.json:
+        print(json.dumps(status, indent=2))
+        return 0
+    epoch = status.get("epoch")
+    epochs = status.get("epochs")
+    lines = [
+        f"run       {run.run_id} ({run.provider})",
+        f"state     {status.get('state')}",
+        f"epoch     {epoch if epoch is not None else '-'}"
+        + (f" / {epochs:g}" if epochs else ""),
+        f"eta       {_age(status['eta_s']) if status.get('eta_s') is not None else '-'}",
+        f"elapsed   {_age(status.get('elapsed_s') or 0.0)}",
+        f"cost      {_money(status.get('cost_usd') or run.cost_usd())} USD of "
+        f"{_money(run.budget_cap_usd)} cap",
+    ]
+    if status.get("throughput"):
+        lines.append(f"speed     {status['throughput']:.1f} samples/s (planned "
+                     f"{status.get('planned_throughput', 0):g})")
+    for key, value in (status.get("metrics") or {}).items():
+        lines.append(f"{key:<9} {value:.6g}")
+    if status.get("checkpoint"):
+        lines.append(f"ckpt      {status['checkpoint']}")
+    if "orphaned" in str(status["state"]):
+        lines.append("hint      run `gpucost cleanup` to release its resources")
+    print("\n".join(lines))
+    return 0
+
+
+def _logs(args: argparse.Namespace) -> int:
+    from gpucost.executor.ledger import Ledger
+    from gpucost.executor.rundir import RunDir
+
+    with Ledger() as ledger:
+        run = ledger.run(args.run)
+    rd = RunDir(run.run_dir)
+    pos = 0
+    while True:
+        try:
+            with open(rd.log_path, "rb") as log:
+                log.seek(pos)
+                chunk = log.read()
+        except FileNotFoundError:
+            chunk = b""
+        pos += len(chunk)
+        sys.stdout.write(chunk.decode("utf-8", errors="replace"))
+        sys.stdout.flush()
+        if not args.follow:
+            return 0
+        status = rd.read_status() or {}
+        if status.get("final") or not run.owner_alive:
+            return 0
+        time.sleep(0.5)
+
+
+def _stop(args: argparse.Namespace) -> int:
+    from gpucost.executor.runner import request_stop
+
+    for line in request_stop(args.run):
+        print(line)
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    from gpucost.errors import InputError
+    from gpucost.executor.ledger import Ledger
+    from gpucost.executor.runner import down
+
+    if bool(args.run) == bool(args.all):
+        raise InputError("give one run id or --all", hint="`gpucost ps` lists live runs")
+    with Ledger() as ledger:
+        if args.all:
+            targets = sorted({r.run_id for r in ledger.resources(live_only=True)}
+                             | {r.run_id for r in ledger.runs()
+                                if r.ended_at is None and r.owner_alive})
+        else:
+            targets = [ledger.run(args.run).run_id]
+        done = [line for run_id in targets for line in down(run_id, ledger)]
+    print("\n".join(done) if done else "nothing to destroy")
+    return 0
+
+
+def _cleanup(args: argparse.Namespace) -> int:
+    from gpucost.executor.runner import cleanup
+
+    done = cleanup(include_stopped=args.stopped)
+    print("\n".join(done) if done else "nothing to clean up")
+    return 0

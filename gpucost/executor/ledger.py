@@ -1,0 +1,297 @@
+"""The resource ledger: a SQLite file that knows everything gpucost ever asked a provider for.
+
+The launcher writes an *intent* row (with a recovery token) before each provider call and the
+provider's answer after it, each in its own committed transaction. A launcher killed at any
+point, SIGKILL included, therefore leaves either an intent row (the token lets the provider find
+what it created, if anything) or a row with the resource id: `gpucost cleanup` can always
+destroy it. The launcher's pid and process start time identify the owner, so cleanup never
+touches a run that is still being supervised.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpucost import paths
+from gpucost.errors import InputError
+from gpucost.executor.base import LIVE_STATES, Resource
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    plan_path TEXT NOT NULL,
+    provider TEXT NOT NULL,
+    run_dir TEXT NOT NULL,
+    launcher_pid INTEGER NOT NULL,
+    launcher_start TEXT NOT NULL,
+    state TEXT NOT NULL,
+    price_hr REAL NOT NULL,
+    nodes INTEGER NOT NULL,
+    budget_cap_usd REAL NOT NULL,
+    started_at REAL NOT NULL,
+    ended_at REAL
+);
+CREATE TABLE IF NOT EXISTS resources (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL REFERENCES runs(run_id),
+    provider TEXT NOT NULL,
+    config TEXT NOT NULL,
+    token TEXT NOT NULL,
+    resource_id TEXT,
+    kind TEXT NOT NULL,
+    region TEXT NOT NULL,
+    state TEXT NOT NULL,
+    price_hr REAL NOT NULL,
+    meta TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS resources_run ON resources(run_id);
+"""
+
+
+def process_start(pid: int) -> str | None:
+    """An identity for a live process (pid + start time), or None when it does not exist.
+
+    Pids are reused; the start time (field 22 of /proc/<pid>/stat) tells a new process with an
+    old pid apart. Where /proc is missing, a signal-0 probe is the best available answer.
+    """
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        text = stat.read_text()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        text = ""
+    if text:
+        # The command name (field 2) may contain spaces and parentheses: split after the last ')'.
+        fields = text[text.rfind(")") + 2:].split()
+        if fields and fields[0] == "Z":  # a zombie is dead, only not yet reaped
+            return None
+        return f"{pid}:{fields[19]}" if len(fields) > 19 else f"{pid}:?"
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass
+    return f"{pid}:?"
+
+
+@dataclass(frozen=True)
+class RunRow:
+    run_id: str
+    name: str
+    plan_path: str
+    provider: str
+    run_dir: str
+    launcher_pid: int
+    launcher_start: str
+    state: str
+    price_hr: float  # USD/h per node
+    nodes: int
+    budget_cap_usd: float
+    started_at: float  # unix seconds
+    ended_at: float | None
+
+    @property
+    def owner_alive(self) -> bool:
+        return process_start(self.launcher_pid) == self.launcher_start
+
+    def cost_usd(self, now: float | None = None) -> float:
+        """Compute cost so far: nodes x price_hr x elapsed hours."""
+        end = self.ended_at if self.ended_at is not None else (now or time.time())
+        return self.nodes * self.price_hr * max(0.0, end - self.started_at) / 3600.0
+
+
+@dataclass(frozen=True)
+class ResourceRow:
+    id: int
+    run_id: str
+    provider: str
+    config: dict[str, Any]
+    token: str
+    resource_id: str | None
+    kind: str
+    region: str
+    state: str
+    price_hr: float  # USD/h
+    meta: dict[str, Any]
+    created_at: float
+    updated_at: float
+
+    @property
+    def live(self) -> bool:
+        return self.state in LIVE_STATES
+
+    def to_resource(self) -> Resource:
+        if self.resource_id is None:
+            raise ValueError("resource has no id yet; find it by token")
+        return Resource(provider=self.provider, resource_id=self.resource_id, token=self.token,
+                        region=self.region, kind=self.kind, price_hr=self.price_hr,
+                        meta=self.meta)
+
+    def cost_usd(self, now: float | None = None) -> float:
+        """Cost since creation while it was billed (stopped instances bill disk only: ignored)."""
+        end = self.updated_at if not self.live else (now or time.time())
+        return self.price_hr * max(0.0, end - self.created_at) / 3600.0
+
+
+def _utc(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Ledger:
+    """Thin, committed-per-call access to the ledger file (default $GPUCOST_HOME/ledger.sqlite)."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = Path(path) if path is not None else paths.ledger_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Autocommit: every statement is durable the moment it returns, which is the point.
+        self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        self._db.row_factory = sqlite3.Row
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    # runs -------------------------------------------------------------------------------------
+    def create_run(self, *, run_id: str, name: str, plan_path: str, provider: str, run_dir: str,
+                   price_hr: float, nodes: int, budget_cap_usd: float) -> RunRow:
+        pid = os.getpid()
+        start = process_start(pid) or f"{pid}:?"
+        with self._tx() as db:
+            db.execute("INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,NULL)",
+                       (run_id, name, plan_path, provider, run_dir, pid, start, "starting",
+                        price_hr, nodes, budget_cap_usd, time.time()))
+        return self.run(run_id)
+
+    def set_run_state(self, run_id: str, state: str, *, ended: bool = False) -> None:
+        with self._tx() as db:
+            if ended:
+                db.execute("UPDATE runs SET state=?, ended_at=COALESCE(ended_at, ?) "
+                           "WHERE run_id=?", (state, time.time(), run_id))
+            else:
+                db.execute("UPDATE runs SET state=? WHERE run_id=?", (state, run_id))
+
+    def run(self, run_id: str) -> RunRow:
+        """A run by id or unique id prefix (or job name, latest run first)."""
+        rows = self._db.execute("SELECT * FROM runs WHERE run_id=?", (run_id,)).fetchall()
+        if not rows:
+            rows = self._db.execute(
+                "SELECT * FROM runs WHERE run_id LIKE ? ESCAPE '\\' ORDER BY started_at DESC",
+                (run_id.replace("%", r"\%").replace("_", r"\_") + "%",)).fetchall()
+            names = self._db.execute("SELECT * FROM runs WHERE name=? ORDER BY started_at DESC",
+                                     (run_id,)).fetchall()
+            if names and len(rows) != 1:
+                rows = names[:1]
+        if not rows:
+            raise InputError(f"no run {run_id!r} in the ledger {self.path}",
+                             hint="list runs with `gpucost ps --all`")
+        if len(rows) > 1:
+            raise InputError(f"run {run_id!r} is ambiguous: "
+                             + ", ".join(r["run_id"] for r in rows[:5]),
+                             hint="give more of the run id")
+        return RunRow(**dict(rows[0]))
+
+    def runs(self) -> list[RunRow]:
+        return [RunRow(**dict(r)) for r in
+                self._db.execute("SELECT * FROM runs ORDER BY started_at").fetchall()]
+
+    # resources --------------------------------------------------------------------------------
+    def intent(self, *, run_id: str, provider: str, token: str, kind: str, region: str = "",
+               price_hr: float = 0.0, config: Mapping[str, Any] | None = None) -> int:
+        """Record that a provider call is about to create something; returns the row id."""
+        now = time.time()
+        with self._tx() as db:
+            cur = db.execute(
+                "INSERT INTO resources (run_id, provider, config, token, resource_id, kind, "
+                "region, state, price_hr, meta, created_at, updated_at) "
+                "VALUES (?,?,?,?,NULL,?,?,'requested',?,'{}',?,?)",
+                (run_id, provider, json.dumps(dict(config or {})), token, kind, region,
+                 price_hr, now, now))
+            assert cur.lastrowid is not None
+            return cur.lastrowid
+
+    def record(self, row_id: int, resources: list[Resource], state: str) -> list[int]:
+        """Record what the provider call created; the intent row takes the first resource."""
+        ids: list[int] = []
+        now = time.time()
+        with self._tx() as db:
+            base = db.execute("SELECT * FROM resources WHERE id=?", (row_id,)).fetchone()
+            if not resources:
+                db.execute("UPDATE resources SET state='failed', updated_at=? WHERE id=?",
+                           (now, row_id))
+                return ids
+            for i, res in enumerate(resources):
+                meta = json.dumps(dict(res.meta))
+                if i == 0:
+                    db.execute("UPDATE resources SET resource_id=?, state=?, meta=?, kind=?, "
+                               "price_hr=?, updated_at=? WHERE id=?",
+                               (res.resource_id, state, meta, res.kind, res.price_hr, now,
+                                row_id))
+                    ids.append(row_id)
+                else:
+                    cur = db.execute(
+                        "INSERT INTO resources (run_id, provider, config, token, resource_id, "
+                        "kind, region, state, price_hr, meta, created_at, updated_at) "
+                        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                        (base["run_id"], base["provider"], base["config"], res.token,
+                         res.resource_id, res.kind, res.region, state, res.price_hr, meta,
+                         base["created_at"], now))
+                    assert cur.lastrowid is not None
+                    ids.append(cur.lastrowid)
+        return ids
+
+    def set_state(self, row_id: int, state: str) -> None:
+        with self._tx() as db:
+            db.execute("UPDATE resources SET state=?, updated_at=? WHERE id=?",
+                       (state, time.time(), row_id))
+
+    def resources(self, run_id: str | None = None, *, live_only: bool = False) -> list[ResourceRow]:
+        query = "SELECT * FROM resources"
+        args: tuple[Any, ...] = ()
+        clauses = []
+        if run_id is not None:
+            clauses.append("run_id=?")
+            args += (run_id,)
+        if live_only:
+            clauses.append(f"state IN ({','.join('?' * len(LIVE_STATES))})")
+            args += LIVE_STATES
+        if clauses:
+            query += " WHERE " + " AND ".join(clauses)
+        rows = self._db.execute(query + " ORDER BY id", args).fetchall()
+        return [ResourceRow(**{**dict(r), "config": json.loads(r["config"]),
+                               "meta": json.loads(r["meta"])}) for r in rows]
+
+    @staticmethod
+    def utc(ts: float) -> str:
+        return _utc(ts)

@@ -1,0 +1,106 @@
+"""A run's folder under $GPUCOST_HOME/runs/<run id>: what outsiders read to follow a run.
+
+    status.json    state, epoch, ETA, cost so far, latest metrics (rewritten atomically by the
+                   launcher on every poll, so at least once per epoch)
+    progress.json  the training script's latest report (written atomically by gpucost.report)
+    metrics.jsonl  one JSON line per report: the history
+    train.log      the job's stdout and stderr
+    launcher.log   what the launcher decided and why (verify-on-arrival, teardown, ...)
+
+Readers never see half a file: JSON files are replaced through a rename, JSONL lines are
+appended with one write each.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from gpucost import paths
+from gpucost._io import atomic_write_json
+
+
+class RunDir:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    @classmethod
+    def for_run(cls, run_id: str) -> RunDir:
+        return cls(paths.runs_dir() / run_id)
+
+    @property
+    def status_path(self) -> Path:
+        return self.path / "status.json"
+
+    @property
+    def progress_path(self) -> Path:
+        return self.path / "progress.json"
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.path / "metrics.jsonl"
+
+    @property
+    def log_path(self) -> Path:
+        return self.path / "train.log"
+
+    @property
+    def launcher_log_path(self) -> Path:
+        return self.path / "launcher.log"
+
+    @property
+    def scratch_checkpoints(self) -> Path:
+        """Where the job writes checkpoints before they are shipped to the plan's target."""
+        return self.path / "checkpoints"
+
+    def create(self) -> RunDir:
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.scratch_checkpoints.mkdir(exist_ok=True)
+        self.log_path.touch()
+        return self
+
+    def write_status(self, status: dict[str, Any]) -> None:
+        atomic_write_json(self.status_path, {**status, "updated_at": time.time()})
+
+    def read_status(self) -> dict[str, Any] | None:
+        return _read_json(self.status_path)
+
+    def read_progress(self) -> dict[str, Any] | None:
+        return _read_json(self.progress_path)
+
+    def metrics(self) -> list[dict[str, Any]]:
+        try:
+            lines = self.metrics_path.read_text().splitlines()
+        except FileNotFoundError:
+            return []
+        out = []
+        for line in lines:
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:  # a line cut by a crash mid-write: skip it
+                continue
+        return out
+
+    def note(self, message: str) -> None:
+        append_line(self.launcher_log_path,
+                    time.strftime("%Y-%m-%dT%H:%M:%SZ ", time.gmtime()) + message)
+
+
+def append_line(path: Path, line: str) -> None:
+    """Append one line with a single write(2) on an O_APPEND descriptor (never interleaved)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, (line.rstrip("\n") + "\n").encode("utf-8"))
+    finally:
+        os.close(fd)
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) else None

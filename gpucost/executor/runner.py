@@ -1,0 +1,469 @@
+"""A run's lifecycle: provision, verify on arrival, supervise, tear down.
+
+:class:`Runner` drives one plan through a provider. Every provider call is bracketed by ledger
+writes; the job runs under a hard wall-clock timeout and a budget cap (cost so far = nodes x
+price_hr x elapsed hours since the run began); teardown runs in a ``finally`` on success,
+failure, Ctrl-C, SIGTERM, timeout and budget cap. After a successful job the plan's idle policy
+decides between stopping (keep the disk for a return within the break-even time) and destroying;
+after anything else the resources are destroyed.
+
+:func:`cleanup`, :func:`down` and :func:`request_stop` act on runs from outside their launcher.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpucost.errors import ExecutorError, GpuCostError
+from gpucost.executor import get_provider, provider_config
+from gpucost.executor.base import JobSpec, Provider, ProvisionRequest, Resource
+from gpucost.executor.checkpoints import CheckpointStore
+from gpucost.executor.ledger import Ledger, RunRow
+from gpucost.executor.rundir import RunDir
+from gpucost.plan import Plan
+
+POLL_S = 0.5
+STOP_REQUEST = "stop-requested"  # a file in the run dir: `gpucost stop` asks the launcher to stop
+
+# Final run states and the CLI exit code each maps to (0 ok, 1 policy, 3 failure, 130 interrupt).
+EXIT_CODES: dict[str, int] = {
+    "succeeded": 0, "stopped": 0, "failed": 3, "verify-failed": 1, "timed-out": 1,
+    "budget-exceeded": 1, "interrupted": 130,
+}
+
+
+@dataclass
+class LaunchResult:
+    run_id: str
+    state: str
+    run_dir: Path
+    exit_code: int
+    messages: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    measured: float  # samples/s, whole group
+    planned: float  # samples/s, whole group
+    deviation_pct: float
+    within_margin: bool
+    reestimated_cost_usd: float
+    reestimated_hours: float
+
+    def message(self, margin_pct: float) -> str:
+        word = "within" if self.within_margin else "outside"
+        return (f"verify: measured {self.measured:.1f} samples/s vs planned {self.planned:.1f} "
+                f"({self.deviation_pct:+.0f}%, {word} the {margin_pct:g}% margin); re-estimated "
+                f"$/job {self.reestimated_cost_usd:.4f} over {self.reestimated_hours:.3g} h")
+
+
+def verify_throughput(plan: Plan, measured: float) -> VerifyResult:
+    """Compare the job's measured throughput with the plan's and re-estimate $/job from it."""
+    planned = plan.workload.throughput
+    deviation = (measured - planned) / planned * 100.0
+    samples = plan.total_samples or 0.0
+    est = plan.estimate
+    setup_hours = max(0.0, est.hours - samples / planned / 3600.0)
+    hours = setup_hours + samples / measured / 3600.0
+    compute = plan.offer.nodes * plan.offer.price_hr * hours
+    # Only the compute term scales with throughput; storage, egress, setup stay as planned.
+    cost = est.cost_usd - est.compute_usd + compute if est.compute_usd > 0 else max(
+        est.cost_usd * planned / measured, compute)
+    return VerifyResult(measured=measured, planned=planned, deviation_pct=deviation,
+                        within_margin=abs(deviation) <= plan.safety.verify_margin_pct,
+                        reestimated_cost_usd=cost, reestimated_hours=hours)
+
+
+def new_run_id(name: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:40] or "run"
+    return f"{slug}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(2)}"
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (and SIGHUP) raise KeyboardInterrupt, so the same teardown path runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    old = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, h in old.items():
+            signal.signal(sig, h)
+
+
+class Runner:
+    def __init__(self, plan: Plan, plan_path: str | os.PathLike[str], *,
+                 provider: Provider | None = None, ledger: Ledger | None = None,
+                 echo: Callable[[str], None] = lambda _msg: None, poll_s: float = POLL_S,
+                 run_id: str | None = None) -> None:
+        self.plan = plan
+        self.plan_path = Path(plan_path).resolve()
+        self.provider = provider or get_provider(plan.offer.provider,
+                                                 provider_config(plan.offer.provider,
+                                                                 plan.offer.region))
+        self.ledger = ledger or Ledger()
+        self.echo = echo
+        self.poll_s = poll_s
+        self.run_id = run_id or new_run_id(plan.job.name)
+        self.run_dir = RunDir.for_run(self.run_id)
+        self.token = f"gpucost-{self.run_id}"
+        self.messages: list[str] = []
+        self._started = 0.0
+
+    # -- description ---------------------------------------------------------------------------
+    def describe(self) -> list[str]:
+        """What launch would do, in words (``--dry-run``)."""
+        p, o, s = self.plan, self.plan.offer, self.plan.safety
+        lines = [
+            f"run {self.run_id}: {p.job.name} on {o.provider} {o.instance_type} x{o.nodes} "
+            f"({o.gpu_count:g} x {o.gpu} per node, {o.market}, {o.price_hr:.4f} USD/h per node)",
+            f"command: {' '.join(p.job.command)} (in {p.workdir(self.plan_path)})",
+            f"limits: timeout {s.timeout_hours:g} h, budget cap {s.budget_cap_usd:.2f} USD "
+            f"(estimate {p.estimate.cost_usd:.4f} USD over {p.estimate.hours:.3g} h)",
+            f"verify on arrival: matmul on the device, then throughput within "
+            f"{s.verify_margin_pct:g}% of {p.workload.throughput:g} samples/s, else "
+            f"{s.verify_action}",
+        ]
+        ck = p.checkpoint
+        if ck.enabled:
+            store = self._checkpoints()
+            latest = store.latest_epoch()
+            lines.append(f"checkpoints: every {ck.every_epochs or 1:g} epoch(s) to "
+                         f"{store.resolved_target}/{p.job.name}"
+                         + (f"; resumes from epoch {latest}" if ck.resume and latest else ""))
+        lines.append(f"after the job: {p.idle.policy} (idle policy); on failure, interrupt, "
+                     "timeout or budget cap: destroy")
+        for op, why in self.provider.unsupported.items():
+            lines.append(f"{o.provider} does not support {op}: {why}")
+        return lines
+
+    def _say(self, message: str) -> None:
+        self.messages.append(message)
+        self.echo(message)
+        if self.run_dir.path.is_dir():
+            self.run_dir.note(message)
+
+    def _checkpoints(self) -> CheckpointStore:
+        return CheckpointStore(self.plan.checkpoint.target, namespace=self.plan.job.name,
+                               base_dir=self.plan.workdir(self.plan_path))
+
+    # -- provider calls, each bracketed by ledger writes -------------------------------------------
+    def _provision(self) -> list[tuple[int, Resource]]:
+        o = self.plan.offer
+        request = ProvisionRequest(
+            run_id=self.run_id, token=self.token, instance_type=o.instance_type,
+            gpu_count=max(1, round(o.gpu_count)), nodes=o.nodes,
+            market="spot" if o.market == "spot" else "on-demand", region=o.region, zone=o.zone,
+            price_hr=o.price_hr, disk_gb=self.plan.disk.size_gb,
+            user_data=self._user_data(), offer_id=o.instance_type)
+        row = self.ledger.intent(run_id=self.run_id, provider=self.provider.name,
+                                 token=self.token, kind="instance", region=o.region,
+                                 price_hr=o.price_hr, config=self.provider.config())
+        try:
+            resources = self.provider.provision(request)
+        except BaseException:
+            self.ledger.set_state(row, "failed")
+            raise
+        ids = self.ledger.record(row, resources, "pending")
+        return list(zip(ids, resources, strict=True))
+
+    def _user_data(self) -> str:
+        builder = getattr(self.provider, "bootstrap_script", None)
+        return str(builder(self.plan, self.run_id)) if callable(builder) else ""
+
+    # -- the run -----------------------------------------------------------------------------------
+    def launch(self) -> LaunchResult:
+        plan = self.plan
+        self.run_dir.create()
+        self.ledger.create_run(run_id=self.run_id, name=plan.job.name,
+                               plan_path=str(self.plan_path), provider=self.provider.name,
+                               run_dir=str(self.run_dir.path), price_hr=plan.offer.price_hr,
+                               nodes=plan.offer.nodes, budget_cap_usd=plan.safety.budget_cap_usd)
+        self._started = time.time()
+        self._status("provisioning")
+        nodes: list[tuple[int, Resource]] = []
+        job: tuple[int, Resource] | None = None
+        outcome = "failed"
+        try:
+            with _sigterm_as_interrupt():
+                try:
+                    nodes = self._provision()
+                    self._say(f"run {self.run_id}: provisioned "
+                              + ", ".join(r.resource_id for _, r in nodes))
+                    self.provider.wait([r for _, r in nodes], timeout_s=self._wait_budget_s())
+                    for row, _ in nodes:
+                        self.ledger.set_state(row, "running")
+                    self._status("verifying")
+                    self._verify_hardware([r for _, r in nodes])
+                    job = self._start_job([r for _, r in nodes])
+                    self._status("running")
+                    outcome = self._supervise(job[1])
+                except KeyboardInterrupt as err:
+                    outcome = "interrupted"
+                    self._say(f"interrupted ({err or 'Ctrl-C'}): tearing down")
+                except GpuCostError as err:
+                    outcome = "failed"
+                    self._say(f"error: {err}")
+                finally:
+                    self._teardown(nodes, job, outcome)
+        finally:
+            self.ledger.set_run_state(self.run_id, outcome, ended=True)
+            self._status(outcome, final=True)
+        code = EXIT_CODES.get(outcome, 3)
+        return LaunchResult(self.run_id, outcome, self.run_dir.path, code, self.messages)
+
+    def _wait_budget_s(self) -> float:
+        left = self.plan.safety.timeout_hours * 3600.0 - (time.time() - self._started)
+        wanted = max(1800.0, self.plan.spot.max_wait_capacity_hours * 3600.0)
+        return max(1.0, min(left, wanted))
+
+    def _verify_hardware(self, resources: Sequence[Resource]) -> None:
+        result = self.provider.verify_hardware(resources, self.plan.workdir(self.plan_path))
+        if result is None:
+            self._say("verify: the bootstrap runs the CUDA matmul on the machine before the job")
+        elif result.get("cuda_available"):
+            self._say(f"verify: CUDA matmul ok on {result.get('device')} "
+                      f"(sm {result.get('capability')}, torch {result.get('torch')})")
+        else:
+            self._say(f"verify: CPU matmul ok (torch {result.get('torch')}); no CUDA device here, "
+                      "so CUDA was not checked")
+        self._verify_info: dict[str, Any] | None = result
+
+    def _start_job(self, nodes: Sequence[Resource]) -> tuple[int, Resource]:
+        plan = self.plan
+        env = {"GPUCOST_RUN_DIR": str(self.run_dir.path), "GPUCOST_RUN_ID": self.run_id,
+               "GPUCOST_CHECKPOINT_DIR": str(self.run_dir.scratch_checkpoints)}
+        if plan.checkpoint.enabled:
+            store = self._checkpoints()
+            env.update(GPUCOST_CHECKPOINT_TARGET=store.resolved_target,
+                       GPUCOST_CHECKPOINT_NAMESPACE=plan.job.name,
+                       GPUCOST_CHECKPOINT_EVERY=f"{plan.checkpoint.every_epochs or 1:g}")
+            if plan.checkpoint.resume:
+                latest = store.fetch_latest(self.run_dir.scratch_checkpoints)
+                if latest is not None:
+                    env["GPUCOST_RESUME_FROM"] = str(latest)
+                    self._say(f"resuming from {latest}")
+        spec = JobSpec(argv=plan.job.command, workdir=plan.workdir(self.plan_path), env=env,
+                       log_path=self.run_dir.log_path,
+                       nproc_per_node=max(1, round(plan.offer.gpu_count)))
+        row = self.ledger.intent(run_id=self.run_id, provider=self.provider.name,
+                                 token=self.token, kind="process", region=plan.offer.region,
+                                 config=self.provider.config())
+        try:
+            res = self.provider.run(nodes, spec)
+        except BaseException:
+            self.ledger.set_state(row, "failed")
+            raise
+        self.ledger.record(row, [res], "running")
+        self._say(f"job started: {res.kind} {res.resource_id}; log {self.run_dir.log_path}")
+        return row, res
+
+    def _supervise(self, job: Resource) -> str:
+        plan, safety = self.plan, self.plan.safety
+        timeout_s = safety.timeout_hours * 3600.0
+        job_started = time.time()
+        verified = False
+        while True:
+            state = self.provider.status(job)
+            progress = self.run_dir.read_progress()
+            elapsed = time.time() - self._started
+            cost = self._cost(elapsed)
+            if progress and not verified and progress.get("throughput"):
+                verified = True
+                check = verify_throughput(plan, float(progress["throughput"]))
+                self._verification = check
+                self._say(check.message(safety.verify_margin_pct))
+                if not check.within_margin and safety.verify_action == "stop":
+                    self._say("verify_action = stop: stopping the run")
+                    return "verify-failed"
+            self._status("running", progress=progress, job_started=job_started)
+            if state not in ("running", "pending", "unknown"):
+                code = self.provider.exit_code(job)
+                if code in (0, None) and state == "exited":
+                    self._say("job finished" + ("" if code is None else f" (exit code {code})"))
+                    return "succeeded" if code == 0 or code is None else "failed"
+                self._say(f"job ended with exit code {code}; see {self.run_dir.log_path}")
+                return "failed"
+            if elapsed >= timeout_s:
+                self._say(f"timeout: {elapsed / 3600:.3g} h reached the {safety.timeout_hours:g} h "
+                          "limit; stopping the run")
+                return "timed-out"
+            if cost >= safety.budget_cap_usd:
+                self._say(f"budget cap: {cost:.4f} USD spent reached the "
+                          f"{safety.budget_cap_usd:.2f} USD cap; stopping the run")
+                return "budget-exceeded"
+            if (self.run_dir.path / STOP_REQUEST).exists():
+                self._say("stop requested (`gpucost stop`): stopping the run")
+                return "stopped"
+            time.sleep(self.poll_s)
+
+    def _cost(self, elapsed_s: float) -> float:
+        return self.plan.offer.nodes * self.plan.offer.price_hr * elapsed_s / 3600.0
+
+    def _status(self, state: str, *, progress: dict[str, Any] | None = None,
+                job_started: float | None = None, final: bool = False) -> None:
+        elapsed = time.time() - self._started
+        status: dict[str, Any] = {
+            "run_id": self.run_id, "name": self.plan.job.name, "state": state,
+            "provider": self.provider.name, "elapsed_s": elapsed,
+            "cost_usd": self._cost(elapsed), "budget_cap_usd": self.plan.safety.budget_cap_usd,
+            "timeout_s": self.plan.safety.timeout_hours * 3600.0,
+            "epoch": None, "epochs": self.plan.job.epochs, "eta_s": None, "metrics": {},
+            "throughput": None, "planned_throughput": self.plan.workload.throughput,
+            "launcher_pid": os.getpid(), "final": final,
+        }
+        if progress is None:
+            progress = self.run_dir.read_progress()
+        if progress:
+            status.update(epoch=progress.get("epoch"), metrics=progress.get("metrics") or {},
+                          throughput=progress.get("throughput"),
+                          checkpoint=progress.get("checkpoint"))
+            status["eta_s"] = self._eta(progress, job_started)
+        check = getattr(self, "_verification", None)
+        if check is not None:
+            status["verify"] = {"deviation_pct": check.deviation_pct,
+                                "within_margin": check.within_margin,
+                                "reestimated_cost_usd": check.reestimated_cost_usd}
+        self.run_dir.write_status(status)
+
+    def _eta(self, progress: dict[str, Any], job_started: float | None) -> float | None:
+        epochs, epoch = self.plan.job.epochs, progress.get("epoch")
+        if epochs is None or epoch is None or job_started is None:
+            return None
+        if (throughput := progress.get("throughput")) and self.plan.job.dataset_size:
+            return max(0.0, (epochs - float(epoch)) * self.plan.job.dataset_size
+                       / float(throughput))
+        return None
+
+    def _teardown(self, nodes: Sequence[tuple[int, Resource]], job: tuple[int, Resource] | None,
+                  outcome: str) -> None:
+        """Release everything; only a finished job keeps machines, and only per idle policy."""
+        errors = []
+        if job is not None:
+            row, res = job
+            try:
+                if self.provider.status(res) in ("running", "pending", "unknown"):
+                    self.provider.destroy(res)
+                self.ledger.set_state(row, "exited")
+            except GpuCostError as err:
+                errors.append(err)
+        keep = (outcome in ("succeeded", "stopped") and self.plan.idle.policy == "stop"
+                and self.provider.supports("stop"))
+        for row, res in nodes:
+            try:
+                if keep:
+                    self.provider.stop(res)
+                    self.ledger.set_state(row, "stopped")
+                else:
+                    self.provider.destroy(res)
+                    self.ledger.set_state(row, "destroyed")
+            except GpuCostError as err:
+                errors.append(err)
+        if nodes:
+            idle = self.plan.idle
+            if keep:
+                self._say(f"idle policy: stopped {len(nodes)} node(s), disk kept (return expected "
+                          f"within {idle.expected_return_hours or 0:g} h, break-even "
+                          f"{idle.breakeven_hours or 0:g} h); `gpucost down {self.run_id}` "
+                          "destroys them")
+            else:
+                self._say(f"destroyed {len(nodes)} resource(s)")
+        if errors:
+            self._say(f"teardown incomplete: {errors[0]}; run `gpucost cleanup`")
+
+
+# -- acting on runs from outside their launcher ---------------------------------------------------
+def _destroy_rows(ledger: Ledger, run: RunRow, *, include_stopped: bool,
+                  action: str = "destroy") -> list[str]:
+    done = []
+    for row in ledger.resources(run.run_id, live_only=True):
+        if row.state == "stopped" and not include_stopped:
+            continue
+        provider = get_provider(row.provider, row.config)
+        targets = [row.to_resource()] if row.resource_id else provider.find(row.token)
+        for res in targets:
+            if action == "stop" and provider.supports("stop"):
+                provider.stop(res)
+            else:
+                provider.destroy(res)
+            done.append(f"{run.run_id}: {action} {row.provider} {res.kind} {res.resource_id}")
+        ledger.set_state(row.id, "stopped" if action == "stop" and provider.supports("stop")
+                         else "destroyed")
+    return done
+
+
+def cleanup(ledger: Ledger | None = None, *, include_stopped: bool = False) -> list[str]:
+    """Destroy every live resource whose launcher is gone (found by token if its id was lost)."""
+    ledger = ledger or Ledger()
+    done = []
+    for run in ledger.runs():
+        if run.owner_alive:
+            continue
+        acted = _destroy_rows(ledger, run, include_stopped=include_stopped)
+        if run.ended_at is None:
+            ledger.set_run_state(run.run_id, "orphaned", ended=True)
+        done += acted
+    return done
+
+
+def _signal_launcher(run: RunRow, wait_s: float) -> bool:
+    """SIGTERM a live launcher and wait for it to finish its teardown; True if it exited."""
+    if not run.owner_alive:
+        return True
+    try:
+        os.kill(run.launcher_pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return True
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if not run.owner_alive:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def down(run_id: str, ledger: Ledger | None = None, *, wait_s: float = 60.0) -> list[str]:
+    """Stop a run's job and destroy all its resources, stopped ones included."""
+    ledger = ledger or Ledger()
+    run = ledger.run(run_id)
+    if not _signal_launcher(run, wait_s):
+        raise ExecutorError(f"the launcher of {run.run_id} (pid {run.launcher_pid}) did not exit "
+                            f"within {wait_s:g} s", hint="try again, or kill it and run "
+                            "`gpucost cleanup`")
+    done = _destroy_rows(ledger, ledger.run(run.run_id), include_stopped=True)
+    if ledger.run(run.run_id).ended_at is None:
+        ledger.set_run_state(run.run_id, "destroyed", ended=True)
+    return done
+
+
+def request_stop(run_id: str, ledger: Ledger | None = None, *, wait_s: float = 60.0) -> list[str]:
+    """Ask a run's launcher to stop the job (idle policy then applies); without a launcher, stop
+    its machines directly."""
+    ledger = ledger or Ledger()
+    run = ledger.run(run_id)
+    if run.owner_alive:
+        (Path(run.run_dir) / STOP_REQUEST).touch()
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline and run.owner_alive:
+            time.sleep(0.1)
+        if run.owner_alive:
+            raise ExecutorError(f"{run.run_id} did not stop within {wait_s:g} s",
+                                hint=f"`gpucost down {run.run_id}` stops it by force")
+        return [f"{run.run_id}: stopped by its launcher"]
+    return _destroy_rows(ledger, run, include_stopped=False, action="stop")
