@@ -1,0 +1,234 @@
+"""The one interface every live price source implements, and the registry of them.
+
+A source knows its provider's API and units and nothing else: it takes an injected client (a
+:class:`~gpucost.pricing.http.PriceHttp` over ``httpx.Client`` for REST/GraphQL sources, boto3
+clients for AWS), reads prices and returns one :class:`Snapshot`. Where the client comes from,
+concurrency, progress and writing files belong to :mod:`gpucost.pricing.refresh`.
+
+``SOURCES`` is built by importing each source module; nothing else dispatches on source names.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import decimal
+import json
+import math
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+from gpucost.errors import ProviderError, SnapshotError, UnknownProviderError
+from gpucost.pricing.snapshot import Offers, Snapshot
+
+if TYPE_CHECKING:
+    from gpucost.pricing.http import PriceHttp
+
+ClientT = TypeVar("ClientT")
+
+# Exceptions that mean "the payload did not have the shape we expect".
+_SHAPE_ERRORS = (KeyError, IndexError, TypeError, ValueError, AttributeError,
+                 decimal.InvalidOperation, json.JSONDecodeError)
+
+
+class PriceSource(ABC, Generic[ClientT]):
+    """A live price source. Subclasses set the class attributes and implement the three methods.
+
+    ``credentials_hint`` says how a user provides credentials ("" when the API is public).
+    ``min_interval_s`` is the provider's rate limit as the least time between two requests.
+    """
+
+    name: ClassVar[str]  # snapshot source name and --source value
+    provider: ClassVar[str]  # who bills: the offers' provider column
+    month_hours: ClassVar[float]  # the provider's $/month -> $/hour convention
+    credentials_hint: ClassVar[str]
+    default_base_url: ClassVar[str]
+    min_interval_s: ClassVar[float] = 0.0
+
+    @property
+    def url_env_var(self) -> str:
+        """The environment variable that points this source at another URL (a replay server)."""
+        return "GPUCOST_" + self.name.upper().replace("-", "_") + "_URL"
+
+    def base_url(self, env: Mapping[str, str] | None = None) -> str:
+        env = os.environ if env is None else env
+        return env.get(self.url_env_var) or self.default_base_url
+
+    @abstractmethod
+    def find_credentials(self, env: Mapping[str, str], home: Path) -> str | None:
+        """The secret this source sends ("" for a public API), or None when none is set."""
+
+    @abstractmethod
+    def open_client(self, base_url: str, secret: str) -> AbstractContextManager[ClientT]:
+        """A client for the real API (or ``base_url``), closed when the context exits."""
+
+    @abstractmethod
+    def fetch(self, client: ClientT, *, now: dt.datetime | None = None) -> Snapshot:
+        """Read the current prices. Raises ProviderError (never a bare KeyError) on bad answers."""
+
+
+class HttpPriceSource(PriceSource["PriceHttp"]):
+    """A source over HTTP: the client is a :class:`PriceHttp` wrapping ``httpx.Client``."""
+
+    timeout_s: ClassVar[float] = 30.0
+
+    def auth(self, secret: str) -> tuple[dict[str, str], dict[str, str]]:
+        """(headers, query parameters) that carry ``secret``; bearer token by default."""
+        return ({"Authorization": f"Bearer {secret}"} if secret else {}), {}
+
+    def open_client(self, base_url: str, secret: str) -> AbstractContextManager[PriceHttp]:
+        return self._client(base_url, secret)
+
+    @contextlib.contextmanager
+    def _client(self, base_url: str, secret: str) -> Iterator[PriceHttp]:
+        import httpx
+
+        from gpucost.pricing.http import PriceHttp
+
+        headers, params = self.auth(secret)
+        headers["User-Agent"] = "gpucost price refresh"
+        with httpx.Client(base_url=base_url, headers=headers, params=params,
+                          follow_redirects=True, timeout=self.timeout_s) as raw:
+            yield PriceHttp(raw, source=self.name, min_interval_s=self.min_interval_s,
+                            timeout_s=self.timeout_s, secrets=(secret,) if secret else ())
+
+
+def env_or_file(env: Mapping[str, str], var: str, *files: Path) -> str | None:
+    """A key from ``var``, else the first non-empty file among ``files`` (stripped)."""
+    value = env.get(var, "").strip()
+    if value:
+        return value
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8").strip()
+        except OSError:
+            continue
+        if text:
+            return text
+    return None
+
+
+@contextlib.contextmanager
+def parsing(source: str, what: str) -> Iterator[None]:
+    """Turn a payload of the wrong shape into a ProviderError that says where it broke."""
+    try:
+        yield
+    except ProviderError:
+        raise
+    except _SHAPE_ERRORS as exc:
+        detail = f"missing field {exc.args[0]!r}" if isinstance(exc, KeyError) and exc.args \
+            else f"{type(exc).__name__}: {exc}"
+        raise ProviderError(f"{source}: unexpected {what} ({detail})",
+                            hint="the API changed or the answer was cut off; retry, and report "
+                                 "it if it persists") from None
+
+
+def expect(value: Any, kind: type | tuple[type, ...], what: str) -> Any:
+    """``value`` if it is a ``kind`` (bool is not a number), else TypeError naming ``what``."""
+    if isinstance(value, bool) and kind is not bool and bool not in (
+            kind if isinstance(kind, tuple) else (kind,)):
+        raise TypeError(f"{what} is {value!r}, expected {_kind_name(kind)}")
+    if not isinstance(value, kind):
+        raise TypeError(f"{what} is {type(value).__name__}, expected {_kind_name(kind)}")
+    return value
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(k.__name__ for k in kinds)
+
+
+def price(value: Any, what: str) -> float:
+    """A non-negative, finite USD amount from a JSON number or a decimal string, read exactly."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise TypeError(f"{what} is {value!r}, expected a price")
+    amount = decimal.Decimal(str(value).strip())
+    if not amount.is_finite() or amount < 0:
+        raise ValueError(f"{what} is {value!r}, expected a non-negative price")
+    return float(amount)
+
+
+def optional_price(value: Any, what: str) -> float:
+    """Like :func:`price`; None, "" and 0 (no market) become NaN."""
+    if value is None or value == "":
+        return math.nan
+    amount = price(value, what)
+    return amount if amount > 0 else math.nan
+
+
+def now_utc(now: dt.datetime | None) -> dt.datetime:
+    return (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).replace(microsecond=0)
+
+
+def build_snapshot(source: PriceSource[Any], rows: Iterable[Mapping[str, Any]], *,
+                   fetched_at: dt.datetime, provenance: Mapping[str, Any]) -> Snapshot:
+    """Validate rows into a snapshot; a row the snapshot format refuses is the provider's fault."""
+    try:
+        offers = Offers.from_records(rows, origin=f"{source.name} answer")
+    except SnapshotError as exc:
+        raise ProviderError(f"{source.name}: {exc.message}",
+                            hint="the provider returned a value gpucost cannot store") from None
+    return Snapshot(source=source.name, fetched_at=fetched_at, offers=offers,
+                    month_hours=source.month_hours,
+                    provenance={"api": source.default_base_url, **provenance,
+                                "offers": len(offers)})
+
+
+def resolve_gpu(name: str, memory_gb: float | None = None) -> str | None:
+    """The catalog's canonical name for a provider's GPU name, or None (not a known GPU)."""
+    from gpucost.catalog import try_resolve_gpu_name
+
+    return try_resolve_gpu_name(name, memory_gb=memory_gb)
+
+
+def gpu_link(canonical: str) -> str:
+    """"nvlink" for SXM/OAM boards, "pcie" otherwise (what the catalog says of the form factor)."""
+    from gpucost.catalog import get_gpu
+
+    form = get_gpu(canonical).form_factor.upper()
+    return "nvlink" if form.startswith("SXM") or form in ("OAM", "SUPERCHIP") else "pcie"
+
+
+def _registry() -> dict[str, PriceSource[Any]]:
+    from gpucost.pricing.sources import (
+        aws,
+        azure,
+        gcp,
+        lambda_cloud,
+        runpod,
+        skypilot_http,
+        vast,
+    )
+
+    found: list[PriceSource[Any]] = [aws.SOURCE, azure.SOURCE, gcp.SOURCE, vast.SOURCE,
+                                     runpod.SOURCE, lambda_cloud.SOURCE, skypilot_http.SOURCE]
+    return {s.name: s for s in found}
+
+
+_SOURCES: dict[str, PriceSource[Any]] = {}
+
+
+def sources() -> dict[str, PriceSource[Any]]:
+    """The registry of live sources, by name (imported on first use: boto3 stays unloaded)."""
+    if not _SOURCES:
+        _SOURCES.update(_registry())
+    return _SOURCES
+
+
+def get_source(name: str) -> PriceSource[Any]:
+    registry = sources()
+    try:
+        return registry[name]
+    except KeyError:
+        raise UnknownProviderError(name, sorted(registry)) from None
+
+
+def __getattr__(name: str) -> Any:
+    # ``SOURCES`` reads as a module constant but is built on first access.
+    if name == "SOURCES":
+        return sources()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
