@@ -402,11 +402,14 @@ def gpu_candidate(cloud: str, accelerator: str, instance_type: str, info_name: s
     return name
 
 
-def _resolve(candidate: str) -> GpuSpec | None:
-    """The catalog's spec for a name, or None when the catalog does not know it."""
+def _resolve(candidate: str, memory_hint_gb: float | None) -> GpuSpec | None:
+    """The catalog's spec for a name, or None when the catalog does not know it.
+
+    The memory hint picks between variants of one model (RTX 4060 Ti 8 GB or 16 GB).
+    """
     from gpucost.catalog import get_gpu, try_resolve_gpu_name
 
-    canonical = try_resolve_gpu_name(candidate)
+    canonical = try_resolve_gpu_name(candidate, memory_gb=memory_hint_gb)
     return None if canonical is None else get_gpu(canonical)
 
 
@@ -438,10 +441,11 @@ def _record(cloud: str, *, region: str, zone: str, instance_type: str, accelerat
     if math.isnan(price):
         tally.skip("no on-demand price", accelerator)
         return None
+    memory_hint = _memory_hint_gb(cloud, gpu, count) if count >= 1 else None
     if candidate is None:
         candidate = gpu_candidate(cloud, accelerator, instance_type, str(gpu.get("Name", "")),
-                                  _memory_hint_gb(cloud, gpu, count))
-    spec = _resolve(candidate)
+                                  memory_hint)
+    spec = _resolve(candidate, memory_hint)
     if spec is None:
         tally.skip("GPU not in catalog", candidate)
         return None

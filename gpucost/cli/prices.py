@@ -1,0 +1,213 @@
+"""`gpucost prices ...`: import, inspect (and refresh, diff) price snapshots.
+
+One ``prices`` parser with a sub-parser per action. To add one (``refresh``, ``diff``), write a
+``_register_<name>(sub)`` function below that adds its parser and sets ``handler``, and list it
+in ``SUBCOMMANDS``. Heavy modules (numpy, the catalog) load inside handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gpucost.pricing.snapshot import Snapshot
+
+SubRegister = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "prices", help="price snapshots: import a catalog, show what is loaded",
+        description="Manage the dated price snapshots gpucost plans with.")
+    actions = parser.add_subparsers(dest="prices_command", metavar="ACTION",
+                                    parser_class=type(parser))
+    for add in SUBCOMMANDS:
+        add(actions)
+
+    def no_action(args: argparse.Namespace) -> int:
+        parser.print_help(sys.stderr)
+        return 2
+
+    parser.set_defaults(handler=no_action)
+
+
+# ---------------------------------------------------------------------------------------- import
+
+def _register_import(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from gpucost.pricing.registry import IMPORTERS
+
+    p = actions.add_parser(
+        "import", help="import a published price catalog as snapshots",
+        description="Read a price catalog folder and write one dated snapshot per source. "
+                    "Kinds: " + "; ".join(f"{i.name}: {i.description}"
+                                          for i in IMPORTERS.values()))
+    p.add_argument("kind", choices=sorted(IMPORTERS), help="catalog format")
+    p.add_argument("directory", help="folder holding the catalog files")
+    p.add_argument("--out", metavar="DIR",
+                   help="snapshot folder to write (default: $GPUCOST_HOME/snapshots)")
+    p.add_argument("--provenance", metavar="FILE",
+                   help="JSON or TOML with fetched_at and commit/commits, if the folder's "
+                        "README does not state them")
+    p.add_argument("--fetched-at", metavar="DATE",
+                   help="date of the prices (YYYY-MM-DD), overriding README/provenance")
+    p.set_defaults(handler=_import)
+
+
+def _import(args: argparse.Namespace) -> int:
+    from gpucost.paths import user_snapshots_dir
+    from gpucost.pricing.registry import run_importer
+    from gpucost.pricing.snapshot import write_snapshot
+    from gpucost.pricing.sources.skypilot_catalog import load_provenance_file
+
+    provenance = load_provenance_file(args.provenance) if args.provenance else None
+    snapshots = run_importer(args.kind, args.directory, provenance=provenance,
+                             fetched_at=args.fetched_at)
+    out = args.out or user_snapshots_dir()
+    for snap in snapshots:
+        path = write_snapshot(snap, out)
+        print(f"{snap.source}: {len(snap.offers):,} offers {_import_summary(snap.provenance)} "
+              f"-> {path}")
+    return 0
+
+
+def _import_summary(provenance: Any) -> str:
+    read = provenance.get("rows_read")
+    skipped: dict[str, int] = provenance.get("rows_skipped") or {}
+    if read is None:
+        return ""
+    detail = ", ".join(f"{n:,} {reason}" for reason, n in skipped.items())
+    total = f"{sum(skipped.values()):,} skipped"
+    return f"({read:,} rows read, {total}{': ' + detail if detail else ''})"
+
+
+# ------------------------------------------------------------------------------------------ show
+
+def _register_show(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from gpucost.pricing.registry import DEFAULT_MAX_AGE_DAYS
+
+    p = actions.add_parser(
+        "show", help="list loaded snapshots (age, STALE) and the cheapest offers for a GPU",
+        description="Per source: offers, providers, date of the prices, age and a STALE flag. "
+                    "With --gpu, also the cheapest offers for that GPU by $ per GPU-hour.")
+    p.add_argument("--source", action="append", metavar="S",
+                   help="only this snapshot source (repeatable)")
+    p.add_argument("--gpu", metavar="G", help="show the cheapest offers for this GPU")
+    p.add_argument("--max-age-days", type=float, default=DEFAULT_MAX_AGE_DAYS, metavar="DAYS",
+                   help="flag snapshots older than this as STALE "
+                        f"(default {DEFAULT_MAX_AGE_DAYS:g})")
+    p.add_argument("--limit", type=int, default=10, help="offers to list with --gpu (default 10)")
+    p.add_argument("--prices", action="append", metavar="PATH",
+                   help="snapshot file or folder (default: embedded and $GPUCOST_HOME snapshots)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(handler=_show)
+
+
+def _show(args: argparse.Namespace) -> int:
+    from gpucost.errors import InputError, UnknownProviderError
+    from gpucost.pricing.registry import is_stale
+    from gpucost.pricing.snapshot import load_snapshots
+
+    if args.max_age_days < 0:
+        raise InputError(f"--max-age-days must be 0 or more, got {args.max_age_days:g}")
+    if args.limit < 1:
+        raise InputError(f"--limit must be at least 1, got {args.limit}")
+    snapshots = load_snapshots(args.prices)
+    if args.source:
+        known = sorted(s.source for s in snapshots)
+        for name in args.source:
+            if name not in known:
+                raise UnknownProviderError(name, known)
+        snapshots = [s for s in snapshots if s.source in args.source]
+    sources: list[dict[str, Any]] = [{
+        "source": s.source,
+        "offers": len(s.offers),
+        "providers": sorted(set(s.offers["provider"].tolist())),
+        "date": s.date,
+        "age_days": round(s.age_days(), 1),
+        "stale": is_stale(s, args.max_age_days),
+        "path": str(s.path) if s.path else None,
+    } for s in snapshots]
+    cheapest = _cheapest(snapshots, args.gpu, args.limit) if args.gpu else None
+    if args.json:
+        payload: dict[str, Any] = {"max_age_days": args.max_age_days, "sources": sources}
+        if cheapest is not None:
+            payload["gpu"] = cheapest[0]
+            payload["offers"] = cheapest[1]
+        print(json.dumps(payload, indent=2, allow_nan=False))
+        return 0
+    print(_table(["source", "offers", "providers", "prices of", "age", ""],
+                 [[s["source"], f"{s['offers']:,}", ",".join(s["providers"]), s["date"],
+                   f"{s['age_days']:.1f} d", "STALE" if s["stale"] else ""] for s in sources],
+                 right={1, 4}))
+    stale = [s["source"] for s in sources if s["stale"]]
+    if stale:
+        print(f"\nSTALE: prices older than {args.max_age_days:g} days from {', '.join(stale)}; "
+              "run `gpucost prices refresh` or import a newer catalog")
+    if cheapest is not None:
+        gpu, offers = cheapest
+        print(f"\ncheapest {gpu} offers by on-demand $ per GPU-hour:")
+        if not offers:
+            print("  (none in these snapshots)")
+        else:
+            print(_table(
+                ["provider", "region", "instance", "GPUs", "$/h", "spot $/h", "$/GPU-h", "source",
+                 "prices of"],
+                [[o["provider"], o["region"], o["instance_type"], f"{o['gpu_count']:g}",
+                  f"{o['price_hr']:.3f}",
+                  "-" if o["spot_price_hr"] is None else f"{o['spot_price_hr']:.3f}",
+                  f"{o['usd_per_gpu_hr']:.3f}", o["source"], o["date"]] for o in offers],
+                right={3, 4, 5, 6}))
+    return 0
+
+
+def _cheapest(snapshots: Sequence[Snapshot], gpu: str, limit: int
+              ) -> tuple[str, list[dict[str, Any]]]:
+    """The ``limit`` cheapest offers per GPU-hour, one per (provider, region, instance type)."""
+    import numpy as np
+
+    from gpucost.catalog import resolve_gpu_name
+    from gpucost.pricing.snapshot import Offers
+
+    name = resolve_gpu_name(gpu)
+    offers = Offers.concat([s.offers for s in snapshots])
+    offers = offers.select(offers["gpu"] == name)
+    per_gpu = offers["price_hr"] / offers["gpu_count"]
+    seen: set[tuple[str, str, str]] = set()
+    out: list[dict[str, Any]] = []
+    for i in np.argsort(per_gpu, kind="stable").tolist():
+        key = (str(offers["provider"][i]), str(offers["region"][i]),
+               str(offers["instance_type"][i]))
+        if key in seen:
+            continue
+        seen.add(key)
+        spot = float(offers["spot_price_hr"][i])
+        out.append({
+            "provider": key[0], "region": key[1], "instance_type": key[2],
+            "zone": str(offers["zone"][i]), "gpu_count": float(offers["gpu_count"][i]),
+            "price_hr": float(offers["price_hr"][i]),
+            "spot_price_hr": None if math.isnan(spot) else spot,  # NaN: no spot market
+            "usd_per_gpu_hr": round(float(per_gpu[i]), 6),
+            "source": str(offers["source"][i]), "date": str(offers["fetched_at"][i])[:10],
+        })
+        if len(out) == limit:
+            break
+    return name, out
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: set[int]) -> str:
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+
+    return "\n".join([line(header), *(line(r) for r in rows)])
+
+
+# Actions in help order; `refresh` and `diff` are added here.
+SUBCOMMANDS: tuple[SubRegister, ...] = (_register_import, _register_show)
