@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from gpucost.errors import InputError, NoOffersError, UnknownProviderError
+from gpucost.model.economics import COST_UNITS, JobParams, job_costs
 from gpucost.pricing.snapshot import Offers, Snapshot, load_snapshots
 from gpucost.profile import Profile, resolve_profile
 
@@ -176,7 +177,7 @@ PLAN_UNITS: dict[str, str] = {
     "provider": "", "region": "", "zone": "", "instance_type": "", "gpu": "",
     "gpu_count": "GPUs per node", "nodes": "nodes", "market": "on-demand|spot",
     "price_hr": "USD/h per node", "throughput": "samples/s (whole group)",
-    "hours": "h (compute)", "cost_usd": "USD (expected, whole job)",
+    "hours": "h (compute)", "cost_usd": "USD (expected, whole job)", **COST_UNITS,
     "usd_per_hour_total": "USD/h (all nodes)", "efficiency": "fraction of linear scaling",
     "gpu_memory_gb": "GB per GPU", "price_date": "date of the price data",
     "source": "price snapshot source", "stale": "price data older than the threshold",
@@ -208,7 +209,23 @@ def filter_offers(offers: Offers, filters: Filters) -> Offers:
         mask &= offers["gpu_memory_gb"] >= filters.min_gpu_memory_gb
     if filters.gpu_counts:
         mask &= np.isin(offers["gpu_count"], np.array(filters.gpu_counts, dtype=float))
-    return offers.select(mask)
+    return _drop_zone_duplicates(offers.select(mask))
+
+
+def _drop_zone_duplicates(offers: Offers) -> Offers:
+    """One row per (provider, region, instance type, prices): zones that only repeat a region's
+    prices add nothing to a ranking. Zones with their own spot price stay."""
+    if len(offers) < 2:
+        return offers
+    key = np.zeros(len(offers), dtype=np.int64)
+    for name in ("provider", "region", "instance_type", "source", "price_hr", "spot_price_hr"):
+        values = offers[name]
+        if values.dtype.kind == "f":
+            values = np.nan_to_num(values, nan=-1.0)
+        _, code = np.unique(values, return_inverse=True)
+        key = key * (int(code.max()) + 1) + code
+    _, first = np.unique(key, return_index=True)
+    return offers.select(np.sort(first))
 
 
 def _predict_configs(
@@ -230,6 +247,12 @@ def _predict_configs(
     throughput = np.empty(len(unique_keys))
     efficiency = np.empty(len(unique_keys))
     for j, i in enumerate(first):
+        if gpu_names[gpu_code[i]] == "CPU":
+            # a machine without a GPU (``--include-local``) runs only a CPU-measured profile,
+            # at its measured speed; NaN drops the row otherwise
+            throughput[j] = profile.throughput if profile.gpu == "CPU" else np.nan
+            efficiency[j] = 1.0
+            continue
         net = float(net_values[net_code[i]])
         pred = predict(
             profile,
@@ -270,15 +293,10 @@ def _expand(offers: Offers, filters: Filters) -> dict[str, np.ndarray]:
     k = len(node_counts)
     cols = {name: np.repeat(arr[idx], k) for name, arr in offers.columns.items()}
     cols["market"] = np.repeat(market, k)
+    cols["on_demand_hr"] = cols["price_hr"]  # the fallback price of spot plans
     cols["price_hr"] = np.repeat(price, k)
     cols["nodes"] = np.tile(node_counts, len(idx))
     return cols
-
-
-def simple_job_costs(cols: dict[str, np.ndarray], hours: np.ndarray) -> dict[str, np.ndarray]:
-    """Compute-only cost: nodes x $/h per node x hours."""
-    compute = cols["nodes"] * cols["price_hr"] * hours
-    return {"compute_usd": compute, "cost_usd": compute}
 
 
 def rank(
@@ -290,8 +308,13 @@ def rank(
     sort: SortKey = "cost",
     stale_days: float = DEFAULT_STALE_DAYS,
     now: dt.datetime | None = None,
+    job_params: JobParams | None = None,
 ) -> Ranking:
-    """Every plan that passes the filters, ranked by expected $/job (or by time)."""
+    """Every plan that passes the filters, ranked by expected $/job (or by expected time).
+
+    ``job_params`` (data, checkpoint and results GB, setup minutes, interruption rate) feed the
+    full $/job of :func:`gpucost.model.economics.job_costs`; the default moves no data.
+    """
     now = now or dt.datetime.now(dt.UTC)
     if sort not in ("cost", "time"):
         raise InputError(f"sort must be 'cost' or 'time', got {sort!r}")
@@ -308,9 +331,18 @@ def rank(
     throughput, efficiency = _predict_configs(
         profile, cols["gpu"], cols["gpu_count"], cols["nodes"], cols["intra_node_link"],
         cols["network_gbps"])
+    runnable = np.isfinite(throughput) & (throughput > 0)
+    if not runnable.all():
+        cols = {k: v[runnable] for k, v in cols.items()}
+        throughput, efficiency = throughput[runnable], efficiency[runnable]
+        if not len(throughput):
+            raise NoOffersError("no offer can run this profile (a GPU profile cannot be "
+                                "predicted on a CPU-only machine)",
+                                hint="add cloud prices, or measure the profile on this CPU")
     hours = job.samples / throughput / 3600.0
-    costs = simple_job_costs(cols, hours)
-    order_keys = (costs["cost_usd"], hours) if sort == "cost" else (hours, costs["cost_usd"])
+    costs = job_costs(cols, hours, job_params or JobParams())
+    wall = costs["total_hours"]
+    order_keys = (costs["cost_usd"], wall) if sort == "cost" else (wall, costs["cost_usd"])
     order = np.lexsort(order_keys[::-1])
 
     stale_sources = {s.source for s in snapshots if s.age_days(now) > stale_days}
@@ -355,6 +387,12 @@ def compare(
     sort: SortKey = "cost",
     prices: Sequence[str | os.PathLike[str]] | None = None,
     limit: int | None = None,
+    data_gb: float = 0.0,
+    checkpoint_gb: float = 0.0,
+    results_gb: float = 0.0,
+    setup_minutes: float = 10.0,
+    interruption_rate_per_hr: float | None = None,
+    include_local: bool = False,
 ) -> pd.DataFrame:
     """Plans for a profile and a job, ranked by expected $/job; a pandas DataFrame.
 
@@ -364,8 +402,15 @@ def compare(
     default job is used. ``prices`` are snapshot files or folders (default: the newest snapshot
     per source, user-refreshed first, else the embedded default).
 
+    The job's data (``data_gb`` downloaded per node), ``checkpoint_gb`` (one checkpoint),
+    ``results_gb`` (copied off) and ``setup_minutes`` (provisioning and image) price setup,
+    storage, transfers and spot rework; ``interruption_rate_per_hr`` overrides the sourced
+    rates; ``include_local`` adds this machine (electricity at the default $/kWh).
+
     Columns include provider, region, instance_type, gpu, gpu_count, nodes, market, price_hr,
-    hours, cost_usd, throughput, price_date; ``frame.attrs`` carries the job and price sources.
+    hours (compute), total_hours (expected wall clock), cost_usd and its terms (compute_usd,
+    setup_usd, storage_usd, egress_usd, ingress_usd, checkpoint_usd, spot_rework_usd), risk,
+    worst_usd, throughput, price_date; ``frame.attrs`` carries the job and price sources.
     """
     prof = profile if isinstance(profile, Profile) else resolve_profile(profile)
     job = Job.from_args(prof, epochs=epochs, dataset_size=dataset_size, samples=samples,
@@ -373,7 +418,15 @@ def compare(
     filters = make_filters(gpu=gpu, provider=provider, region=region, market=market,
                            max_price_hr=max_price_hr, min_gpu_memory_gb=min_gpu_memory_gb,
                            gpu_count=gpu_count, max_nodes=max_nodes)
-    ranking = rank(prof, job, load_snapshots(prices), filters, sort=sort)
+    params = JobParams(data_gb=data_gb, checkpoint_gb=checkpoint_gb, results_gb=results_gb,
+                       setup_minutes=setup_minutes,
+                       interruption_rate_per_hr=interruption_rate_per_hr)
+    snapshots = load_snapshots(prices)
+    if include_local:
+        from gpucost.local import local_snapshot
+
+        snapshots = [*snapshots, local_snapshot()]
+    ranking = rank(prof, job, snapshots, filters, sort=sort, job_params=params)
     if limit is not None:
         ranking = ranking.head(limit)
     return ranking.to_pandas()

@@ -37,11 +37,12 @@ def fmt_rate(value: float) -> str:
 
 
 def _gpus(gpu: str, count: float, nodes: int) -> str:
-    per_node = f"{count:g}x {gpu}"
+    per_node = f"{count:g}x{gpu}"
     return per_node if nodes == 1 else f"{nodes}x({per_node})"
 
 
 def print_ranking(ranking: Ranking, total: int) -> None:
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
@@ -52,28 +53,36 @@ def print_ranking(ranking: Ranking, total: int) -> None:
         f"{profile.device_count}x {profile.gpu} ({profile.precision}, batch {profile.batch_size}"
         f"/device)  job: {ranking.job.description}"
     )
-    dates = ", ".join(f"{s['source']} {s['date']}" + (" [red](stale)[/]" if s["stale"] else "")
-                      for s in ranking.sources)
+    by_date: dict[str, list[str]] = {}
+    for src in ranking.sources:
+        label = src["source"] + (" [red](stale)[/]" if src["stale"] else "")
+        by_date.setdefault(src["date"], []).append(label)
+    dates = "; ".join(f"{', '.join(names)} dated {date}" for date, names in sorted(by_date.items()))
     console.print(f"prices: {dates}", highlight=False)
     c = ranking.columns
-    table = Table(show_lines=False, pad_edge=False, header_style="bold")
-    table.add_column("#", justify="right")
-    table.add_column("provider")
-    table.add_column("region")
-    table.add_column("instance")
-    table.add_column("GPUs")
-    table.add_column("market")
-    table.add_column("$/h", justify="right")
-    table.add_column(f"{profile.sample_unit}/s", justify="right")
-    table.add_column("time", justify="right")
-    table.add_column("$/job", justify="right", style="bold")
+    table = Table(pad_edge=False, header_style="bold", box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0))
+    # Numbers first: on a narrow terminal the text columns at the right are the ones shortened.
+    wide = console.width >= 110
+    if wide:
+        table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("$/job", justify="right", style="bold", no_wrap=True, min_width=6)
+    table.add_column("time", justify="right", no_wrap=True, min_width=6)
+    table.add_column("$/h", justify="right", no_wrap=True, min_width=6)
+    table.add_column("GPUs", no_wrap=True, overflow="ellipsis", min_width=8, max_width=22)
+    table.add_column("market", no_wrap=True, overflow="ellipsis", min_width=4, max_width=9)
+    if wide:
+        table.add_column(f"{profile.sample_unit}/s", justify="right", no_wrap=True)
+    for name, width in (("provider", 9), ("region", 16), ("instance", 22)):
+        table.add_column(name, no_wrap=True, overflow="ellipsis", min_width=3, max_width=width)
     for i in range(len(ranking)):
+        rank = [str(i + 1)] if wide else []
+        rate = [fmt_rate(float(c["throughput"][i]))] if wide else []
         table.add_row(
-            str(i + 1), str(c["provider"][i]), str(c["region"][i]), str(c["instance_type"][i]),
+            *rank, fmt_usd(float(c["cost_usd"][i])), fmt_hours(float(c["hours"][i])),
+            fmt_usd(float(c["usd_per_hour_total"][i])),
             _gpus(str(c["gpu"][i]), float(c["gpu_count"][i]), int(c["nodes"][i])),
-            str(c["market"][i]), fmt_usd(float(c["usd_per_hour_total"][i])),
-            fmt_rate(float(c["throughput"][i])), fmt_hours(float(c["hours"][i])),
-            fmt_usd(float(c["cost_usd"][i])),
+            str(c["market"][i]), *rate, str(c["provider"][i]), str(c["region"][i]),
+            str(c["instance_type"][i]),
         )
     console.print(table)
     key = "$/job" if ranking.sort == "cost" else "time"
