@@ -16,9 +16,11 @@ import subprocess
 import sys
 import time
 
-COMPARE = ("import sys; from gpucost.cli import main; rc = main(['compare']); "
-           "heavy = [m for m in ('torch', 'textual', 'boto3', 'pandas') if m in sys.modules]; "
-           "sys.stderr.write('heavy imports: %s\\n' % heavy); raise SystemExit(rc)")
+COMPARE = (
+    "import sys; from gpucost.cli import main; rc = main(['compare']); "
+    "heavy = [m for m in ('torch', 'textual', 'boto3', 'pandas') if m in sys.modules]; "
+    "sys.stderr.write('heavy imports: %s\\n' % heavy); raise SystemExit(rc)"
+)
 
 
 def median_wall(code: str, runs: int) -> tuple[float, str]:
@@ -26,8 +28,9 @@ def median_wall(code: str, runs: int) -> tuple[float, str]:
     err = ""
     for _ in range(runs):
         t0 = time.perf_counter()
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              check=True)
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        )
         times.append(time.perf_counter() - t0)
         err = done.stderr
     return statistics.median(times), err
@@ -42,8 +45,10 @@ def main() -> None:
     compare, err = median_wall(COMPARE, args.runs)
     print(f"python -c pass:          {bare:.3f} s")
     print(f"python -c 'import pandas': {pandas:.3f} s")
-    print(f"gpucost compare:         {compare:.3f} s   [goal < 0.5 s]  "
-          f"({compare / pandas:.2f}x the pandas import alone)")
+    print(
+        f"gpucost compare:         {compare:.3f} s   [goal < 0.5 s]  "
+        f"({compare / pandas:.2f}x the pandas import alone)"
+    )
     print(err.strip())
 
 

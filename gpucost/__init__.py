@@ -30,10 +30,10 @@ __all__ = ["__version__", *_EXPORTS]
 
 if TYPE_CHECKING:
     from gpucost.catalog import GpuSpec, all_gpus, get_gpu, resolve_gpu_name, try_resolve_gpu_name
-    from gpucost.ranking import compare
     from gpucost.errors import GpuCostError
     from gpucost.model.perf import Prediction, predict
     from gpucost.profile import Profile
+    from gpucost.ranking import compare
 
 
 def __getattr__(name: str) -> Any:

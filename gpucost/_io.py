@@ -30,6 +30,8 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def atomic_write_json(path: str | os.PathLike[str], payload: Any, *, indent: int | None = 2) -> Path:
+def atomic_write_json(
+    path: str | os.PathLike[str], payload: Any, *, indent: int | None = 2
+) -> Path:
     text = json.dumps(payload, indent=indent, sort_keys=False, allow_nan=False)
     return atomic_write_text(path, text + "\n")

@@ -140,7 +140,9 @@ class Profile:
         """
         from gpucost.catalog import resolve_gpu_name
 
-        if not (isinstance(throughput, int | float) and throughput > 0 and math.isfinite(throughput)):
+        if not (
+            isinstance(throughput, int | float) and throughput > 0 and math.isfinite(throughput)
+        ):
             raise ProfileError(
                 f"throughput must be a positive number of samples/s, got {throughput!r}"
             )
@@ -185,25 +187,32 @@ class Profile:
                 f"{origin}: schema_version {version!r} is not supported",
                 hint=f"this gpucost reads schema_version {SCHEMA_VERSION}; re-create the profile",
             )
-        body = {k: v for k, v in data.items() if k not in ("schema", "schema_version", "throughput")}
+        body = {
+            k: v for k, v in data.items() if k not in ("schema", "schema_version", "throughput")
+        }
         known = set(cls.__dataclass_fields__)
         unknown = sorted(set(body) - known)
         if unknown:
-            raise ProfileError(f"{origin}: unknown field(s) {', '.join(unknown)}",
-                               hint="see profiles/schema.json for the fields a profile may hold")
+            raise ProfileError(
+                f"{origin}: unknown field(s) {', '.join(unknown)}",
+                hint="see profiles/schema.json for the fields a profile may hold",
+            )
         missing = [k for k in ("gpu", "precision", "batch_size", "param_count") if k not in body]
         if "step_time_s" not in body:
             if "throughput" in data and "batch_size" in body:
                 try:
                     devices = int(body.get("device_count", 1))
-                    body["step_time_s"] = int(body["batch_size"]) * devices / float(data["throughput"])
+                    body["step_time_s"] = (
+                        int(body["batch_size"]) * devices / float(data["throughput"])
+                    )
                 except (TypeError, ValueError, ZeroDivisionError) as exc:
                     raise ProfileError(f"{origin}: throughput must be a positive number") from exc
             else:
                 missing.append("step_time_s (or throughput)")
         if missing:
-            raise ProfileError(f"{origin}: missing field(s) {', '.join(missing)}",
-                               hint="see profiles/schema.json")
+            raise ProfileError(
+                f"{origin}: missing field(s) {', '.join(missing)}", hint="see profiles/schema.json"
+            )
         try:
             if body.get("breakdown") is not None:
                 body["breakdown"] = StepBreakdown(**body["breakdown"])
@@ -228,15 +237,19 @@ class Profile:
         try:
             text = p.read_text(encoding="utf-8")
         except FileNotFoundError:
-            raise ProfileError(f"profile file {str(p)!r} not found",
-                               hint="pass a path to a .json profile, or a name from `gpucost profiles`") from None
+            raise ProfileError(
+                f"profile file {str(p)!r} not found",
+                hint="pass a path to a .json profile, or a name from `gpucost profiles`",
+            ) from None
         except OSError as exc:
             raise ProfileError(f"cannot read profile {str(p)!r}: {exc.strerror}") from None
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ProfileError(f"profile {str(p)!r} is not valid JSON (line {exc.lineno}: {exc.msg})",
-                               hint="the file may be truncated; re-create it") from None
+            raise ProfileError(
+                f"profile {str(p)!r} is not valid JSON (line {exc.lineno}: {exc.msg})",
+                hint="the file may be truncated; re-create it",
+            ) from None
         return cls.from_dict(data, origin=str(p))
 
 
@@ -249,7 +262,12 @@ def _check_precision(value: object) -> Precision:
 def _positive(name: str, value: object, *, allow_none: bool = False) -> None:
     if value is None and allow_none:
         return
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
         raise ProfileError(f"{name} must be a positive number, got {value!r}")
 
 
@@ -264,17 +282,32 @@ def _validate(p: Profile) -> None:
             object.__setattr__(p, "gpu", canonical)
     _check_precision(p.precision)
     if isinstance(p.batch_size, bool) or not isinstance(p.batch_size, int) or p.batch_size <= 0:
-        raise ProfileError(f"batch_size must be a positive integer (per device), got {p.batch_size!r}")
-    if isinstance(p.device_count, bool) or not isinstance(p.device_count, int) or p.device_count <= 0:
+        raise ProfileError(
+            f"batch_size must be a positive integer (per device), got {p.batch_size!r}"
+        )
+    if (
+        isinstance(p.device_count, bool)
+        or not isinstance(p.device_count, int)
+        or p.device_count <= 0
+    ):
         raise ProfileError(f"device_count must be a positive integer, got {p.device_count!r}")
     _positive("step_time_s", p.step_time_s)
     _positive("param_count", p.param_count)
-    for name in ("step_time_p10_s", "step_time_p90_s", "flops_per_sample", "bytes_per_step",
-                 "param_bytes", "grad_bytes", "peak_memory_gb"):
+    for name in (
+        "step_time_p10_s",
+        "step_time_p90_s",
+        "flops_per_sample",
+        "bytes_per_step",
+        "param_bytes",
+        "grad_bytes",
+        "peak_memory_gb",
+    ):
         _positive(name, getattr(p, name), allow_none=True)
     _positive("dataset_size", p.dataset_size, allow_none=True)
     _positive("epochs", p.epochs, allow_none=True)
-    if p.max_batch_size is not None and (not isinstance(p.max_batch_size, int) or p.max_batch_size <= 0):
+    if p.max_batch_size is not None and (
+        not isinstance(p.max_batch_size, int) or p.max_batch_size <= 0
+    ):
         raise ProfileError(f"max_batch_size must be a positive integer, got {p.max_batch_size!r}")
     if p.verdict is not None and p.verdict.kind not in VERDICTS:
         raise ProfileError(f"verdict.kind {p.verdict.kind!r} is not one of {', '.join(VERDICTS)}")
@@ -297,8 +330,9 @@ def resolve_profile(ref: str | os.PathLike[str] | None) -> Profile:
     if candidate.exists():
         return Profile.load(candidate)
     names = sorted(p.stem for p in embedded_profiles_dir().glob("*.json") if p.stem != "schema")
-    raise ProfileError(f"no profile file or example named {str(ref)!r}",
-                       hint="examples: " + ", ".join(names))
+    raise ProfileError(
+        f"no profile file or example named {str(ref)!r}", hint="examples: " + ", ".join(names)
+    )
 
 
 DEFAULT_PROFILE = "resnet50-v100-amp"

@@ -58,8 +58,10 @@ class Job:
         if epochs is not None or dataset_size is not None:
             given.append("epochs/dataset-size")
         if len(given) > 1:
-            raise InputError(f"give one job size, not {' and '.join(given)}",
-                             hint="use --epochs with --dataset-size, or --samples, or --steps")
+            raise InputError(
+                f"give one job size, not {' and '.join(given)}",
+                hint="use --epochs with --dataset-size, or --samples, or --steps",
+            )
         unit = profile.sample_unit
         if samples is not None:
             _check_positive("samples", samples)
@@ -67,14 +69,18 @@ class Job:
         if steps is not None:
             _check_positive("steps", steps)
             global_batch = profile.batch_size * profile.device_count
-            return cls(float(steps) * global_batch,
-                       f"{_fmt_count(steps)} steps x {global_batch} {unit} (the profile's global batch)")
+            return cls(
+                float(steps) * global_batch,
+                f"{_fmt_count(steps)} steps x {global_batch} {unit} (the profile's global batch)",
+            )
         if epochs is None and dataset_size is None:
             if profile.epochs and profile.dataset_size:
                 epochs, dataset_size = profile.epochs, profile.dataset_size
             else:
-                raise InputError("no job size given and the profile has no default job",
-                                 hint="use --epochs with --dataset-size, or --samples, or --steps")
+                raise InputError(
+                    "no job size given and the profile has no default job",
+                    hint="use --epochs with --dataset-size, or --samples, or --steps",
+                )
         if epochs is None or dataset_size is None:
             missing = "--dataset-size" if dataset_size is None else "--epochs"
             if missing == "--dataset-size" and profile.dataset_size:
@@ -86,13 +92,19 @@ class Job:
         assert epochs is not None and dataset_size is not None
         _check_positive("epochs", epochs)
         _check_positive("dataset-size", dataset_size)
-        return cls(float(epochs) * float(dataset_size),
-                   f"{_fmt_count(epochs)} epochs x {_fmt_count(dataset_size)} {unit}")
+        return cls(
+            float(epochs) * float(dataset_size),
+            f"{_fmt_count(epochs)} epochs x {_fmt_count(dataset_size)} {unit}",
+        )
 
 
 def _check_positive(name: str, value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
-            or value <= 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
         raise InputError(f"{name} must be a positive number, got {value!r}")
 
 
@@ -128,8 +140,15 @@ class Ranking:
         return len(self.columns["cost_usd"])
 
     def head(self, n: int) -> Ranking:
-        return Ranking(self.profile, self.job, {k: v[:n] for k, v in self.columns.items()},
-                       self.sources, self.sort, self.generated_at, self.notes)
+        return Ranking(
+            self.profile,
+            self.job,
+            {k: v[:n] for k, v in self.columns.items()},
+            self.sources,
+            self.sort,
+            self.generated_at,
+            self.notes,
+        )
 
     def records(self) -> list[dict[str, Any]]:
         cols = {k: v.tolist() for k, v in self.columns.items()}
@@ -148,12 +167,15 @@ class Ranking:
             "schema": COMPARE_SCHEMA,
             "schema_version": COMPARE_SCHEMA_VERSION,
             "generated_at": self.generated_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "profile": {"name": self.profile.name, "gpu": self.profile.gpu,
-                        "precision": self.profile.precision,
-                        "batch_size": self.profile.batch_size,
-                        "throughput": self.profile.throughput,
-                        "sample_unit": self.profile.sample_unit,
-                        "source": self.profile.source},
+            "profile": {
+                "name": self.profile.name,
+                "gpu": self.profile.gpu,
+                "precision": self.profile.precision,
+                "batch_size": self.profile.batch_size,
+                "throughput": self.profile.throughput,
+                "sample_unit": self.profile.sample_unit,
+                "source": self.profile.source,
+            },
             "job": {"samples": self.job.samples, "description": self.job.description},
             "sort": self.sort,
             "price_sources": self.sources,
@@ -174,13 +196,25 @@ class Ranking:
 
 # The plan table's columns and their units, in output order.
 PLAN_UNITS: dict[str, str] = {
-    "provider": "", "region": "", "zone": "", "instance_type": "", "gpu": "",
-    "gpu_count": "GPUs per node", "nodes": "nodes", "market": "on-demand|spot",
-    "price_hr": "USD/h per node", "throughput": "samples/s (whole group)",
-    "hours": "h (compute)", "cost_usd": "USD (expected, whole job)", **COST_UNITS,
-    "usd_per_hour_total": "USD/h (all nodes)", "efficiency": "fraction of linear scaling",
-    "gpu_memory_gb": "GB per GPU", "price_date": "date of the price data",
-    "source": "price snapshot source", "stale": "price data older than the threshold",
+    "provider": "",
+    "region": "",
+    "zone": "",
+    "instance_type": "",
+    "gpu": "",
+    "gpu_count": "GPUs per node",
+    "nodes": "nodes",
+    "market": "on-demand|spot",
+    "price_hr": "USD/h per node",
+    "throughput": "samples/s (whole group)",
+    "hours": "h (compute)",
+    "cost_usd": "USD (expected, whole job)",
+    **COST_UNITS,
+    "usd_per_hour_total": "USD/h (all nodes)",
+    "efficiency": "fraction of linear scaling",
+    "gpu_memory_gb": "GB per GPU",
+    "price_date": "date of the price data",
+    "source": "price snapshot source",
+    "stale": "price data older than the threshold",
 }
 
 
@@ -229,8 +263,12 @@ def _drop_zone_duplicates(offers: Offers) -> Offers:
 
 
 def _predict_configs(
-    profile: Profile, gpu: np.ndarray, gpu_count: np.ndarray, nodes: np.ndarray,
-    link: np.ndarray, network_gbps: np.ndarray,
+    profile: Profile,
+    gpu: np.ndarray,
+    gpu_count: np.ndarray,
+    nodes: np.ndarray,
+    link: np.ndarray,
+    network_gbps: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Throughput (samples/s) and scaling efficiency per row, one model call per distinct config."""
     from gpucost.model.perf import predict
@@ -241,8 +279,11 @@ def _predict_configs(
     # Fractional GPUs (AWS g6f) run one process on a slice: predict one GPU, then scale down.
     whole = np.maximum(np.rint(gpu_count), 1.0).astype(np.int64)
     fraction = np.where(gpu_count < 1.0, gpu_count, 1.0)
-    key = (((gpu_code.astype(np.int64) * 1024 + whole) * 4096 + nodes.astype(np.int64))
-           * (len(link_names) + 1) + link_code) * (len(net_values) + 1) + net_code
+    key = (
+        ((gpu_code.astype(np.int64) * 1024 + whole) * 4096 + nodes.astype(np.int64))
+        * (len(link_names) + 1)
+        + link_code
+    ) * (len(net_values) + 1) + net_code
     unique_keys, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     throughput = np.empty(len(unique_keys))
     efficiency = np.empty(len(unique_keys))
@@ -325,20 +366,29 @@ def rank(
     offers = filter_offers(offers, filters)
     cols = _expand(offers, filters)
     if len(cols["nodes"]) == 0:
-        raise NoOffersError(f"no offer matches the filters ({total:,} offers before filtering)",
-                            hint="relax --gpu/--provider/--region/--max-price-hr/--spot, "
-                                 "or run `gpucost prices show`")
+        raise NoOffersError(
+            f"no offer matches the filters ({total:,} offers before filtering)",
+            hint="relax --gpu/--provider/--region/--max-price-hr/--spot, "
+            "or run `gpucost prices show`",
+        )
     throughput, efficiency = _predict_configs(
-        profile, cols["gpu"], cols["gpu_count"], cols["nodes"], cols["intra_node_link"],
-        cols["network_gbps"])
+        profile,
+        cols["gpu"],
+        cols["gpu_count"],
+        cols["nodes"],
+        cols["intra_node_link"],
+        cols["network_gbps"],
+    )
     runnable = np.isfinite(throughput) & (throughput > 0)
     if not runnable.all():
         cols = {k: v[runnable] for k, v in cols.items()}
         throughput, efficiency = throughput[runnable], efficiency[runnable]
         if not len(throughput):
-            raise NoOffersError("no offer can run this profile (a GPU profile cannot be "
-                                "predicted on a CPU-only machine)",
-                                hint="add cloud prices, or measure the profile on this CPU")
+            raise NoOffersError(
+                "no offer can run this profile (a GPU profile cannot be "
+                "predicted on a CPU-only machine)",
+                hint="add cloud prices, or measure the profile on this CPU",
+            )
     hours = job.samples / throughput / 3600.0
     costs = job_costs(cols, hours, job_params or JobParams())
     wall = costs["total_hours"]
@@ -347,25 +397,43 @@ def rank(
 
     stale_sources = {s.source for s in snapshots if s.age_days(now) > stale_days}
     out: dict[str, np.ndarray] = {
-        "provider": cols["provider"], "region": cols["region"], "zone": cols["zone"],
-        "instance_type": cols["instance_type"], "gpu": cols["gpu"],
-        "gpu_count": cols["gpu_count"], "nodes": cols["nodes"].astype(np.int64),
-        "market": cols["market"], "price_hr": cols["price_hr"], "throughput": throughput,
-        "hours": hours, **costs,
-        "usd_per_hour_total": cols["nodes"] * cols["price_hr"], "efficiency": efficiency,
+        "provider": cols["provider"],
+        "region": cols["region"],
+        "zone": cols["zone"],
+        "instance_type": cols["instance_type"],
+        "gpu": cols["gpu"],
+        "gpu_count": cols["gpu_count"],
+        "nodes": cols["nodes"].astype(np.int64),
+        "market": cols["market"],
+        "price_hr": cols["price_hr"],
+        "throughput": throughput,
+        "hours": hours,
+        **costs,
+        "usd_per_hour_total": cols["nodes"] * cols["price_hr"],
+        "efficiency": efficiency,
         "gpu_memory_gb": cols["gpu_memory_gb"],
         "price_date": cols["fetched_at"].astype("U10"),  # ISO timestamp -> its date
         "source": cols["source"],
         "stale": np.isin(cols["source"], np.array(sorted(stale_sources), dtype=str)),
     }
     out = {k: v[order] for k, v in out.items()}
-    sources = [{"source": s.source, "date": s.date, "age_days": round(s.age_days(now), 1),
-                "stale": s.source in stale_sources, "offers": len(s.offers),
-                "path": str(s.path) if s.path else None} for s in snapshots]
+    sources = [
+        {
+            "source": s.source,
+            "date": s.date,
+            "age_days": round(s.age_days(now), 1),
+            "stale": s.source in stale_sources,
+            "offers": len(s.offers),
+            "path": str(s.path) if s.path else None,
+        }
+        for s in snapshots
+    ]
     notes = []
     if stale_sources:
-        notes.append(f"price data older than {stale_days:g} days from: "
-                     f"{', '.join(sorted(stale_sources))}; run `gpucost prices refresh`")
+        notes.append(
+            f"price data older than {stale_days:g} days from: "
+            f"{', '.join(sorted(stale_sources))}; run `gpucost prices refresh`"
+        )
     return Ranking(profile, job, out, sources, sort, now, notes)
 
 
@@ -413,14 +481,26 @@ def compare(
     worst_usd, throughput, price_date; ``frame.attrs`` carries the job and price sources.
     """
     prof = profile if isinstance(profile, Profile) else resolve_profile(profile)
-    job = Job.from_args(prof, epochs=epochs, dataset_size=dataset_size, samples=samples,
-                        steps=steps)
-    filters = make_filters(gpu=gpu, provider=provider, region=region, market=market,
-                           max_price_hr=max_price_hr, min_gpu_memory_gb=min_gpu_memory_gb,
-                           gpu_count=gpu_count, max_nodes=max_nodes)
-    params = JobParams(data_gb=data_gb, checkpoint_gb=checkpoint_gb, results_gb=results_gb,
-                       setup_minutes=setup_minutes,
-                       interruption_rate_per_hr=interruption_rate_per_hr)
+    job = Job.from_args(
+        prof, epochs=epochs, dataset_size=dataset_size, samples=samples, steps=steps
+    )
+    filters = make_filters(
+        gpu=gpu,
+        provider=provider,
+        region=region,
+        market=market,
+        max_price_hr=max_price_hr,
+        min_gpu_memory_gb=min_gpu_memory_gb,
+        gpu_count=gpu_count,
+        max_nodes=max_nodes,
+    )
+    params = JobParams(
+        data_gb=data_gb,
+        checkpoint_gb=checkpoint_gb,
+        results_gb=results_gb,
+        setup_minutes=setup_minutes,
+        interruption_rate_per_hr=interruption_rate_per_hr,
+    )
     snapshots = load_snapshots(prices)
     if include_local:
         from gpucost.local import local_snapshot
@@ -456,8 +536,10 @@ def make_filters(
 
     if market not in ("any", "on-demand", "spot"):
         raise InputError(f"market must be any, on-demand or spot, got {market!r}")
-    for name, value in (("max price per hour", max_price_hr),
-                        ("min GPU memory", min_gpu_memory_gb)):
+    for name, value in (
+        ("max price per hour", max_price_hr),
+        ("min GPU memory", min_gpu_memory_gb),
+    ):
         if value is not None:
             _check_positive(name, value)
     counts = _as_tuple(gpu_count)

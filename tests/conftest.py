@@ -1,4 +1,4 @@
-"""Shared test fixtures. Every test runs with its own GPUCOST_HOME, so nothing touches ~/.gpucost."""
+"""Shared fixtures. Every test gets its own GPUCOST_HOME: nothing touches ~/.gpucost."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 
 
 @pytest.fixture(autouse=True)
-def _isolated_home(tmp_path_factory: pytest.TempPathFactory,
-                   monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def _isolated_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
     home = tmp_path_factory.mktemp("gpucost-home")
     monkeypatch.setenv("GPUCOST_HOME", str(home))
     yield home

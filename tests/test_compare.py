@@ -14,29 +14,63 @@ from hypothesis import strategies as st
 
 import gpucost
 from gpucost.cli import main
-from gpucost.ranking import Filters, Job, make_filters, rank
 from gpucost.errors import InputError, NoOffersError, UnknownGpuError, UnknownProviderError
 from gpucost.pricing.snapshot import Offers, Snapshot, write_snapshot
 from gpucost.profile import Profile, resolve_profile
+from gpucost.ranking import Filters, Job, Ranking, make_filters, rank
 
 FETCHED = dt.datetime(2026, 11, 30, tzinfo=dt.UTC)
 NOW = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
 
 
 def tiny_offers() -> Offers:
-    return Offers.from_records([
-        {"provider": "aws", "region": "us-east-1", "instance_type": "p3.2xlarge", "gpu": "V100 SXM2 16GB",
-         "gpu_count": 1, "gpu_memory_gb": 16, "price_hr": 3.06, "spot_price_hr": 0.92,
-         "intra_node_link": "nvlink"},
-        {"provider": "lambda", "region": "us-west-1", "instance_type": "gpu_1x_a100_sxm4", "gpu": "A100 SXM4 40GB",
-         "gpu_count": 1, "gpu_memory_gb": 40, "price_hr": 1.29, "intra_node_link": "nvlink"},
-        {"provider": "runpod", "region": "EU-RO-1", "instance_type": "1x_RTX4090_COMMUNITY", "gpu": "RTX 4090",
-         "gpu_count": 1, "gpu_memory_gb": 24, "price_hr": 0.34, "spot_price_hr": 0.20,
-         "intra_node_link": "pcie"},
-        {"provider": "aws", "region": "eu-west-1", "instance_type": "p4d.24xlarge", "gpu": "A100 SXM4 40GB",
-         "gpu_count": 8, "gpu_memory_gb": 40, "price_hr": 32.77, "intra_node_link": "nvlink",
-         "network_gbps": 400},
-    ])
+    return Offers.from_records(
+        [
+            {
+                "provider": "aws",
+                "region": "us-east-1",
+                "instance_type": "p3.2xlarge",
+                "gpu": "V100 SXM2 16GB",
+                "gpu_count": 1,
+                "gpu_memory_gb": 16,
+                "price_hr": 3.06,
+                "spot_price_hr": 0.92,
+                "intra_node_link": "nvlink",
+            },
+            {
+                "provider": "lambda",
+                "region": "us-west-1",
+                "instance_type": "gpu_1x_a100_sxm4",
+                "gpu": "A100 SXM4 40GB",
+                "gpu_count": 1,
+                "gpu_memory_gb": 40,
+                "price_hr": 1.29,
+                "intra_node_link": "nvlink",
+            },
+            {
+                "provider": "runpod",
+                "region": "EU-RO-1",
+                "instance_type": "1x_RTX4090_COMMUNITY",
+                "gpu": "RTX 4090",
+                "gpu_count": 1,
+                "gpu_memory_gb": 24,
+                "price_hr": 0.34,
+                "spot_price_hr": 0.20,
+                "intra_node_link": "pcie",
+            },
+            {
+                "provider": "aws",
+                "region": "eu-west-1",
+                "instance_type": "p4d.24xlarge",
+                "gpu": "A100 SXM4 40GB",
+                "gpu_count": 8,
+                "gpu_memory_gb": 40,
+                "price_hr": 32.77,
+                "intra_node_link": "nvlink",
+                "network_gbps": 400,
+            },
+        ]
+    )
 
 
 @pytest.fixture
@@ -83,8 +117,13 @@ def test_hours_follow_throughput(snapshot: Snapshot, profile: Profile) -> None:
 
 
 def test_same_gpu_offer_reproduces_the_measurement(snapshot: Snapshot, profile: Profile) -> None:
-    r = rank(profile, Job.from_args(profile, samples=1e6), [snapshot],
-             make_filters(gpu="V100", market="on-demand"), now=NOW)
+    r = rank(
+        profile,
+        Job.from_args(profile, samples=1e6),
+        [snapshot],
+        make_filters(gpu="V100", market="on-demand"),
+        now=NOW,
+    )
     assert r.columns["throughput"][0] == pytest.approx(profile.throughput, rel=1e-6)
 
 
@@ -117,12 +156,23 @@ def test_bad_filters_say_what_to_fix(snapshot: Snapshot, profile: Profile) -> No
 
 
 def test_stale_prices_are_flagged(profile: Profile) -> None:
-    old = Snapshot(source="old", fetched_at=dt.datetime(2025, 1, 1, tzinfo=dt.UTC),
-                   offers=tiny_offers())
+    old = Snapshot(
+        source="old", fetched_at=dt.datetime(2025, 1, 1, tzinfo=dt.UTC), offers=tiny_offers()
+    )
     r = rank(profile, Job.from_args(profile, samples=1e6), [old], now=NOW)
     assert r.columns["stale"].all()
     assert any("gpucost prices refresh" in n for n in r.notes)
     assert r.columns["price_date"][0] == "2025-01-01"
+
+
+def _costs_by_plan(r: Ranking) -> dict[tuple[str, str, int, str], float]:
+    c = r.columns
+    return {
+        (p, i, int(n), m): float(cost)
+        for p, i, n, m, cost in zip(
+            c["provider"], c["instance_type"], c["nodes"], c["market"], c["cost_usd"], strict=True
+        )
+    }
 
 
 @settings(max_examples=40, deadline=None)
@@ -134,10 +184,7 @@ def test_a_faster_throughput_never_raises_cost(speedup: float, samples: float) -
     filters = Filters(max_nodes=2)
     base = rank(profile, Job.from_args(profile, samples=samples), [snap], filters, now=NOW)
     quick = rank(faster, Job.from_args(faster, samples=samples), [snap], filters, now=NOW)
-    key = lambda r: {(p, i, n, m): c for p, i, n, m, c in zip(  # noqa: E731
-        r.columns["provider"], r.columns["instance_type"], r.columns["nodes"],
-        r.columns["market"], r.columns["cost_usd"], strict=True)}
-    before, after = key(base), key(quick)
+    before, after = _costs_by_plan(base), _costs_by_plan(quick)
     assert before.keys() == after.keys()
     for k, cost in before.items():
         assert after[k] <= cost * (1 + 1e-9), k
@@ -146,16 +193,28 @@ def test_a_faster_throughput_never_raises_cost(speedup: float, samples: float) -
 def test_python_api_returns_a_dataframe(tmp_path: Path, snapshot: Snapshot) -> None:
     path = write_snapshot(snapshot, tmp_path)
     frame = gpucost.compare("resnet50-v100-amp", samples=1e6, prices=[path], limit=3)
-    for column in ("provider", "region", "instance_type", "gpu", "gpu_count", "nodes",
-                   "price_hr", "hours", "cost_usd", "throughput", "price_date"):
+    for column in (
+        "provider",
+        "region",
+        "instance_type",
+        "gpu",
+        "gpu_count",
+        "nodes",
+        "price_hr",
+        "hours",
+        "cost_usd",
+        "throughput",
+        "price_date",
+    ):
         assert column in frame.columns
     assert len(frame) == 3
     assert frame["cost_usd"].is_monotonic_increasing
     assert frame.attrs["profile"] == "resnet50-v100-amp"
 
 
-def test_cli_json_is_versioned(tmp_path: Path, snapshot: Snapshot,
-                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_json_is_versioned(
+    tmp_path: Path, snapshot: Snapshot, capsys: pytest.CaptureFixture[str]
+) -> None:
     write_snapshot(snapshot, tmp_path)
     assert main(["compare", "--prices", str(tmp_path), "--samples", "1e6", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -167,8 +226,9 @@ def test_cli_json_is_versioned(tmp_path: Path, snapshot: Snapshot,
     assert all(math.isfinite(c) for c in costs)
 
 
-def test_cli_csv_and_table(tmp_path: Path, snapshot: Snapshot,
-                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_csv_and_table(
+    tmp_path: Path, snapshot: Snapshot, capsys: pytest.CaptureFixture[str]
+) -> None:
     write_snapshot(snapshot, tmp_path)
     assert main(["compare", "--prices", str(tmp_path), "--samples", "1e6", "--format", "csv"]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -176,18 +236,26 @@ def test_cli_csv_and_table(tmp_path: Path, snapshot: Snapshot,
     assert len(lines) == 1 + 6
     assert main(["compare", "--prices", str(tmp_path), "--samples", "1e6", "-n", "2"]) == 0
     out = capsys.readouterr().out
-    assert "2 of 6 plans shown" in out and "tiny 2026-11-30" in out
+    assert "2 of 6 plans shown" in out and "tiny dated 2026-11-30" in out
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--gpu", "Z9000"], "unknown GPU 'Z9000'"),
-    (["--provider", "nope"], "unknown provider or source 'nope'"),
-    (["--samples", "-3"], "samples must be a positive number"),
-    (["--profile", "missing.json"], "not found"),
-    (["--gpu", "T4", "--max-price-hr", "0.0001"], "no offer matches"),
-])
-def test_cli_bad_input_exits_2_with_one_line(tmp_path: Path, snapshot: Snapshot, argv: list[str],
-                                             message: str, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--gpu", "Z9000"], "unknown GPU 'Z9000'"),
+        (["--provider", "nope"], "unknown provider or source 'nope'"),
+        (["--samples", "-3"], "samples must be a positive number"),
+        (["--profile", "missing.json"], "not found"),
+        (["--gpu", "T4", "--max-price-hr", "0.0001"], "no offer matches"),
+    ],
+)
+def test_cli_bad_input_exits_2_with_one_line(
+    tmp_path: Path,
+    snapshot: Snapshot,
+    argv: list[str],
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     write_snapshot(snapshot, tmp_path)
     assert main(["compare", "--prices", str(tmp_path), *argv]) == 2
     err = capsys.readouterr().err.strip()
@@ -204,9 +272,11 @@ def test_corrupt_snapshot_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 def test_default_compare_runs_without_heavy_imports() -> None:
-    code = ("import sys; from gpucost.cli import main; rc = main(['compare', '-n', '3']); "
-            "heavy = [m for m in ('torch', 'textual', 'boto3', 'pandas') if m in sys.modules]; "
-            "print('HEAVY', heavy); raise SystemExit(rc)")
+    code = (
+        "import sys; from gpucost.cli import main; rc = main(['compare', '-n', '3']); "
+        "heavy = [m for m in ('torch', 'textual', 'boto3', 'pandas') if m in sys.modules]; "
+        "print('HEAVY', heavy); raise SystemExit(rc)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
     assert "HEAVY []" in out.stdout

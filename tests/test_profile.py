@@ -37,23 +37,36 @@ def test_examples_validate_against_the_json_schema() -> None:
 
 
 def test_from_measurement_derives_step_time_and_resolves_the_gpu() -> None:
-    p = Profile.from_measurement(gpu="Tesla V100-SXM2-16GB", throughput=1200.0, batch_size=256,
-                                 precision="amp", param_count=25.6e6)
+    p = Profile.from_measurement(
+        gpu="Tesla V100-SXM2-16GB",
+        throughput=1200.0,
+        batch_size=256,
+        precision="amp",
+        param_count=25.6e6,
+    )
     assert p.gpu == "V100 SXM2 16GB"
     assert p.step_time_s == pytest.approx(256 / 1200.0)
     assert p.throughput == pytest.approx(1200.0)
     assert p.gradient_bytes == pytest.approx(4 * 25.6e6)
 
 
-@pytest.mark.parametrize("kwargs, fragment", [
-    ({"throughput": 0.0}, "throughput"),
-    ({"throughput": -5.0}, "throughput"),
-    ({"batch_size": 0}, "batch_size"),
-    ({"precision": "int3"}, "precision"),
-])
+@pytest.mark.parametrize(
+    "kwargs, fragment",
+    [
+        ({"throughput": 0.0}, "throughput"),
+        ({"throughput": -5.0}, "throughput"),
+        ({"batch_size": 0}, "batch_size"),
+        ({"precision": "int3"}, "precision"),
+    ],
+)
 def test_from_measurement_rejects_bad_numbers(kwargs: dict[str, object], fragment: str) -> None:
-    args: dict[str, object] = {"gpu": "T4", "throughput": 100.0, "batch_size": 32,
-                               "precision": "fp32", "param_count": 1e6}
+    args: dict[str, object] = {
+        "gpu": "T4",
+        "throughput": 100.0,
+        "batch_size": 32,
+        "precision": "fp32",
+        "param_count": 1e6,
+    }
     args.update(kwargs)
     with pytest.raises(ProfileError, match=fragment):
         Profile.from_measurement(**args)  # type: ignore[arg-type]
@@ -62,12 +75,23 @@ def test_from_measurement_rejects_bad_numbers(kwargs: dict[str, object], fragmen
 breakdowns = st.builds(StepBreakdown, *[st.floats(0, 10) for _ in range(5)])
 
 
-@given(step=st.floats(1e-4, 100), batch=st.integers(1, 4096), params=st.floats(1, 1e12),
-       breakdown=st.none() | breakdowns)
-def test_round_trip_through_json(step: float, batch: int, params: float,
-                                 breakdown: StepBreakdown | None) -> None:
-    p = Profile(gpu="T4", precision="fp16", batch_size=batch, step_time_s=step,
-                param_count=params, breakdown=breakdown)
+@given(
+    step=st.floats(1e-4, 100),
+    batch=st.integers(1, 4096),
+    params=st.floats(1, 1e12),
+    breakdown=st.none() | breakdowns,
+)
+def test_round_trip_through_json(
+    step: float, batch: int, params: float, breakdown: StepBreakdown | None
+) -> None:
+    p = Profile(
+        gpu="T4",
+        precision="fp16",
+        batch_size=batch,
+        step_time_s=step,
+        param_count=params,
+        breakdown=breakdown,
+    )
     again = Profile.from_dict(json.loads(json.dumps(p.to_dict())))
     assert again == p
 
@@ -79,24 +103,44 @@ def test_corrupt_and_incomplete_files_say_what_is_wrong(tmp_path: Path) -> None:
         Profile.load(truncated)
     missing = tmp_path / "m.json"
     missing.write_text(json.dumps({"schema_version": 1, "gpu": "T4", "precision": "fp32"}))
-    with pytest.raises(ProfileError, match="missing field.*batch_size"):
+    with pytest.raises(ProfileError, match=r"missing field.*batch_size"):
         Profile.load(missing)
     future = tmp_path / "f.json"
     future.write_text(json.dumps({"schema_version": 99}))
     with pytest.raises(ProfileError, match="schema_version 99"):
         Profile.load(future)
     unknown = tmp_path / "u.json"
-    unknown.write_text(json.dumps({"schema_version": 1, "gpu": "T4", "precision": "fp32",
-                                   "batch_size": 8, "step_time_s": 1.0, "param_count": 10,
-                                   "colour": "blue"}))
-    with pytest.raises(ProfileError, match="unknown field.*colour"):
+    unknown.write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "gpu": "T4",
+                "precision": "fp32",
+                "batch_size": 8,
+                "step_time_s": 1.0,
+                "param_count": 10,
+                "colour": "blue",
+            }
+        )
+    )
+    with pytest.raises(ProfileError, match=r"unknown field.*colour"):
         Profile.load(unknown)
 
 
 def test_throughput_may_stand_in_for_step_time(tmp_path: Path) -> None:
     path = tmp_path / "p.json"
-    path.write_text(json.dumps({"schema_version": 1, "gpu": "RTX 4090", "precision": "amp",
-                                "batch_size": 64, "throughput": 640.0, "param_count": 1e7}))
+    path.write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "gpu": "RTX 4090",
+                "precision": "amp",
+                "batch_size": 64,
+                "throughput": 640.0,
+                "param_count": 1e7,
+            }
+        )
+    )
     assert Profile.load(path).step_time_s == pytest.approx(0.1)
 
 

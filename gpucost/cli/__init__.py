@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "prices",
     "profile",
     "runs",
+    "preflight",
 )
 
 
@@ -35,8 +36,11 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     from gpucost import __version__
 
-    parser = _Parser(prog="gpucost", description="Train on rented GPUs for the least money: "
-                     "$/job from measured throughput, not $/hour.")
+    parser = _Parser(
+        prog="gpucost",
+        description="Train on rented GPUs for the least money: "
+        "$/job from measured throughput, not $/hour.",
+    )
     parser.add_argument("--version", action="version", version=f"gpucost {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES:

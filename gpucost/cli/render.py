@@ -78,17 +78,24 @@ def print_ranking(ranking: Ranking, total: int) -> None:
         rank = [str(i + 1)] if wide else []
         rate = [fmt_rate(float(c["throughput"][i]))] if wide else []
         table.add_row(
-            *rank, fmt_usd(float(c["cost_usd"][i])), fmt_hours(float(c["hours"][i])),
+            *rank,
+            fmt_usd(float(c["cost_usd"][i])),
+            fmt_hours(float(c["hours"][i])),
             fmt_usd(float(c["usd_per_hour_total"][i])),
             _gpus(str(c["gpu"][i]), float(c["gpu_count"][i]), int(c["nodes"][i])),
-            str(c["market"][i]), *rate, str(c["provider"][i]), str(c["region"][i]),
+            str(c["market"][i]),
+            *rate,
+            str(c["provider"][i]),
+            str(c["region"][i]),
             str(c["instance_type"][i]),
         )
     console.print(table)
     key = "$/job" if ranking.sort == "cost" else "time"
-    console.print(f"{len(ranking)} of {total:,} plans shown, ranked by {key}. "
-                  "$/h covers all nodes; $/job is the expected total for the job.",
-                  highlight=False)
+    console.print(
+        f"{len(ranking)} of {total:,} plans shown, ranked by {key}. "
+        "$/h covers all nodes; $/job is the expected total for the job.",
+        highlight=False,
+    )
     for note in ranking.notes:
         console.print(f"[yellow]note:[/] {note}", highlight=False)
 
