@@ -88,8 +88,12 @@ class Offers:
 
     @classmethod
     def empty(cls) -> Offers:
-        return cls({name: np.array([], dtype=float if kind != "str" else str)
-                    for name, (kind, _) in COLUMNS.items()})
+        return cls(
+            {
+                name: np.array([], dtype=float if kind != "str" else str)
+                for name, (kind, _) in COLUMNS.items()
+            }
+        )
 
     @classmethod
     def concat(cls, parts: Sequence[Offers]) -> Offers:
@@ -101,21 +105,33 @@ class Offers:
     @classmethod
     def from_records(cls, rows: Iterable[Mapping[str, Any]], *, origin: str = "offers") -> Offers:
         rows = list(rows)
-        return cls.from_columns({name: [r.get(name) for r in rows] for name in COLUMNS}, origin=origin,
-                                allow_missing=True)
+        return cls.from_columns(
+            {name: [r.get(name) for r in rows] for name in COLUMNS},
+            origin=origin,
+            allow_missing=True,
+        )
 
     @classmethod
-    def from_columns(cls, raw: Mapping[str, Sequence[Any]], *, origin: str = "offers",
-                     allow_missing: bool = False) -> Offers:
+    def from_columns(
+        cls,
+        raw: Mapping[str, Sequence[Any]],
+        *,
+        origin: str = "offers",
+        allow_missing: bool = False,
+    ) -> Offers:
         """Validated arrays from column lists; defaults fill optional columns and ``None`` cells."""
         unknown = sorted(set(raw) - set(COLUMNS))
         if unknown:
-            raise SnapshotError(f"{origin}: unknown column(s) {', '.join(unknown)}",
-                                hint="see gpucost.pricing.snapshot.COLUMNS")
+            raise SnapshotError(
+                f"{origin}: unknown column(s) {', '.join(unknown)}",
+                hint="see gpucost.pricing.snapshot.COLUMNS",
+            )
         lengths = {len(v) for v in raw.values()}
         if len(lengths) > 1:
-            raise SnapshotError(f"{origin}: columns have different lengths {sorted(lengths)}",
-                                hint="the file is corrupt or truncated; re-import it")
+            raise SnapshotError(
+                f"{origin}: columns have different lengths {sorted(lengths)}",
+                hint="the file is corrupt or truncated; re-import it",
+            )
         n = lengths.pop() if lengths else 0
         out: dict[str, np.ndarray] = {}
         for name, (kind, default) in COLUMNS.items():
@@ -141,14 +157,17 @@ class Offers:
                     arr = np.array(values, dtype=np.float64)
                 except (TypeError, ValueError):
                     bad = next(i for i, v in enumerate(values) if not _is_number_or_none(v))
-                    raise SnapshotError(f"{origin}: column {name!r} row {bad} is not a number: "
-                                        f"{values[bad]!r}") from None
+                    raise SnapshotError(
+                        f"{origin}: column {name!r} row {bad} is not a number: {values[bad]!r}"
+                    ) from None
                 if default is None and np.isnan(arr).any():
                     row = int(np.flatnonzero(np.isnan(arr))[0])
                     raise SnapshotError(f"{origin}: column {name!r} has no value in row {row}")
                 if (arr < 0).any():
                     row = int(np.flatnonzero(arr < 0)[0])
-                    raise SnapshotError(f"{origin}: column {name!r} is negative in row {row}: {arr[row]}")
+                    raise SnapshotError(
+                        f"{origin}: column {name!r} is negative in row {row}: {arr[row]}"
+                    )
                 out[name] = arr
         return cls(out)
 
@@ -184,8 +203,9 @@ class Snapshot:
             stamp = _iso(self.fetched_at)
             cols["fetched_at"] = np.where(cols["fetched_at"] == "", stamp, cols["fetched_at"])
             cols["source"] = np.where(cols["source"] == "", self.source, cols["source"])
-            cols["month_hours"] = np.where(np.isnan(cols["month_hours"]), self.month_hours,
-                                           cols["month_hours"])
+            cols["month_hours"] = np.where(
+                np.isnan(cols["month_hours"]), self.month_hours, cols["month_hours"]
+            )
 
     @property
     def date(self) -> str:
@@ -199,12 +219,16 @@ class Snapshot:
         cols: dict[str, list[Any]] = {}
         # A column whose every value is what a reader fills in anyway (the column default, or
         # the snapshot's own source, date and month) is left out: smaller files, faster loads.
-        implied = {"fetched_at": _iso(self.fetched_at), "source": self.source,
-                   "month_hours": self.month_hours}
+        implied = {
+            "fetched_at": _iso(self.fetched_at),
+            "source": self.source,
+            "month_hours": self.month_hours,
+        }
         for name, arr in self.offers.columns.items():
             default = COLUMNS[name][1]
-            if len(arr) and any(_all_equal(arr, v) for v in (default, implied.get(name))
-                                if v is not None):
+            if len(arr) and any(
+                _all_equal(arr, v) for v in (default, implied.get(name)) if v is not None
+            ):
                 continue
             if arr.dtype.kind == "f":
                 cols[name] = [None if math.isnan(x) else x for x in arr.tolist()]
@@ -247,7 +271,9 @@ def snapshot_path(directory: str | os.PathLike[str], source: str, fetched_at: dt
 def write_snapshot(snapshot: Snapshot, directory: str | os.PathLike[str]) -> Path:
     """Write atomically to ``<directory>/<source>/<date>.json``; returns the path."""
     if snapshot.currency != "USD":
-        raise SnapshotError(f"snapshot currency {snapshot.currency!r} is not supported; convert to USD")
+        raise SnapshotError(
+            f"snapshot currency {snapshot.currency!r} is not supported; convert to USD"
+        )
     path = snapshot_path(directory, snapshot.source, snapshot.fetched_at)
     return atomic_write_json(path, snapshot.to_dict(), indent=None)
 
@@ -260,13 +286,17 @@ def read_snapshot(path: str | os.PathLike[str]) -> Snapshot:
     except FileNotFoundError:
         raise SnapshotError(f"price snapshot {origin!r} not found") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise SnapshotError(f"price snapshot {origin!r} is corrupt ({exc})",
-                            hint="delete it and run `gpucost prices refresh` or re-import") from None
+        raise SnapshotError(
+            f"price snapshot {origin!r} is corrupt ({exc})",
+            hint="delete it and run `gpucost prices refresh` or re-import",
+        ) from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise SnapshotError(f"{origin} is not a gpucost price snapshot (no format={FORMAT!r})")
     if data.get("version") != VERSION:
-        raise SnapshotError(f"{origin}: snapshot version {data.get('version')!r} is not supported",
-                            hint=f"this gpucost reads version {VERSION}")
+        raise SnapshotError(
+            f"{origin}: snapshot version {data.get('version')!r} is not supported",
+            hint=f"this gpucost reads version {VERSION}",
+        )
     for key in ("source", "fetched_at", "columns"):
         if key not in data:
             raise SnapshotError(f"{origin}: missing {key!r}")
@@ -274,14 +304,22 @@ def read_snapshot(path: str | os.PathLike[str]) -> Snapshot:
         raise SnapshotError(f"{origin}: 'columns' must be an object of column lists")
     month_hours = data.get("month_hours", 730)
     if not isinstance(month_hours, int | float) or not 600 <= month_hours <= 800:
-        raise SnapshotError(f"{origin}: month_hours {month_hours!r} is not a plausible month (720 or 730)")
+        raise SnapshotError(
+            f"{origin}: month_hours {month_hours!r} is not a plausible month (720 or 730)"
+        )
     if data.get("currency", "USD") != "USD":
         raise SnapshotError(f"{origin}: currency {data.get('currency')!r} is not supported")
     fetched_at = parse_timestamp(str(data["fetched_at"]), origin=origin)
     offers = Offers.from_columns(data["columns"], origin=origin)
-    return Snapshot(source=str(data["source"]), fetched_at=fetched_at, offers=offers,
-                    month_hours=float(month_hours), currency="USD",
-                    provenance=data.get("provenance") or {}, path=p)
+    return Snapshot(
+        source=str(data["source"]),
+        fetched_at=fetched_at,
+        offers=offers,
+        month_hours=float(month_hours),
+        currency="USD",
+        provenance=data.get("provenance") or {},
+        path=p,
+    )
 
 
 def latest_snapshot_paths(directories: Sequence[str | os.PathLike[str]]) -> list[Path]:
@@ -309,7 +347,7 @@ def default_snapshot_dirs() -> list[Path]:
 
 
 def load_snapshots(paths: Sequence[str | os.PathLike[str]] | None = None) -> list[Snapshot]:
-    """Snapshots from files or folders; ``None`` means the newest per source (user, else embedded)."""
+    """Snapshots from files or folders; ``None``: the newest per source (user, else embedded)."""
     if paths is None:
         files = latest_snapshot_paths(default_snapshot_dirs())
     else:
@@ -319,14 +357,18 @@ def load_snapshots(paths: Sequence[str | os.PathLike[str]] | None = None) -> lis
             if p.is_dir():
                 found = latest_snapshot_paths([p])
                 if not found:
-                    raise SnapshotError(f"no price snapshots under {str(p)!r}",
-                                        hint="expected <dir>/<source>/<date>.json files")
+                    raise SnapshotError(
+                        f"no price snapshots under {str(p)!r}",
+                        hint="expected <dir>/<source>/<date>.json files",
+                    )
                 files.extend(found)
             else:
                 files.append(p)
     if not files:
-        raise SnapshotError("no price snapshots found",
-                            hint="run `gpucost prices refresh` or `gpucost prices import`")
+        raise SnapshotError(
+            "no price snapshots found",
+            hint="run `gpucost prices refresh` or `gpucost prices import`",
+        )
     return [read_snapshot(f) for f in files]
 
 
