@@ -209,5 +209,101 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: set[int]
     return "\n".join([line(header), *(line(r) for r in rows)])
 
 
-# Actions in help order; `refresh` and `diff` are added here.
-SUBCOMMANDS: tuple[SubRegister, ...] = (_register_import, _register_show)
+# --------------------------------------------------------------------------------------- refresh
+
+def _register_refresh(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = actions.add_parser(
+        "refresh", help="fetch live prices from the provider APIs into dated snapshots",
+        description="Fetch every source (or those named) concurrently and write one snapshot per "
+                    "source. A failing source keeps its previous snapshot; a source without "
+                    "credentials is skipped with a note on how to set them. Each source's base "
+                    "URL can be overridden with GPUCOST_<SOURCE>_URL (see --list). Exit 0 when "
+                    "no source failed, 3 when one failed, 2 when none could run.")
+    p.add_argument("--source", action="append", metavar="NAME",
+                   help="only this source (repeatable; see --list)")
+    p.add_argument("--out", metavar="DIR",
+                   help="snapshot folder to write (default: $GPUCOST_HOME/snapshots)")
+    p.add_argument("--list", action="store_true",
+                   help="list the sources, their credentials and URL variables, and exit")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.set_defaults(handler=_refresh)
+
+
+def _refresh(args: argparse.Namespace) -> int:
+    from gpucost.pricing.refresh import refresh
+    from gpucost.pricing.sources.base import get_source, sources
+
+    if args.list:
+        for source in sources().values():
+            needs = source.credentials_hint or "no credentials needed"
+            print(f"{source.name:<16} {source.url_env_var:<30} {needs}")
+        return 0
+    for name in args.source or ():
+        get_source(name)  # unknown names fail before anything runs
+    console = None
+    if not args.quiet:
+        from rich.console import Console
+
+        console = Console(stderr=True)
+    results = refresh(args.source, out_dir=args.out, console=console)
+    for result in results:
+        print(f"{result.source}: {result.status}: {result.message}")
+    if any(r.status == "failed" for r in results):
+        return 3
+    if not any(r.status == "updated" for r in results):
+        print("gpucost: nothing was refreshed: set the credentials named above",
+              file=sys.stderr)
+        return 2
+    return 0
+
+
+# ------------------------------------------------------------------------------------------ diff
+
+def _register_diff(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = actions.add_parser(
+        "diff", help="price changes between two snapshots (added, removed, changed)",
+        description="Compare two snapshot files or folders (a folder means its newest snapshot "
+                    "per source). An offer is (source, provider, region, zone, instance type); "
+                    "it changed when its on-demand or spot $/h moved by more than the threshold "
+                    "or its spot market appeared or went away.")
+    p.add_argument("old", help="the older snapshot file or folder")
+    p.add_argument("new", help="the newer snapshot file or folder")
+    p.add_argument("--threshold-pct", type=float, default=5.0, metavar="PCT",
+                   help="report price moves larger than this percentage (default 5)")
+    p.add_argument("--limit", type=int, default=50,
+                   help="offers to list (default 50; 0 lists all)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(handler=_diff)
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from gpucost.errors import InputError
+    from gpucost.pricing.diff import diff_snapshots, format_diff
+
+    if not args.threshold_pct >= 0:
+        raise InputError(f"--threshold-pct must be 0 or more, got {args.threshold_pct:g}")
+    if args.limit < 0:
+        raise InputError(f"--limit must be 0 or more, got {args.limit}")
+    diff = diff_snapshots([args.old], [args.new], threshold_pct=args.threshold_pct)
+    if args.json:
+        def clean(value: Any) -> Any:
+            return None if isinstance(value, float) and math.isnan(value) else value
+
+        print(json.dumps({
+            "threshold_pct": diff.threshold_pct, "unchanged": diff.unchanged,
+            "added": [{k: clean(v) for k, v in r.items()} for r in diff.added],
+            "removed": [{k: clean(v) for k, v in r.items()} for r in diff.removed],
+            "changed": [{"key": list(c.key), "gpu": c.gpu, "gpu_count": c.gpu_count,
+                         "old_price_hr": c.old_price_hr, "new_price_hr": c.new_price_hr,
+                         "old_spot_price_hr": clean(c.old_spot_price_hr),
+                         "new_spot_price_hr": clean(c.new_spot_price_hr)}
+                        for c in diff.changed],
+        }, indent=2, allow_nan=False))
+        return 0
+    print("\n".join(format_diff(diff, limit=args.limit or None)))
+    return 0
+
+
+# Actions in help order.
+SUBCOMMANDS: tuple[SubRegister, ...] = (_register_import, _register_show, _register_refresh,
+                                        _register_diff)
