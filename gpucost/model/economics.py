@@ -43,6 +43,7 @@ DEFAULT_STORAGE_USD_GB_MONTH = 0.10  # block SSD: AWS gp3 0.08, GCP pd-balanced 
 DEFAULT_DOWNLOAD_GBPS = 1.0  # effective download speed when the offer gives no bandwidth
 MAX_DOWNLOAD_GBPS = 10.0  # a dataset download rarely beats this, whatever the NIC says
 DEFAULT_CHECKPOINT_WRITE_GB_S = 0.5  # local NVMe or object store with parallel parts
+CHECKPOINT_FIXED_S = 5.0  # per checkpoint: pausing, gathering state, syncing, whatever its size
 DISK_HEADROOM = 0.30
 # Expected hours are capped here: a job this far out never finishes, and the cap keeps every
 # cost finite (and the ordering intact) instead of overflowing to inf.
@@ -316,7 +317,9 @@ class JobParams:
 
     @property
     def checkpoint_hours(self) -> float:
-        return self.checkpoint_gb / self.checkpoint_write_gb_s / 3600.0
+        if self.checkpoint_gb <= 0:
+            return 0.0
+        return (CHECKPOINT_FIXED_S + self.checkpoint_gb / self.checkpoint_write_gb_s) / 3600.0
 
 
 # Columns job_costs adds, with units (compare and explain show them).
@@ -333,7 +336,7 @@ COST_UNITS: dict[str, str] = {
     "disk_gb": "GB allocated per node",
     "interruption_rate": "interruptions per node-hour",
     "rate_source": "where the interruption rate comes from",
-    "checkpoint_interval_hours": "h of work between checkpoints (Young/Daly; inf = none)",
+    "checkpoint_interval_hours": "h of work between checkpoints (Young/Daly; null = none)",
     "interruptions": "expected interruptions over the job",
     "risk": "probability of at least one interruption",
     "worst_usd": "USD if interrupted at the worst moment and finished on-demand",
@@ -364,6 +367,8 @@ def job_costs(
     download_gbps = np.where(np.isnan(net) | (net <= 0), DEFAULT_DOWNLOAD_GBPS,
                              np.minimum(net, MAX_DOWNLOAD_GBPS))
     setup_hours = params.setup_minutes / 60.0 + params.data_gb * 8.0 / download_gbps / 3600.0
+    # your own machine is already set up and already holds the data
+    setup_hours = np.where(cols["provider"] == "local", 0.0, setup_hours)
 
     if interruption_rate is None:
         from gpucost.model.interruptions import interruption_rates
@@ -408,12 +413,13 @@ def job_costs(
                      cost)
     return {
         "total_hours": total_hours,
-        "setup_hours": np.broadcast_to(setup_hours, w.shape).astype(np.float64),
+        "setup_hours": setup_hours,
         "compute_usd": compute, "setup_usd": setup, "storage_usd": storage,
         "egress_usd": egress, "ingress_usd": ingress, "checkpoint_usd": checkpoint,
         "spot_rework_usd": rework, "cost_usd": cost,
         "disk_gb": np.full(w.shape, disk), "interruption_rate": rate,
         "rate_source": rate_source,
-        "checkpoint_interval_hours": run.interval_hours,
+        "checkpoint_interval_hours": np.where(np.isfinite(run.interval_hours),
+                                              run.interval_hours, np.nan),
         "interruptions": run.interruptions, "risk": run.p_interrupted, "worst_usd": worst,
     }
