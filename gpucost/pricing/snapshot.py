@@ -114,7 +114,7 @@ class Offers:
     @classmethod
     def from_columns(
         cls,
-        raw: Mapping[str, Sequence[Any]],
+        raw: Mapping[str, Sequence[Any] | np.ndarray],
         *,
         origin: str = "offers",
         allow_missing: bool = False,
