@@ -8,7 +8,7 @@ microseconds per operator.
 - Bytes moved per operator = bytes of its tensor inputs + bytes of its tensor outputs, with
   each tensor's real dtype; view operators (``t``, ``view``, ``expand``...) move nothing.
 - Memory: a caching-allocator-like ledger of the storages created during the census. A new
-  output storage is added when an operator returns it and removed when its tensor is freed;
+  output storage is added when an operator returns it and removed once it has been freed;
   ``peak_bytes`` is the high-water mark on top of ``baseline_bytes`` (what was alive before).
   With ``limit_bytes`` set, an allocation that crosses it raises
   :class:`MemoryLimitExceeded` at that operator, mid forward or backward: the CPU stand-in
@@ -17,12 +17,12 @@ microseconds per operator.
 
 from __future__ import annotations
 
-import weakref
 from collections import defaultdict
 from types import TracebackType
 from typing import Any
 
 import torch
+from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 from torch.utils.flop_counter import FlopCounterMode
@@ -74,7 +74,7 @@ class OpCensus:
         self.bytes_moved: dict[str, float] = defaultdict(float)
         self.live_bytes = 0
         self.peak_live_bytes = 0
-        self._live: dict[int, list[int]] = {}  # storage data_ptr -> [bytes, live tensors]
+        self._live: dict[int, tuple[int, StorageWeakRef]] = {}  # data_ptr -> (bytes, ref)
         self._flops = FlopCounterMode(display=False)
         self._mode = _CensusMode(self)
         self._flops_by_op: dict[str, float] = {}
@@ -109,15 +109,10 @@ class OpCensus:
     def record(self, func: Any, args: Any, kwargs: Any, out: Any) -> None:
         name = op_name(func)
         self.calls[name] += 1
-        outputs = _tensors(out)
         if getattr(func, "is_view", False):
-            # A view (``detach`` included) keeps its base's storage alive after the base dies.
-            for t in outputs:
-                ptr = t.untyped_storage().data_ptr()
-                if ptr in self._live:
-                    self._track(t, ptr)
             return
         inputs = _tensors((args, kwargs))
+        outputs = _tensors(out)
         self.bytes_moved[name] += float(sum(_nbytes(t) for t in inputs)
                                         + sum(_nbytes(t) for t in outputs))
         seen = {t.untyped_storage().data_ptr() for t in inputs}
@@ -125,29 +120,25 @@ class OpCensus:
             storage = t.untyped_storage()
             ptr = storage.data_ptr()
             size = storage.nbytes()
-            if size == 0 or ptr in seen or ptr in self._live:
+            if size == 0 or ptr in seen:
                 continue
             seen.add(ptr)
-            self._live[ptr] = [size, 0]
-            self._track(t, ptr)
-            self.live_bytes += size
-            if self.live_bytes > self.peak_live_bytes:
-                self.peak_live_bytes = self.live_bytes
-            if self.limit_bytes is not None and self.peak_bytes > self.limit_bytes:
-                raise MemoryLimitExceeded(self.peak_bytes, self.limit_bytes)
+            self._allocated(ptr, size, StorageWeakRef(storage))
 
-    def _track(self, t: torch.Tensor, ptr: int) -> None:
-        self._live[ptr][1] += 1
-        weakref.finalize(t, self._release, ptr)
-
-    def _release(self, ptr: int) -> None:
-        entry = self._live.get(ptr)
-        if entry is None:
+    def _allocated(self, ptr: int, size: int, ref: StorageWeakRef) -> None:
+        # Storages outlive the tensors that created them (autograd saves outputs through
+        # fresh tensors sharing the storage), so what is alive is asked of the storages
+        # themselves, at each allocation: the only moment the peak can grow.
+        for key in [k for k, (_, r) in self._live.items() if r.expired()]:
+            self.live_bytes -= self._live.pop(key)[0]
+        if ptr in self._live:
             return
-        entry[1] -= 1
-        if entry[1] == 0:
-            del self._live[ptr]
-            self.live_bytes -= entry[0]
+        self._live[ptr] = (size, ref)
+        self.live_bytes += size
+        if self.live_bytes > self.peak_live_bytes:
+            self.peak_live_bytes = self.live_bytes
+        if self.limit_bytes is not None and self.peak_bytes > self.limit_bytes:
+            raise MemoryLimitExceeded(self.peak_bytes, self.limit_bytes)
 
     # ---- context manager ----------------------------------------------------------------
     def __enter__(self) -> OpCensus:

@@ -1,0 +1,254 @@
+"""The step profiler on real torch (CPU): verdicts, FLOP counts, memory, the batch probe."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch import nn  # noqa: E402
+
+from gpucost.errors import ProfileError  # noqa: E402
+from gpucost.profile import OperatorStat, Profile  # noqa: E402
+from gpucost.profiler import (  # noqa: E402
+    MemoryLimitExceeded,
+    OpCensus,
+    StepProfiler,
+    build,
+    probe_batch,
+    profile_model,
+)
+from gpucost.profiler.verdict import StepFacts, decide  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _one_thread() -> Iterator[None]:
+    # Two OpenMP threads on a shared 2-core CI machine stall each other by 10x at random;
+    # one thread keeps timing-based verdicts steady.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _train(model: nn.Module, batches: Iterator[tuple[torch.Tensor, torch.Tensor]],
+           prof: StepProfiler, opt: torch.optim.Optimizer) -> Profile:
+    with prof:
+        prof.hook_optimizer(opt)
+        for x, y in prof.wrap(batches):
+            nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+    return prof.result()
+
+
+def _forever(batch: int, d_in: int, d_out: int, sleep_s: float = 0.0
+             ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    x, y = torch.randn(batch, d_in), torch.randn(batch, d_out)
+    while True:
+        if sleep_s:
+            time.sleep(sleep_s)
+        yield x, y
+
+
+# ---- verdicts -----------------------------------------------------------------------------
+def test_a_loader_that_sleeps_is_dataloader_bound() -> None:
+    model = nn.Linear(32, 8)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    p = _train(model, _forever(16, 32, 8, sleep_s=0.02), StepProfiler(steps=5, model=model), opt)
+    assert p.verdict is not None and p.verdict.kind == "dataloader-bound"
+    assert "num_workers" in p.verdict.advice and "faster GPU will not help" in p.verdict.advice
+    assert p.breakdown is not None and p.breakdown.data_s >= 0.02
+    assert p.breakdown.data_s / p.step_time_s > 0.5
+    assert p.batch_size == 16  # counted from the batches that came through the wrapper
+
+
+def test_tiny_batches_on_a_tiny_model_are_host_bound() -> None:
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    p = _train(model, _forever(2, 4, 2), StepProfiler(steps=20, model=model), opt)
+    assert p.verdict is not None and p.verdict.kind == "host-bound", p.verdict
+    assert "raise the batch size" in p.verdict.advice
+    assert p.environment["launch_floor_us"] > 0
+    assert p.breakdown is not None and p.breakdown.host_s > p.breakdown.compute_s
+
+
+def test_a_matmul_heavy_model_is_compute_bound() -> None:
+    model = nn.Sequential(*[nn.Linear(512, 512, bias=False) for _ in range(3)])
+    opt = torch.optim.SGD(model.parameters(), lr=1e-4)
+    p = _train(model, _forever(256, 512, 512), StepProfiler(steps=4, model=model), opt)
+    assert p.verdict is not None and p.verdict.kind == "compute-bound", p.verdict
+    assert p.operators and p.operators[0].name in ("aten::mm", "aten::addmm")
+    top = p.operators[0]
+    assert top.flops / top.bytes_moved > p.environment["ridge_flop_per_byte"]
+
+
+def test_an_elementwise_heavy_model_is_memory_bound() -> None:
+    width = 1 << 15
+    model = nn.Sequential(nn.LayerNorm(width), nn.GELU(), nn.LayerNorm(width), nn.Tanh())
+    opt = torch.optim.SGD(model.parameters(), lr=1e-4)
+    p = _train(model, _forever(64, width, width), StepProfiler(steps=4, model=model), opt)
+    assert p.verdict is not None and p.verdict.kind == "memory-bound", p.verdict
+    assert "memory bandwidth" in p.verdict.advice
+
+
+@pytest.mark.parametrize(("facts", "kind"), [
+    (dict(data_s=0.4), "dataloader-bound"),
+    (dict(host_s=0.6), "host-bound"),
+    (dict(operators=[OperatorStat("aten::mm", 1, 0.5, flops=1e9, bytes_moved=1e6)]),
+     "compute-bound"),
+    (dict(operators=[OperatorStat("aten::add", 1, 0.5, flops=0.0, bytes_moved=1e6)]),
+     "memory-bound"),
+    (dict(flops_per_step=1e6, bytes_per_step=1e6), "memory-bound"),
+    (dict(ridge_flop_per_byte=None), "unknown"),
+])
+def test_verdict_rules(facts: dict[str, object], kind: str) -> None:
+    base: dict[str, object] = dict(step_s=1.0, data_s=0.0, host_s=0.0, ops_per_step=100,
+                                   operators=[], flops_per_step=None, bytes_per_step=None,
+                                   ridge_flop_per_byte=10.0)
+    verdict = decide(StepFacts(**{**base, **facts}))  # type: ignore[arg-type]
+    assert verdict.kind == kind
+    assert verdict.reason and verdict.advice
+
+
+# ---- FLOPs, bytes, memory -----------------------------------------------------------------
+def test_flops_per_step_of_an_mlp_match_a_hand_count() -> None:
+    d_in, hidden, d_out, batch = 64, 32, 10, 8
+    model = nn.Sequential(nn.Linear(d_in, hidden), nn.ReLU(), nn.Linear(hidden, d_out))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    p = _train(model, _forever(batch, d_in, d_out), StepProfiler(steps=2, model=model), opt)
+    macs = d_in * hidden + hidden * d_out
+    # forward 2*B*macs; backward: weight grads 2*B*macs, input grads of every layer but the
+    # first (the data needs no gradient) 2*B*hidden*d_out
+    hand = 2 * batch * macs + 2 * batch * macs + 2 * batch * hidden * d_out
+    assert p.flops_per_step == pytest.approx(hand)
+    assert p.param_count == macs + hidden + d_out
+    assert p.param_bytes == 4 * p.param_count
+    mm = {op.name: op for op in p.operators}
+    assert mm["aten::addmm"].flops == pytest.approx(2 * batch * macs)
+    assert mm["aten::addmm"].bytes_moved > 4 * batch * (d_in + d_out)
+
+
+def test_census_counts_storage_kept_alive_by_autograd() -> None:
+    # ReLU saves its output for backward through a new tensor sharing the storage: the
+    # ledger must not drop the storage when the first tensor dies.
+    batch, width, layers = 256, 128, 4
+    model = nn.Sequential(*[m for _ in range(layers) for m in (nn.Linear(width, width),
+                                                               nn.ReLU())])
+    x = torch.randn(batch, width)
+    with OpCensus() as census:
+        loss = model(x).sum()
+        after_forward = census.live_bytes
+    activation = batch * width * 4
+    # each ReLU output is saved (for its own backward and the next Linear's weight gradient);
+    # the Linear outputs are not, and are freed
+    assert layers * activation <= after_forward < 2 * layers * activation
+    del loss
+
+
+# ---- the batch probe ----------------------------------------------------------------------
+def test_probe_finds_the_largest_power_of_two_under_a_memory_limit() -> None:
+    width = 256
+    model = nn.Sequential(*[m for _ in range(4) for m in (nn.Linear(width, width), nn.ReLU())])
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def step(batch: int) -> None:
+        model(torch.randn(batch, width)).sum().backward()
+        opt.step()
+
+    def peak(batch: int) -> int:
+        model.zero_grad(set_to_none=True)
+        params = sum(p.numel() * p.element_size() for p in model.parameters())
+        with OpCensus(baseline_bytes=params) as census:
+            step(batch)
+        return census.peak_bytes
+
+    p512, p1024 = peak(512), peak(1024)
+    # four saved ReLU outputs per sample at least: memory really grows with the batch
+    assert p1024 - p512 >= 4 * 512 * width * 4
+    limit = (p512 + p1024) // 2
+    result = probe_batch(step, model, optimizer=opt, memory_limit_bytes=limit)
+    assert result.local_batch == 512
+    assert result.tried[-1] == (1024, False)
+    assert all(fitted for _, fitted in result.tried[:-1])
+    assert not result.capped
+    # the failure was a real one, raised mid-step by the allocation that crossed the limit
+    model.zero_grad(set_to_none=True)
+    with pytest.raises(MemoryLimitExceeded), OpCensus(baseline_bytes=0, limit_bytes=limit):
+        step(1024)
+    # and the model trains normally afterwards
+    model.zero_grad(set_to_none=True)
+    step(512)
+    assert all(p.grad is not None for p in model.parameters())
+
+
+def test_probe_reports_the_global_batch_and_its_cap() -> None:
+    model = nn.Linear(8, 8)
+
+    def step(batch: int) -> None:
+        model(torch.randn(batch, 8)).sum().backward()
+
+    result = probe_batch(step, model, max_batch=16, device_count=4)
+    assert (result.local_batch, result.global_batch, result.capped) == (16, 64, True)
+    with pytest.raises(ProfileError, match="does not fit"):
+        probe_batch(step, model, memory_limit_bytes=1)
+
+
+# ---- library API, partial runs -------------------------------------------------------------
+def test_a_loop_that_stops_early_gives_a_partial_profile_or_a_clear_error(tmp_path: Path) -> None:
+    model = nn.Linear(8, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    prof = StepProfiler(steps=50, warmup=1, model=model)
+    with pytest.raises(RuntimeError, match="boom"), prof:
+        prof.hook_optimizer(opt)
+        for i, (x, y) in enumerate(prof.wrap(_forever(4, 8, 2))):
+            if i == 9:
+                raise RuntimeError("boom")
+            nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+    p = prof.result()
+    assert p.partial and p.steps_measured == 9 - 1 - 3  # 1 warm-up, 1 census, 2 trace
+    assert Profile.load(prof.save(tmp_path / "p.json")) == p
+
+    short = StepProfiler(steps=10, model=model)
+    with short:
+        for _ in range(4):
+            short.step()
+    with pytest.raises(ProfileError, match="at least 8 optimizer steps"):
+        short.result()
+
+
+def test_explicit_step_marker_and_batch_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                             ) -> None:
+    monkeypatch.chdir(tmp_path)
+    model = nn.Linear(16, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(8, 16), torch.randn(8, 4)
+    with StepProfiler(name="manual", steps=3, warmup=1, model=model, batch_size=8) as prof:
+        while not prof.done:
+            nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+            opt.zero_grad()
+            prof.step()
+    path = prof.save()
+    assert path == Path("profiles/manual.json")
+    p = Profile.load(path)
+    assert (p.batch_size, p.steps_measured, p.partial, p.gpu) == (8, 3, False, "CPU")
+    assert p.step_time_p10_s is not None and p.step_time_p90_s is not None
+    assert p.step_time_p10_s <= p.step_time_s <= p.step_time_p90_s
+    assert p.environment["cpu_matmul_gflops"] > 0 and p.environment["torch"] == torch.__version__
+
+
+@pytest.mark.parametrize("name", ["mlp", "cnn", "vit", "transformer"])
+def test_reference_models_train_and_profile(name: str) -> None:
+    batch = 2 if name == "transformer" else 8
+    profile, _ = profile_model(name, batch_size=batch, steps=2, warmup=1, trace_steps=1)
+    assert profile.name == name and profile.batch_size == batch
+    assert profile.flops_per_sample is not None and profile.flops_per_sample > 0
+    assert profile.verdict is not None and profile.verdict.kind != "unknown"
+    workload = build(name)
+    assert profile.param_count == sum(p.numel() for p in workload.model.parameters())
+    assert profile.sample_unit == ("sequences" if name == "transformer" else "images")
