@@ -26,6 +26,7 @@ from gpucost.pricing.registry import is_stale
 from gpucost.pricing.snapshot import Offers, Snapshot, read_snapshot, write_snapshot
 from gpucost.pricing.sources.skypilot_catalog import (
     gcp_host_types,
+    gpu_candidate,
     import_skypilot_catalog,
     load_provenance_file,
 )
@@ -118,6 +119,28 @@ def test_gcp_host_rule_follows_machine_naming() -> None:
     assert gcp_host_types("L4", 2) == ("g2-standard-24",)
     assert gcp_host_types("V100", 8) == ("n1-standard-64",)
     assert gcp_host_types("tpu-v6e-8", 8) == ()
+
+
+@pytest.mark.parametrize(("cloud", "accelerator", "instance_type", "memory_gb", "expected"), [
+    # Vast's accelerator column drops the variant; its instance type keeps it.
+    ("vast", "RTX4070", "2x-RTX_4070S_Ti-32-65536", 16.0, "RTX 4070S Ti"),
+    ("vast", "H100", "1x-H100_NVL-32-65536", 93.6, "H100 NVL 94GB"),
+    ("vast", "A100", "1x-A100_PCIE-32-65536", 80.0, "A100 PCIe 80GB"),
+    ("vast", "A100", "2x-A100_SXM4-32-65536", 40.0, "A100 SXM4 40GB"),
+    ("verda", "H100", "1H100.80S.32V", 80.0, "H100 SXM5 80GB"),  # Verda rents SXM only
+    ("aws", "V100-32GB", "p3dn.24xlarge", 32.0, "V100 SXM2 32GB"),
+    ("lambda", "A100", "gpu_8x_a100", 40.0, "A100 SXM4 40GB"),
+    ("lambda", "GH200", "gpu_1x_gh200", 96.0, "GH200 96GB"),
+    ("shadeform", "V100", "paperspace_V100", None, "V100 PCIe 16GB"),  # no hint: PCIe
+    ("runpod", "RTX6000-Ada", "1x_RTX6000-Ada_SECURE", None, "RTX 6000 Ada"),
+    ("runpod", "RTXPRO6000-WK", "1x_RTXPRO6000-WK_SECURE", None, "RTX PRO 6000 WK"),
+    ("verda", "RTX-PRO-6000", "1RTXPRO6000.30V", 96.0, "RTX PRO 6000"),
+    ("runpod", "RTXA4000", "1x_RTXA4000_SECURE", None, "RTX A4000"),
+])
+def test_gpu_candidate_reads_form_factor_and_memory(cloud: str, accelerator: str,
+                                                     instance_type: str, memory_gb: float | None,
+                                                     expected: str) -> None:
+    assert gpu_candidate(cloud, accelerator, instance_type, "", memory_gb) == expected
 
 
 def test_aws_non_gpus_fractional_gpus_and_missing_spot(flat: dict[str, Snapshot]) -> None:
