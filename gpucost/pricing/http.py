@@ -51,6 +51,14 @@ def redact_text(text: str, secrets: tuple[str, ...] = ()) -> str:
     return out
 
 
+class HttpStatusError(ProviderError):
+    """The API answered with an HTTP error status that retrying does not fix (404, 400, ...)."""
+
+    def __init__(self, message: str, *, status_code: int, hint: str | None = None) -> None:
+        self.status_code = status_code
+        super().__init__(message, hint=hint)
+
+
 class RateLimiter:
     """At most one request per ``min_interval_s`` across threads (a provider's stated limit)."""
 
@@ -147,8 +155,10 @@ class PriceHttp:
                     delay = (min(asked, self.max_backoff_s) if asked is not None
                              else self._backoff(attempt))
                 elif response.status_code >= 400:
-                    raise self._fail(f"{method} {shown} answered HTTP {response.status_code}: "
-                                     f"{_snippet(response.text)}")
+                    raise HttpStatusError(
+                        redact_text(f"{self.source}: {method} {shown} answered HTTP "
+                                    f"{response.status_code}: {_snippet(response.text)}",
+                                    self.secrets), status_code=response.status_code)
                 else:
                     return response, shown
             if attempt < self.max_attempts:

@@ -15,9 +15,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from gpucost._io import atomic_write_text
 from gpucost.errors import GpuCostError, ProviderError
-from gpucost.pricing.http import PriceHttp
+from gpucost.pricing.http import HttpStatusError, PriceHttp
 from gpucost.pricing.snapshot import Offers, Snapshot
 from gpucost.pricing.sources.base import HttpPriceSource, now_utc
 
@@ -44,9 +46,20 @@ class SkyPilotHttpSource(HttpPriceSource):
 
         fetched_at = now_utc(now)
         urls = {cloud: f"{CATALOG_PATH}/{cloud}/vms.csv" for cloud in clouds}
+        missing = []
         with tempfile.TemporaryDirectory(prefix="gpucost-skypilot-") as tmp:
             for cloud, path in urls.items():
-                atomic_write_text(Path(tmp) / cloud / "vms.csv", client.get_text(path))
+                try:
+                    text = client.get_text(path)
+                except HttpStatusError as exc:
+                    if exc.status_code != 404:
+                        raise
+                    missing.append(cloud)  # the catalog no longer carries this cloud
+                    continue
+                atomic_write_text(Path(tmp) / cloud / "vms.csv", text)
+            if len(missing) == len(urls):
+                raise ProviderError(f"{self.name}: no catalog found for {', '.join(clouds)}",
+                                    hint=f"is {self.url_env_var} or the catalog path right?")
             try:
                 parts = import_skypilot_catalog(
                     tmp, fetched_at=fetched_at,
@@ -60,11 +73,13 @@ class SkyPilotHttpSource(HttpPriceSource):
             cloud = part.source.removeprefix("skypilot-")
             per_cloud[cloud] = {**dict(part.provenance), "url": urls.get(cloud, "")}
         offers = Offers.concat([p.offers for p in parts])
+        # One snapshot, one source name: the rows' cloud stays in their provider column.
+        offers.columns["source"] = np.full(len(offers), self.name)
         return Snapshot(source=self.name, fetched_at=fetched_at, offers=offers,
                         month_hours=self.month_hours, provenance={
                             "api": self.default_base_url + CATALOG_PATH, "offers": len(offers),
                             "parser": "gpucost.pricing.sources.skypilot_catalog",
-                            "clouds": per_cloud})
+                            "clouds": per_cloud, "clouds_missing": missing})
 
 
 SOURCE = SkyPilotHttpSource()
