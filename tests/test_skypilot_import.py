@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from gpucost.catalog import get_gpu
 from gpucost.cli import main
 from gpucost.errors import InputError, SnapshotError
+from gpucost.pricing.rates import RATES
 from gpucost.pricing.registry import is_stale
 from gpucost.pricing.snapshot import Offers, Snapshot, read_snapshot, write_snapshot
 from gpucost.pricing.sources.skypilot_catalog import (
@@ -282,7 +283,6 @@ def test_real_catalog_counts_match_provenance(shared_data: Path) -> None:
     assert aws["rows_skipped_by_name"]["not a GPU"]["Inferentia"] == 201
 
 
-@pytest.mark.slow
 def test_committed_default_snapshots_are_this_importers_output(shared_data: Path) -> None:
     # Fails when the importer or the GPU catalog changes what the catalog imports to.
     regenerate = ("regenerate: gpucost prices import skypilot-catalog "
@@ -381,3 +381,17 @@ def test_default_snapshots_show_without_arguments(capsys: pytest.CaptureFixture[
     sources = {s["source"]: s for s in json.loads(out)["sources"]}
     assert {"skypilot-aws", "skypilot-gcp", "skypilot-runpod"} <= set(sources)
     assert all(s["date"] == "2026-11-30" for s in sources.values())
+
+
+def test_rates_table_is_sourced_and_shown(capsys: pytest.CaptureFixture[str]) -> None:
+    for rate in RATES.values():
+        assert "https://" in rate.source and re.fullmatch(r"\d{4}-\d{2}", rate.as_of)
+        assert rate.month_hours in (720.0, 730.0)
+    assert RATES["runpod"].stopped_gb_month == 0.20  # RunPod bills stopped volumes double
+    assert RATES["aws"].stopped_gb_month == RATES["aws"].storage_gb_month
+    code, out, _ = run(["prices", "show", "--rates", "--json", "--source", "skypilot-aws",
+                        "--source", "skypilot-nebius"], capsys)
+    assert code == 0
+    rates = {r["provider"]: r for r in json.loads(out)["rates"]}
+    assert (rates["aws"]["storage_gb_month"], rates["aws"]["egress_gb"]) == (0.08, 0.09)
+    assert rates["nebius"]["storage_gb_month"] is None  # unknown stays unknown

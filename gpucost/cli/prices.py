@@ -103,6 +103,8 @@ def _register_show(actions: argparse._SubParsersAction[argparse.ArgumentParser])
     p.add_argument("--limit", type=int, default=10, help="offers to list with --gpu (default 10)")
     p.add_argument("--prices", action="append", metavar="PATH",
                    help="snapshot file or folder (default: embedded and $GPUCOST_HOME snapshots)")
+    p.add_argument("--rates", action="store_true",
+                   help="also list the storage, egress and month conventions applied per provider")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=_show)
 
@@ -133,8 +135,11 @@ def _show(args: argparse.Namespace) -> int:
         "path": str(s.path) if s.path else None,
     } for s in snapshots]
     cheapest = _cheapest(snapshots, args.gpu, args.limit) if args.gpu else None
+    rates = _rates(sorted({p for s in sources for p in s["providers"]})) if args.rates else None
     if args.json:
         payload: dict[str, Any] = {"max_age_days": args.max_age_days, "sources": sources}
+        if rates is not None:
+            payload["rates"] = rates
         if cheapest is not None:
             payload["gpu"] = cheapest[0]
             payload["offers"] = cheapest[1]
@@ -148,6 +153,15 @@ def _show(args: argparse.Namespace) -> int:
     if stale:
         print(f"\nSTALE: prices older than {args.max_age_days:g} days from {', '.join(stale)}; "
               "run `gpucost prices refresh` or import a newer catalog")
+    if rates is not None:
+        print("\nstorage and transfer (USD; see gpucost.pricing.rates for sources):")
+        print(_table(
+            ["provider", "disk", "$/GB-month", "stopped", "egress $/GB", "ingress $/GB",
+             "h/month", "as of"],
+            [[r["provider"], r["storage_kind"], _usd(r["storage_gb_month"]),
+              _usd(r["stopped_gb_month"]), _usd(r["egress_gb"]), _usd(r["ingress_gb"]),
+              f"{r['month_hours']:g}", r["as_of"]] for r in rates],
+            right={2, 3, 4, 5, 6}))
     if cheapest is not None:
         gpu, offers = cheapest
         print(f"\ncheapest {gpu} offers by on-demand $ per GPU-hour:")
@@ -197,6 +211,30 @@ def _cheapest(snapshots: Sequence[Snapshot], gpu: str, limit: int
         if len(out) == limit:
             break
     return name, out
+
+
+def _rates(providers: Sequence[str]) -> list[dict[str, Any]]:
+    from gpucost.pricing.rates import month_hours_for, rates_for
+
+    out: list[dict[str, Any]] = []
+    for provider in providers:
+        r = rates_for(provider)
+        out.append({
+            "provider": provider,
+            "storage_kind": r.storage_kind if r else "unknown",
+            "storage_gb_month": r.storage_gb_month if r else None,
+            "stopped_gb_month": r.stopped_gb_month if r else None,
+            "egress_gb": r.egress_gb if r else None,
+            "ingress_gb": r.ingress_gb if r else None,
+            "month_hours": r.month_hours if r else month_hours_for(provider),
+            "as_of": r.as_of if r else "",
+            "source": r.source if r else "",
+        })
+    return out
+
+
+def _usd(value: float | None) -> str:
+    return "?" if value is None else f"{value:.3f}"
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: set[int]) -> str:
