@@ -256,8 +256,13 @@ def analyse_source(source: str, filename: str = "<script>") -> GuardAnalysis:
     all_sites = sorted({(s.line, s.what): s for s in _sites(tree, aliases)}.values(),
                        key=lambda s: s.line)
     return GuardAnalysis(tuple(all_sites),
-                         tuple(sorted(reached.values(), key=lambda r: r.site.line)),
+                         tuple(sorted(reached.values(), key=_severity_order)),
                          walker.has_guard)
+
+
+def _severity_order(r: Reached) -> tuple[int, int, int]:
+    """Spawns first (they always re-import), then workers, then process groups; short paths."""
+    return (("spawn", "workers", "distributed").index(r.site.kind), len(r.via), r.site.line)
 
 
 def analyse_file(path: str | Path) -> GuardAnalysis:
