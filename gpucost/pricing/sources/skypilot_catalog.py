@@ -49,7 +49,7 @@ from typing import Any
 
 from gpucost.catalog.spec import GpuSpec
 from gpucost.errors import InputError, SnapshotError
-from gpucost.pricing.rates import month_hours_for, offer_rates
+from gpucost.pricing.rates import month_hours_for, offer_rates, rates_for
 from gpucost.pricing.snapshot import Offers, Snapshot
 
 IMPORTER_VERSION = "1"
@@ -265,8 +265,10 @@ def import_skypilot_catalog(
         else:
             records = [r for row in accel_rows if (r := _plain_record(cloud, row, tally))]
             host_info = {"rows_without_accelerator": len(host_rows)}
-        unique = list({_record_key(r): r for r in reversed(records)}.values())[::-1]
-        offers = Offers.from_records(unique, origin=f"skypilot {cloud}")
+        unique: dict[tuple[str, ...], dict[str, Any]] = {}
+        for record in records:
+            unique.setdefault(_record_key(record), record)
+        offers = Offers.from_records(list(unique.values()), origin=f"skypilot {cloud}")
         prov = {
             "repository": repository,
             "files": file_info,
@@ -282,12 +284,21 @@ def import_skypilot_catalog(
             "offers": len(offers),
             "duplicate_offers_dropped": len(records) - len(unique),
             "gpu_names": {k: sorted(v) for k, v in sorted(tally.gpu_names.items())},
-            "rates": "gpucost.pricing.rates",
+            "rates": _rates_provenance(cloud),
         }
         snapshots.append(Snapshot(source=f"{SOURCE_PREFIX}{cloud}", fetched_at=stamp,
                                   offers=offers, month_hours=month_hours_for(cloud),
                                   provenance=prov))
     return snapshots
+
+
+def _rates_provenance(cloud: str) -> dict[str, Any] | None:
+    """Which storage/transfer figures were applied, and where they come from."""
+    rates = rates_for(cloud)
+    if rates is None:
+        return None
+    return {"table": "gpucost.pricing.rates", "storage_kind": rates.storage_kind,
+            "source": rates.source, "as_of": rates.as_of}
 
 
 def _read_rows(raw: bytes, origin: str) -> list[dict[str, str]]:
