@@ -279,8 +279,13 @@ def test_real_catalog_counts_match_provenance(shared_data: Path) -> None:
         # Every offer names a GPU the catalog knows, with its catalog memory.
         for gpu in set(snap.offers["gpu"].tolist()):
             assert get_gpu(gpu).name == gpu
-    aws = by_source(snaps)["skypilot-aws"].provenance
-    assert aws["rows_skipped_by_name"]["not a GPU"]["Inferentia"] == 201
+    aws = by_source(snaps)["skypilot-aws"]
+    assert aws.provenance["rows_skipped_by_name"]["not a GPU"]["Inferentia"] == 201
+    fractional = aws.offers["gpu_count"][np.char.startswith(aws.offers["instance_type"], "g6f.")]
+    assert set(fractional.tolist()) == {0.125, 0.25, 0.5}
+    gcp = by_source(snaps)["skypilot-gcp"].offers
+    a4 = gcp["price_hr"][gcp["instance_type"] == "a4-highgpu-8g"]  # host rows are 0.0
+    assert len(a4) > 0 and (a4 > 50).all()  # 8 B200s: the accelerator row carries the price
 
 
 def test_committed_default_snapshots_are_this_importers_output(shared_data: Path) -> None:
