@@ -91,13 +91,16 @@ class AzureSource(HttpPriceSource):
             with parsing(self.name, "Retail Prices page"):
                 expect(page, dict, "the answer")
                 items.extend(expect(page["Items"], list, "Items"))
-                link = page.get("NextPageLink")
+                link = expect(page.get("NextPageLink") or "", str, "NextPageLink")
             if not link:
                 break
             if pages >= MAX_PAGES:
                 raise ProviderError(f"{self.name}: more than {MAX_PAGES} pages; does "
                                     "NextPageLink loop?")
-            parts = urlsplit(str(link))
+            parts = urlsplit(link)
+            if parts.path.rstrip("/") != API_PATH:
+                raise ProviderError(f"{self.name}: NextPageLink {link[:80]!r} is not a Retail "
+                                    "Prices URL", hint="the API changed; report it")
             # Same API, next page: keep the configured host (a proxy or a replay server).
             page = client.get_json(parts.path + ("?" + parts.query if parts.query else ""))
             pages += 1
