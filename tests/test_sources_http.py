@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from api_replay import Reply, ReplayServer, json_reply
+from api_replay import ReplayServer, Reply, json_reply
 
 from gpucost.errors import CredentialsError, ProviderError
 from gpucost.pricing.http import (
@@ -108,7 +108,7 @@ def test_timeouts_are_retried_then_reported(server: ReplayServer) -> None:
     server.add("GET", "/slow", json_reply({}), when=slow)
     sleeps: list[float] = []
     client = client_for(server, sleeps, max_attempts=2, timeout_s=0.05)
-    with pytest.raises(ProviderError, match="timed out after 0.05 s"):
+    with pytest.raises(ProviderError, match=r"timed out after 0\.05 s"):
         client.get_json("/slow")
     assert len(sleeps) == 1
 
