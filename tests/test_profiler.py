@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-torch = pytest.importorskip("torch")
-from torch import nn  # noqa: E402
+pytest.importorskip("torch")
+import torch
+from torch import nn
 
-from gpucost.errors import ProfileError  # noqa: E402
-from gpucost.profile import OperatorStat, Profile  # noqa: E402
-from gpucost.profiler import (  # noqa: E402
+from gpucost.errors import ProfileError
+from gpucost.profile import OperatorStat, Profile
+from gpucost.profiler import (
     MemoryLimitExceeded,
     OpCensus,
     StepProfiler,
@@ -21,7 +22,7 @@ from gpucost.profiler import (  # noqa: E402
     probe_batch,
     profile_model,
 )
-from gpucost.profiler.verdict import StepFacts, decide  # noqa: E402
+from gpucost.profiler.verdict import StepFacts, decide
 
 
 @pytest.fixture(autouse=True)
@@ -34,12 +35,16 @@ def _one_thread() -> Iterator[None]:
     torch.set_num_threads(threads)
 
 
+def _backward(loss: torch.Tensor) -> None:
+    loss.backward()  # type: ignore[no-untyped-call]
+
+
 def _train(model: nn.Module, batches: Iterator[tuple[torch.Tensor, torch.Tensor]],
            prof: StepProfiler, opt: torch.optim.Optimizer) -> Profile:
     with prof:
         prof.hook_optimizer(opt)
         for x, y in prof.wrap(batches):
-            nn.functional.mse_loss(model(x), y).backward()
+            _backward(nn.functional.mse_loss(model(x), y))
             opt.step()
             opt.zero_grad(set_to_none=True)
     return prof.result()
@@ -156,7 +161,7 @@ def test_probe_finds_the_largest_power_of_two_under_a_memory_limit() -> None:
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
 
     def step(batch: int) -> None:
-        model(torch.randn(batch, width)).sum().backward()
+        _backward(model(torch.randn(batch, width)).sum())
         opt.step()
 
     def peak(batch: int) -> int:
@@ -189,7 +194,7 @@ def test_probe_reports_the_global_batch_and_its_cap() -> None:
     model = nn.Linear(8, 8)
 
     def step(batch: int) -> None:
-        model(torch.randn(batch, 8)).sum().backward()
+        _backward(model(torch.randn(batch, 8)).sum())
 
     result = probe_batch(step, model, max_batch=16, device_count=4)
     assert (result.local_batch, result.global_batch, result.capped) == (16, 64, True)
@@ -207,7 +212,7 @@ def test_a_loop_that_stops_early_gives_a_partial_profile_or_a_clear_error(tmp_pa
         for i, (x, y) in enumerate(prof.wrap(_forever(4, 8, 2))):
             if i == 9:
                 raise RuntimeError("boom")
-            nn.functional.mse_loss(model(x), y).backward()
+            _backward(nn.functional.mse_loss(model(x), y))
             opt.step()
     p = prof.result()
     assert p.partial and p.steps_measured == 9 - 1 - 3  # 1 warm-up, 1 census, 2 trace
@@ -229,7 +234,7 @@ def test_explicit_step_marker_and_batch_size(tmp_path: Path, monkeypatch: pytest
     x, y = torch.randn(8, 16), torch.randn(8, 4)
     with StepProfiler(name="manual", steps=3, warmup=1, model=model, batch_size=8) as prof:
         while not prof.done:
-            nn.functional.mse_loss(model(x), y).backward()
+            _backward(nn.functional.mse_loss(model(x), y))
             opt.step()
             opt.zero_grad()
             prof.step()

@@ -55,6 +55,10 @@ def register(sub: Any) -> None:
     p.add_argument("--devices", type=int, default=1,
                    help="data-parallel devices the probed batch is split over (default 1)")
     p.add_argument("--sample-unit", help="what a sample is (images, sequences...) for scripts")
+    p.add_argument("--dataset-size", type=int, help="samples per epoch of the typical job, "
+                   "recorded for `gpucost compare` (--model: the workload's dataset)")
+    p.add_argument("--epochs", type=float, help="epochs of the typical job, recorded for "
+                   "`gpucost compare`")
     p.add_argument("--name", help="profile name (default: the model or script name)")
     p.add_argument("--out", "-o", help="output file (default: profiles/NAME.json)")
     p.add_argument("--format", choices=("text", "json"), default="text",
@@ -96,6 +100,9 @@ def _check(args: argparse.Namespace) -> None:
                              ("--devices", args.devices, 1)):
         if value is not None and value < low:
             raise InputError(f"{flag} must be at least {low}, got {value}")
+    for flag, number in (("--dataset-size", args.dataset_size), ("--epochs", args.epochs)):
+        if number is not None and number <= 0:
+            raise InputError(f"{flag} must be positive, got {number}")
     if args.memory_limit_gb is not None and args.memory_limit_gb <= 0:
         raise InputError(f"--memory-limit-gb must be positive, got {args.memory_limit_gb}")
     if args.script is not None and args.probe_batch:
@@ -134,6 +141,7 @@ def _run_model(args: argparse.Namespace, torch: Any) -> int:
         steps=args.steps, warmup=args.warmup, device=device, precision=args.precision,
         probe=args.probe_batch, probe_max=args.probe_max, memory_limit_bytes=limit,
         device_count=args.devices, profile_name=args.name)
+    profile = _with_job(args, profile)
     path = profile.save(_out_path(args, profile.name))
     _report(args, profile, path, note=None)
     if found is not None and args.format == "text":
@@ -166,9 +174,16 @@ def _run_script(args: argparse.Namespace, script_args: list[str]) -> int:
             raise
         print(f"gpucost: error: {what}; no profile written: {err}", file=sys.stderr)
         return code
+    profile = _with_job(args, profile)
     path = profile.save(_out_path(args, profile.name))
     _report(args, profile, path, note=f"partial profile: {what}" if what else None)
     return code
+
+
+def _with_job(args: argparse.Namespace, profile: Any) -> Any:
+    changes = {k: v for k, v in (("dataset_size", args.dataset_size), ("epochs", args.epochs))
+               if v is not None}
+    return profile.with_changes(**changes) if changes else profile
 
 
 def _out_path(args: argparse.Namespace, name: str) -> Path:

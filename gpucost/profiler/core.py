@@ -29,7 +29,6 @@ from __future__ import annotations
 import os
 import statistics
 import time
-import weakref
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -169,7 +168,8 @@ class StepProfiler:
         self._census: OpCensus | None = None
         self._trace: Any = None
         self._trace_s = 0.0
-        self._optimizers: weakref.WeakSet[torch.optim.Optimizer] = weakref.WeakSet()
+        # strong references: a script's optimizer is gone by the time its profile is built
+        self._optimizers: dict[int, torch.optim.Optimizer] = {}
         self._hooks: list[Any] = []
         self._nvml_sampler: Any = None
         self._closed = False
@@ -233,7 +233,7 @@ class StepProfiler:
         self._hooks.append(optimizer.register_step_pre_hook(self._pre_opt))
         post = self._post_opt_mark if mark_steps else self._post_opt
         self._hooks.append(optimizer.register_step_post_hook(post))
-        self._optimizers.add(optimizer)
+        self._optimizers[id(optimizer)] = optimizer
 
     def hook_all_optimizers(self) -> None:
         """Like :meth:`hook_optimizer` for every optimizer in the process (global hooks)."""
@@ -253,7 +253,7 @@ class StepProfiler:
 
     def _post_opt_mark(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self._opt_s += time.perf_counter() - self._opt_start
-        self._optimizers.add(optimizer)
+        self._optimizers.setdefault(id(optimizer), optimizer)
         self.step()
 
     # ---- phase switches (not timed) -----------------------------------------------------
@@ -300,7 +300,7 @@ class StepProfiler:
         if self.model is not None:
             for p in self.model.parameters():
                 seen[id(p)] = p
-        for opt in list(self._optimizers):
+        for opt in self._optimizers.values():
             for group in opt.param_groups:
                 for p in group["params"]:
                     seen[id(p)] = p
@@ -320,7 +320,7 @@ class StepProfiler:
         if self.model is not None:
             for b in self.model.buffers():
                 tensors[b.untyped_storage().data_ptr()] = b
-        for opt in list(self._optimizers):
+        for opt in self._optimizers.values():
             for state in opt.state.values():
                 for value in state.values():
                     if isinstance(value, torch.Tensor):
@@ -370,6 +370,8 @@ class StepProfiler:
         self.close()
         if self._profile is None:
             self._profile = self._build()
+            self._optimizers.clear()  # let the model go
+            self.model = None
         return self._profile
 
     def save(self, path: str | os.PathLike[str] | None = None) -> Path:

@@ -129,7 +129,8 @@ class OpCensus:
         # Storages outlive the tensors that created them (autograd saves outputs through
         # fresh tensors sharing the storage), so what is alive is asked of the storages
         # themselves, at each allocation: the only moment the peak can grow.
-        for key in [k for k, (_, r) in self._live.items() if r.expired()]:
+        for key in [k for k, (_, r) in self._live.items()
+                    if r.expired()]:  # type: ignore[no-untyped-call]
             self.live_bytes -= self._live.pop(key)[0]
         if ptr in self._live:
             return

@@ -9,6 +9,10 @@ data loader costs nothing and the step measures the model):
   6 layers, 4 heads), the MNIST ViT people take for a first cloud run, AdamW;
 - ``transformer``: a small causal language model (vocab 8192, width 256, 4 layers, 4 heads,
   context 128), AdamW; its samples are sequences of 128 tokens.
+
+Each carries a typical job for ``gpucost compare``: MNIST (60,000 images) x 10 epochs for
+mlp and vit, CIFAR-10 (50,000 images) x 30 epochs for cnn, 100M tokens (781,250 sequences)
+x 1 epoch for the language model.
 """
 
 from __future__ import annotations
@@ -86,6 +90,8 @@ class Workload:
     sample_unit: str
     description: str
     loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    dataset_size: int  # samples per epoch of the typical job
+    epochs: float
 
     def autocast(self) -> AbstractContextManager[Any]:
         if self.precision != "amp":
@@ -130,6 +136,7 @@ def build(name: str, *, device: str | torch.device = "cpu", precision: str = "fp
     dtype = _param_dtype(precision)
     model: nn.Module
     shape: tuple[int, ...]
+    dataset_size, epochs = 60_000, 10.0
     if name == "mlp":
         model = nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512),
                               nn.ReLU(), nn.Linear(512, 10))
@@ -142,6 +149,7 @@ def build(name: str, *, device: str | torch.device = "cpu", precision: str = "fp
             nn.Flatten(), nn.Linear(64 * 8 * 8, 128), nn.ReLU(), nn.Linear(128, 10))
         shape, classes, unit = (3, 32, 32), 10, "images"
         desc = "small CNN (2 conv blocks) on 3x32x32 images"
+        dataset_size, epochs = 50_000, 30.0
     elif name == "vit":
         model = _ViT()
         shape, classes, unit = (1, 28, 28), 10, "images"
@@ -150,6 +158,7 @@ def build(name: str, *, device: str | torch.device = "cpu", precision: str = "fp
         model = _TinyLM()
         shape, classes, unit = (), 8192, "sequences"
         desc = "small causal transformer LM (width 256, 4 layers), 128-token sequences"
+        dataset_size, epochs = 781_250, 1.0
     model = model.to(device=dev, dtype=dtype)
     if name in ("vit", "transformer"):
         optimizer: torch.optim.Optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
@@ -167,4 +176,5 @@ def build(name: str, *, device: str | torch.device = "cpu", precision: str = "fp
 
     return Workload(name=name, model=model, optimizer=optimizer, make_batch=make_batch,
                     device=dev, precision=precision, sample_unit=unit, description=desc,
-                    loss_fn=nn.functional.cross_entropy)
+                    loss_fn=nn.functional.cross_entropy, dataset_size=dataset_size,
+                    epochs=epochs)

@@ -43,7 +43,8 @@ def profile_model(name: str, *, batch_size: int | None = 32, steps: int = 20, wa
             workload.forward_backward(x, y)
             workload.optimizer.step()
             workload.optimizer.zero_grad(set_to_none=True)
-    profile = prof.result()
+    profile = prof.result().with_changes(dataset_size=workload.dataset_size,
+                                         epochs=workload.epochs)
     if found is not None:
         env = dict(profile.environment)
         env["probe"] = {"local_batch": found.local_batch, "global_batch": found.global_batch,
