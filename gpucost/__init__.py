@@ -24,14 +24,22 @@ _EXPORTS: dict[str, str] = {
     "predict": "gpucost.model.perf",
     "Prediction": "gpucost.model.perf",
     "report": "gpucost.report",
+    "breakeven": "gpucost.model.economics",
+    "advise": "gpucost.advisor",
+    "Plan": "gpucost.plan",
+    "load_plan": "gpucost.plan",
+    "save_plan": "gpucost.plan",
 }
 
 __all__ = ["__version__", *_EXPORTS]
 
 if TYPE_CHECKING:
+    from gpucost.advisor import advise
     from gpucost.catalog import GpuSpec, all_gpus, get_gpu, resolve_gpu_name, try_resolve_gpu_name
     from gpucost.errors import GpuCostError
+    from gpucost.model.economics import breakeven
     from gpucost.model.perf import Prediction, predict
+    from gpucost.plan import Plan, load_plan, save_plan
     from gpucost.profile import Profile
     from gpucost.ranking import compare
 

@@ -41,11 +41,12 @@ class LocalMachine:
 
 
 def _nvml_module() -> ModuleType | None:
+    import importlib
+
     try:
-        import pynvml
+        return importlib.import_module("pynvml")  # the nvidia-ml-py package
     except ImportError:
         return None
-    return pynvml
 
 
 def _text(value: Any) -> str:
@@ -65,11 +66,14 @@ def detect(nvml: ModuleType | Any | None = None, *, power_w: float | None = None
             nvml = None
     if nvml is None:
         return LocalMachine(
-            gpu="CPU", gpu_count=1, gpu_memory_gb=math.nan,
+            gpu="CPU",
+            gpu_count=1,
+            gpu_memory_gb=math.nan,
             power_w=CPU_POWER_W if power_w is None else power_w,
             power_source="given" if power_w is not None else f"assumed {CPU_POWER_W:g} W CPU",
             detected_by="none (no NVIDIA GPU found)",
-            description=platform.processor() or platform.machine() or "CPU")
+            description=platform.processor() or platform.machine() or "CPU",
+        )
     try:
         count = int(nvml.nvmlDeviceGetCount())
         if count < 1:
@@ -85,8 +89,10 @@ def detect(nvml: ModuleType | Any | None = None, *, power_w: float | None = None
         nvml.nvmlShutdown()
     name = try_resolve_gpu_name(raw_name, memory_gb=memory_gb)
     if name is None:
-        raise InputError(f"this machine's GPU {raw_name!r} is not in the catalog",
-                         hint="give --local-gpu with a catalog name (see `gpucost gpus`)")
+        raise InputError(
+            f"this machine's GPU {raw_name!r} is not in the catalog",
+            hint="give --local-gpu with a catalog name (see `gpucost gpus`)",
+        )
     if power_w is not None:
         power, source = power_w, "given"
     elif math.isfinite(limit_w) and limit_w > 0:
@@ -96,9 +102,15 @@ def detect(nvml: ModuleType | Any | None = None, *, power_w: float | None = None
         tdp = get_gpu(name).tdp_w
         power = count * tdp + HOST_POWER_W
         source = f"catalog TDP {tdp:g} W x {count} + {HOST_POWER_W:g} W host"
-    return LocalMachine(gpu=name, gpu_count=count, gpu_memory_gb=round(memory_gb, 1),
-                        power_w=power, power_source=source, detected_by="nvml",
-                        description=f"{count}x {raw_name}")
+    return LocalMachine(
+        gpu=name,
+        gpu_count=count,
+        gpu_memory_gb=round(memory_gb, 1),
+        power_w=power,
+        power_source=source,
+        detected_by="nvml",
+        description=f"{count}x {raw_name}",
+    )
 
 
 class _NoGpu:
@@ -118,18 +130,31 @@ def given_machine(gpu: str, gpu_count: int = 1, *, power_w: float | None = None)
         raise InputError(f"local GPU count must be at least 1, got {gpu_count}")
     spec = get_gpu(gpu)
     power = gpu_count * spec.tdp_w + HOST_POWER_W if power_w is None else power_w
-    source = "given" if power_w is not None else (
-        f"catalog TDP {spec.tdp_w:g} W x {gpu_count} + {HOST_POWER_W:g} W host")
-    return LocalMachine(gpu=spec.name, gpu_count=gpu_count, gpu_memory_gb=spec.memory_gb,
-                        power_w=power, power_source=source, detected_by="given",
-                        description=f"{gpu_count}x {spec.name}")
+    source = (
+        "given"
+        if power_w is not None
+        else (f"catalog TDP {spec.tdp_w:g} W x {gpu_count} + {HOST_POWER_W:g} W host")
+    )
+    return LocalMachine(
+        gpu=spec.name,
+        gpu_count=gpu_count,
+        gpu_memory_gb=spec.memory_gb,
+        power_w=power,
+        power_source=source,
+        detected_by="given",
+        description=f"{gpu_count}x {spec.name}",
+    )
 
 
-def local_price_hr(power_w: float, electricity_usd_kwh: float,
-                   amortisation_usd_hr: float = 0.0) -> float:
+def local_price_hr(
+    power_w: float, electricity_usd_kwh: float, amortisation_usd_hr: float = 0.0
+) -> float:
     """USD per hour of running the machine: energy plus amortisation."""
-    for label, value in (("power (W)", power_w), ("electricity $/kWh", electricity_usd_kwh),
-                         ("amortisation $/h", amortisation_usd_hr)):
+    for label, value in (
+        ("power (W)", power_w),
+        ("electricity $/kWh", electricity_usd_kwh),
+        ("amortisation $/h", amortisation_usd_hr),
+    ):
         if not math.isfinite(value) or value < 0:
             raise InputError(f"{label} must be a number >= 0, got {value!r}")
     return power_w / 1000.0 * electricity_usd_kwh + amortisation_usd_hr
@@ -147,18 +172,37 @@ def local_snapshot(
     now = now or dt.datetime.now(dt.UTC)
     price = local_price_hr(machine.power_w, electricity_usd_kwh, amortisation_usd_hr)
     kind = "cpu" if machine.gpu == "CPU" else f"{machine.gpu_count}x-{machine.gpu}"
-    offers = Offers.from_records([{
-        "provider": "local", "region": "local", "zone": "",
-        "instance_type": f"local-{kind}".lower().replace(" ", "-"),
-        "gpu": machine.gpu, "gpu_count": machine.gpu_count,
-        "gpu_memory_gb": machine.gpu_memory_gb, "price_hr": price,
-        "storage_gb_month": 0.0, "egress_gb": 0.0, "ingress_gb": 0.0,
-        "intra_node_link": "pcie" if machine.gpu_count > 1 else "",
-    }], origin="local machine")
-    return Snapshot(source=LOCAL_SOURCE, fetched_at=now, offers=offers, provenance={
-        "machine": machine.description, "detected_by": machine.detected_by,
-        "power_w": machine.power_w, "power_source": machine.power_source,
-        "electricity_usd_kwh": electricity_usd_kwh, "amortisation_usd_hr": amortisation_usd_hr,
-        "price": f"{machine.power_w:g} W x ${electricity_usd_kwh:g}/kWh"
-                 + (f" + ${amortisation_usd_hr:g}/h amortisation" if amortisation_usd_hr else ""),
-    })
+    offers = Offers.from_records(
+        [
+            {
+                "provider": "local",
+                "region": "local",
+                "zone": "",
+                "instance_type": f"local-{kind}".lower().replace(" ", "-"),
+                "gpu": machine.gpu,
+                "gpu_count": machine.gpu_count,
+                "gpu_memory_gb": machine.gpu_memory_gb,
+                "price_hr": price,
+                "storage_gb_month": 0.0,
+                "egress_gb": 0.0,
+                "ingress_gb": 0.0,
+                "intra_node_link": "pcie" if machine.gpu_count > 1 else "",
+            }
+        ],
+        origin="local machine",
+    )
+    return Snapshot(
+        source=LOCAL_SOURCE,
+        fetched_at=now,
+        offers=offers,
+        provenance={
+            "machine": machine.description,
+            "detected_by": machine.detected_by,
+            "power_w": machine.power_w,
+            "power_source": machine.power_source,
+            "electricity_usd_kwh": electricity_usd_kwh,
+            "amortisation_usd_hr": amortisation_usd_hr,
+            "price": f"{machine.power_w:g} W x ${electricity_usd_kwh:g}/kWh"
+            + (f" + ${amortisation_usd_hr:g}/h amortisation" if amortisation_usd_hr else ""),
+        },
+    )

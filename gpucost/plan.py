@@ -162,8 +162,11 @@ class EstimateSection:
     spot_rework_usd: float = field(default=0.0, metadata=_m(ge=0))
 
     def terms(self) -> dict[str, float]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if f.name.endswith("_usd") and f.name != "cost_usd"}
+        return {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if f.name.endswith("_usd") and f.name != "cost_usd"
+        }
 
 
 @dataclass(frozen=True)
@@ -172,9 +175,15 @@ class AssumptionsSection:
 
 
 _SECTIONS: dict[str, type[Any]] = {
-    "job": JobSection, "offer": OfferSection, "workload": WorkloadSection,
-    "safety": SafetySection, "checkpoint": CheckpointSection, "spot": SpotSection,
-    "disk": DiskSection, "idle": IdleSection, "estimate": EstimateSection,
+    "job": JobSection,
+    "offer": OfferSection,
+    "workload": WorkloadSection,
+    "safety": SafetySection,
+    "checkpoint": CheckpointSection,
+    "spot": SpotSection,
+    "disk": DiskSection,
+    "idle": IdleSection,
+    "estimate": EstimateSection,
     "assumptions": AssumptionsSection,
 }
 
@@ -218,12 +227,18 @@ class Plan:
 
     def to_dict(self) -> dict[str, Any]:
         created = self.created_at or dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        doc: dict[str, Any] = {"schema": SCHEMA, "schema_version": SCHEMA_VERSION,
-                               "created_at": created}
+        doc: dict[str, Any] = {
+            "schema": SCHEMA,
+            "schema_version": SCHEMA_VERSION,
+            "created_at": created,
+        }
         for name in _SECTIONS:
             section = getattr(self, name)
-            doc[name] = {f.name: getattr(section, f.name) for f in dataclasses.fields(section)
-                         if getattr(section, f.name) is not None}
+            doc[name] = {
+                f.name: getattr(section, f.name)
+                for f in dataclasses.fields(section)
+                if getattr(section, f.name) is not None
+            }
         return doc
 
     def to_toml(self) -> str:
@@ -243,8 +258,9 @@ def load_plan(path: str | os.PathLike[str]) -> Plan:
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise PlanFileError(f"plan file {p} does not exist",
-                            hint="write one with `gpucost plan ... -o plan.toml`") from None
+        raise PlanFileError(
+            f"plan file {p} does not exist", hint="write one with `gpucost plan ... -o plan.toml`"
+        ) from None
     except (OSError, UnicodeDecodeError) as err:
         raise PlanFileError(f"cannot read plan file {p}: {err}") from None
     return parse_plan(text, origin=str(p))
@@ -254,23 +270,32 @@ def parse_plan(text: str, *, origin: str = "plan") -> Plan:
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        raise PlanFileError(f"{origin} is not valid TOML: {err}",
-                            hint="fix the syntax, or regenerate it with `gpucost plan`") from None
+        raise PlanFileError(
+            f"{origin} is not valid TOML: {err}",
+            hint="fix the syntax, or regenerate it with `gpucost plan`",
+        ) from None
     return plan_from_dict(raw, origin=origin)
 
 
 def plan_from_dict(raw: Mapping[str, Any], *, origin: str = "plan") -> Plan:
     schema = raw.get("schema")
     if schema != SCHEMA:
-        raise PlanFileError(f"{origin}: schema is {schema!r}, expected {SCHEMA!r}",
-                            hint=f'a plan file starts with schema = "{SCHEMA}"')
+        raise PlanFileError(
+            f"{origin}: schema is {schema!r}, expected {SCHEMA!r}",
+            hint=f'a plan file starts with schema = "{SCHEMA}"',
+        )
     version = raw.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool):
-        raise PlanFileError(f"{origin}: schema_version is missing or not an integer",
-                            hint=f"add schema_version = {SCHEMA_VERSION}")
+        raise PlanFileError(
+            f"{origin}: schema_version is missing or not an integer",
+            hint=f"add schema_version = {SCHEMA_VERSION}",
+        )
     if version > SCHEMA_VERSION:
-        raise PlanFileError(f"{origin}: schema_version {version} is newer than this gpucost "
-                            f"understands ({SCHEMA_VERSION})", hint="upgrade gpucost")
+        raise PlanFileError(
+            f"{origin}: schema_version {version} is newer than this gpucost "
+            f"understands ({SCHEMA_VERSION})",
+            hint="upgrade gpucost",
+        )
     if version < 1:
         raise PlanFileError(f"{origin}: schema_version must be 1, got {version}")
     created = raw.get("created_at", "")
@@ -280,15 +305,19 @@ def plan_from_dict(raw: Mapping[str, Any], *, origin: str = "plan") -> Plan:
         raise PlanFileError(f"{origin}: created_at must be an ISO 8601 string")
     unknown = set(raw) - {"schema", "schema_version", "created_at", *_SECTIONS}
     if unknown:
-        raise PlanFileError(f"{origin}: unknown top-level key(s) {', '.join(sorted(unknown))}",
-                            hint="sections are " + ", ".join(f"[{s}]" for s in _SECTIONS))
+        raise PlanFileError(
+            f"{origin}: unknown top-level key(s) {', '.join(sorted(unknown))}",
+            hint="sections are " + ", ".join(f"[{s}]" for s in _SECTIONS),
+        )
     sections: dict[str, Any] = {}
     for name, cls in _SECTIONS.items():
         body = raw.get(name)
         if body is None:
             if _has_required(cls):
-                raise PlanFileError(f"{origin}: section [{name}] is missing",
-                                    hint=f"add [{name}] with {_required_names(cls)}")
+                raise PlanFileError(
+                    f"{origin}: section [{name}] is missing",
+                    hint=f"add [{name}] with {_required_names(cls)}",
+                )
             body = {}
         if not isinstance(body, dict):
             raise PlanFileError(f"{origin}: [{name}] must be a table")
@@ -311,14 +340,14 @@ def _required_names(cls: type[Any]) -> str:
     return ", ".join(f.name for f in dataclasses.fields(cls) if _is_required(f))
 
 
-def _section_from_dict(cls: type[Any], section: str, body: Mapping[str, Any],
-                       origin: str) -> Any:
+def _section_from_dict(cls: type[Any], section: str, body: Mapping[str, Any], origin: str) -> Any:
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = set(body) - set(fields)
     if unknown:
-        raise PlanFileError(f"{origin}: unknown field(s) in [{section}]: "
-                            f"{', '.join(sorted(unknown))}",
-                            hint="known: " + ", ".join(fields))
+        raise PlanFileError(
+            f"{origin}: unknown field(s) in [{section}]: {', '.join(sorted(unknown))}",
+            hint="known: " + ", ".join(fields),
+        )
     hints = typing.get_type_hints(cls)
     values: dict[str, Any] = {}
     for name, f in fields.items():
@@ -326,9 +355,10 @@ def _section_from_dict(cls: type[Any], section: str, body: Mapping[str, Any],
         if name not in body:
             if _is_required(f):
                 doc = f.metadata.get("doc", "")
-                raise PlanFileError(f"{origin}: {where} is missing",
-                                    hint=f"add `{name} = ...` under [{section}]"
-                                         + (f" ({doc})" if doc else ""))
+                raise PlanFileError(
+                    f"{origin}: {where} is missing",
+                    hint=f"add `{name} = ...` under [{section}]" + (f" ({doc})" if doc else ""),
+                )
             continue
         values[name] = _coerce(body[name], hints[name], f"{origin}: {where}")
     return cls(**values)
@@ -377,8 +407,10 @@ def _check_field(section: Any, f: dataclasses.Field[Any], where: str) -> None:
                 continue
             ok = value >= limit if key == "ge" else value > limit if key == "gt" else value <= limit
             if not ok:
-                raise PlanFileError(f"{where} = {value!r} is out of range (must be {words} "
-                                    f"{limit:g})", hint=meta.get("doc") or None)
+                raise PlanFileError(
+                    f"{where} = {value!r} is out of range (must be {words} {limit:g})",
+                    hint=meta.get("doc") or None,
+                )
     choices = meta.get("choices")
     if choices and value not in choices:
         raise PlanFileError(f"{where} = {value!r} is not one of {', '.join(choices)}")
@@ -391,37 +423,48 @@ def _validate_plan(plan: Plan, *, origin: str) -> None:
             _check_field(section, f, f"{origin}: [{name}] {f.name}")
     job, offer = plan.job, plan.offer
     if not job.command or not all(job.command):
-        raise PlanFileError(f"{origin}: [job] command is empty",
-                            hint='give an argv list, e.g. command = ["python", "train.py"]')
+        raise PlanFileError(
+            f"{origin}: [job] command is empty",
+            hint='give an argv list, e.g. command = ["python", "train.py"]',
+        )
     if not job.name.strip():
         raise PlanFileError(f"{origin}: [job] name is empty", hint="give the run a short name")
     if plan.total_samples is None:
-        raise PlanFileError(f"{origin}: [job] has no job size",
-                            hint="give samples, or epochs with dataset_size, or steps with "
-                                 "[workload] batch_size")
+        raise PlanFileError(
+            f"{origin}: [job] has no job size",
+            hint="give samples, or epochs with dataset_size, or steps with [workload] batch_size",
+        )
     target = plan.checkpoint.target
     if not (target.startswith("local:") or target.startswith("s3://")):
-        raise PlanFileError(f"{origin}: [checkpoint] target = {target!r} is not understood",
-                            hint="use local:<dir> or s3://bucket/prefix")
+        raise PlanFileError(
+            f"{origin}: [checkpoint] target = {target!r} is not understood",
+            hint="use local:<dir> or s3://bucket/prefix",
+        )
     if offer.market == "spot" and offer.provider == "local":
-        raise PlanFileError(f"{origin}: [offer] market = 'spot' makes no sense for provider "
-                            "'local'", hint='use market = "on-demand"')
+        raise PlanFileError(
+            f"{origin}: [offer] market = 'spot' makes no sense for provider 'local'",
+            hint='use market = "on-demand"',
+        )
     est = plan.estimate
     terms = est.terms()
     total = sum(terms.values())
     # Terms are optional (a hand-written plan may give only the total), but if given they
     # must add up: a total edited without its terms would mislead the budget checks.
     if total > 0 and abs(total - est.cost_usd) > 0.01 + 0.005 * est.cost_usd:
-        raise PlanFileError(f"{origin}: [estimate] cost_usd = {est.cost_usd:g} but its terms "
-                            f"add up to {total:.2f}",
-                            hint="make cost_usd the sum of the *_usd terms, or regenerate the "
-                                 "plan with `gpucost plan`")
+        raise PlanFileError(
+            f"{origin}: [estimate] cost_usd = {est.cost_usd:g} but its terms add up to {total:.2f}",
+            hint="make cost_usd the sum of the *_usd terms, or regenerate the "
+            "plan with `gpucost plan`",
+        )
     if plan.safety.budget_cap_usd < est.cost_usd:
-        raise PlanFileError(f"{origin}: [safety] budget_cap_usd = {plan.safety.budget_cap_usd:g} "
-                            f"is below the estimate's cost_usd = {est.cost_usd:g}",
-                            hint="raise budget_cap_usd: the executor would stop the run before "
-                                 "it could finish")
+        raise PlanFileError(
+            f"{origin}: [safety] budget_cap_usd = {plan.safety.budget_cap_usd:g} "
+            f"is below the estimate's cost_usd = {est.cost_usd:g}",
+            hint="raise budget_cap_usd: the executor would stop the run before it could finish",
+        )
     if plan.safety.timeout_hours < est.hours:
-        raise PlanFileError(f"{origin}: [safety] timeout_hours = {plan.safety.timeout_hours:g} "
-                            f"is below the estimate's hours = {est.hours:g}",
-                            hint="raise timeout_hours: the run would be killed before it ends")
+        raise PlanFileError(
+            f"{origin}: [safety] timeout_hours = {plan.safety.timeout_hours:g} "
+            f"is below the estimate's hours = {est.hours:g}",
+            hint="raise timeout_hours: the run would be killed before it ends",
+        )

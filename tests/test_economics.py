@@ -28,12 +28,25 @@ from gpucost.model.interruptions import band_rate_per_hr, interruption_rates, ru
 # The measured case: rented 8x RTX 4090, 250 GB disk, $3.4828/h running, $0.20/GB-month,
 # 15 minutes of setup and 43 GB pulled in at $0.003/GB.
 RUNNING, DISK_GB, GB_MONTH, SETUP_MIN, INGRESS_GB, INGRESS_GB_USD = (
-    3.4828, 250.0, 0.20, 15.0, 43.0, 0.003)
+    3.4828,
+    250.0,
+    0.20,
+    15.0,
+    43.0,
+    0.003,
+)
 
 
 def test_measured_stop_vs_destroy_case() -> None:
-    b = breakeven(RUNNING, DISK_GB, GB_MONTH, month_hours=720, setup_minutes=SETUP_MIN,
-                  ingress_gb=INGRESS_GB, ingress_usd_gb=INGRESS_GB_USD)
+    b = breakeven(
+        RUNNING,
+        DISK_GB,
+        GB_MONTH,
+        month_hours=720,
+        setup_minutes=SETUP_MIN,
+        ingress_gb=INGRESS_GB,
+        ingress_usd_gb=INGRESS_GB_USD,
+    )
     assert round(b.stopped_usd_hr, 4) == 0.0694
     assert b.stopped_usd_hr == pytest.approx(250 * 0.20 / 720)
     assert round(stopped_usd_per_hour(DISK_GB, GB_MONTH, 730.0), 4) == 0.0685
@@ -46,23 +59,54 @@ def test_measured_stop_vs_destroy_case() -> None:
 
 
 def test_breakeven_cli_reproduces_the_measured_case(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["breakeven", "--running-hr", "3.4828", "--disk-gb", "250", "--gb-month", "0.20",
-                 "--month-hours", "720", "--setup-min", "15", "--ingress-gb", "43",
-                 "--ingress-per-gb", "0.003"])
+    code = main(
+        [
+            "breakeven",
+            "--running-hr",
+            "3.4828",
+            "--disk-gb",
+            "250",
+            "--gb-month",
+            "0.20",
+            "--month-hours",
+            "720",
+            "--setup-min",
+            "15",
+            "--ingress-gb",
+            "43",
+            "--ingress-per-gb",
+            "0.003",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert "$0.0694/h" in out and "$1.00" in out and "14.4 h" in out
 
 
 def test_losing_the_gpus_moves_the_breakeven_down() -> None:
-    b = breakeven(RUNNING, DISK_GB, GB_MONTH, month_hours=720, setup_minutes=SETUP_MIN,
-                  ingress_gb=INGRESS_GB, ingress_usd_gb=INGRESS_GB_USD, p_no_gpus=0.1)
+    b = breakeven(
+        RUNNING,
+        DISK_GB,
+        GB_MONTH,
+        month_hours=720,
+        setup_minutes=SETUP_MIN,
+        ingress_gb=INGRESS_GB,
+        ingress_usd_gb=INGRESS_GB_USD,
+        p_no_gpus=0.1,
+    )
     # stopping now risks paying the rebuild anyway with 10 % probability
     assert b.breakeven_hours == pytest.approx(0.9 * 0.9997 / (250 * 0.2 / 720))
     assert b.expected_loss_usd == pytest.approx(0.09997)
     assert "10% chance" in b.advice()
-    costly = breakeven(RUNNING, DISK_GB, GB_MONTH, month_hours=720, setup_minutes=SETUP_MIN,
-                       p_no_gpus=0.5, lost_gpus_usd=50.0)
+    costly = breakeven(
+        RUNNING,
+        DISK_GB,
+        GB_MONTH,
+        month_hours=720,
+        setup_minutes=SETUP_MIN,
+        p_no_gpus=0.5,
+        lost_gpus_usd=50.0,
+    )
     assert costly.breakeven_hours == 0.0 and costly.policy(0.1) == "destroy"
 
 
@@ -114,24 +158,38 @@ def test_interruption_table() -> None:
         np.array(["aws", "aws", "vast", "vast", "lambda"]),
         np.array(["p4d.24xlarge", "p4d.24xlarge", "x", "x", "gpu_1x_a100"]),
         np.array(["spot", "on-demand", "on-demand", "spot", "on-demand"]),
-        np.array([np.nan, np.nan, 0.99, 0.99, np.nan]))
+        np.array([np.nan, np.nan, 0.99, 0.99, np.nan]),
+    )
     assert rate[0] == pytest.approx(band_rate_per_hr(">20%"))
     assert rate[1] == 0.0 and rate[4] == 0.0
     assert rate[2] == pytest.approx(0.01)  # 1 % downtime, 1 h outages
     assert rate[3] == pytest.approx(0.06)
     assert "Spot Instance Advisor" in source[0] and "reliability" in source[2]
-    over, _ = interruption_rates(np.array(["aws", "aws"]), np.array(["p3.2xlarge"] * 2),
-                                 np.array(["spot", "on-demand"]), np.array([np.nan, np.nan]),
-                                 override=0.2)
+    over, _ = interruption_rates(
+        np.array(["aws", "aws"]),
+        np.array(["p3.2xlarge"] * 2),
+        np.array(["spot", "on-demand"]),
+        np.array([np.nan, np.nan]),
+        override=0.2,
+    )
     assert over.tolist() == [0.2, 0.0]
 
 
 def _cols(n: int = 1, **over: object) -> dict[str, np.ndarray]:
     base: dict[str, object] = {
-        "nodes": 1.0, "price_hr": 2.0, "on_demand_hr": 4.0, "market": "spot",
-        "storage_gb_month": 0.1, "egress_gb": 0.09, "ingress_gb": 0.0, "month_hours": 730.0,
-        "network_gbps": 10.0, "provider": "aws", "instance_type": "p3.2xlarge",
-        "reliability": np.nan}
+        "nodes": 1.0,
+        "price_hr": 2.0,
+        "on_demand_hr": 4.0,
+        "market": "spot",
+        "storage_gb_month": 0.1,
+        "egress_gb": 0.09,
+        "ingress_gb": 0.0,
+        "month_hours": 730.0,
+        "network_gbps": 10.0,
+        "provider": "aws",
+        "instance_type": "p3.2xlarge",
+        "reliability": np.nan,
+    }
     base.update(over)
     return {k: np.full(n, v) for k, v in base.items()}
 
@@ -150,8 +208,15 @@ def test_job_cost_terms_add_up_by_hand() -> None:
     assert c["egress_usd"][0] == pytest.approx(5 * 0.09)
     assert c["ingress_usd"][0] == pytest.approx(2 * 45 * 0.01)
     assert c["spot_rework_usd"][0] == 0.0 and c["risk"][0] == 0.0
-    terms = ("compute_usd", "setup_usd", "storage_usd", "egress_usd", "ingress_usd",
-             "checkpoint_usd", "spot_rework_usd")
+    terms = (
+        "compute_usd",
+        "setup_usd",
+        "storage_usd",
+        "egress_usd",
+        "ingress_usd",
+        "checkpoint_usd",
+        "spot_rework_usd",
+    )
     assert c["cost_usd"][0] == pytest.approx(sum(c[t][0] for t in terms))
     assert c["worst_usd"][0] == c["cost_usd"][0]
 
@@ -160,31 +225,59 @@ def test_spot_rows_carry_expected_not_best_case_cost() -> None:
     params = JobParams(data_gb=10.0, checkpoint_gb=2.0, interruption_rate_per_hr=0.05)
     c = job_costs(_cols(), np.array([50.0]), params)
     assert c["spot_rework_usd"][0] > 0 and c["checkpoint_usd"][0] > 0
-    assert c["interruptions"][0] == pytest.approx(0.05 * (c["total_hours"][0]
-                                                           - c["setup_hours"][0]))
+    assert c["interruptions"][0] == pytest.approx(
+        0.05 * (c["total_hours"][0] - c["setup_hours"][0])
+    )
     assert 0 < c["risk"][0] < 1
     assert c["worst_usd"][0] > c["cost_usd"][0]
     assert np.isfinite(c["checkpoint_interval_hours"][0])
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.floats(0.0, 0.5), st.floats(0.0, 0.5), st.floats(0.1, 500.0), st.floats(0.0, 50.0),
-       st.integers(1, 8), st.booleans())
+@given(
+    st.floats(0.0, 0.5),
+    st.floats(0.0, 0.5),
+    st.floats(0.1, 500.0),
+    st.floats(0.0, 50.0),
+    st.integers(1, 8),
+    st.booleans(),
+)
 def test_higher_interruption_rate_never_lowers_expected_cost(
-        r1: float, r2: float, hours: float, ckpt_gb: float, nodes: int, ckpt: bool) -> None:
+    r1: float, r2: float, hours: float, ckpt_gb: float, nodes: int, ckpt: bool
+) -> None:
     lo, hi = sorted((r1, r2))
-    costs = [job_costs(_cols(nodes=float(nodes)), np.array([hours]),
-                       JobParams(data_gb=20.0, checkpoint_gb=ckpt_gb, checkpoints=ckpt,
-                                 interruption_rate_per_hr=r))["cost_usd"][0] for r in (lo, hi)]
+    costs = [
+        job_costs(
+            _cols(nodes=float(nodes)),
+            np.array([hours]),
+            JobParams(
+                data_gb=20.0, checkpoint_gb=ckpt_gb, checkpoints=ckpt, interruption_rate_per_hr=r
+            ),
+        )["cost_usd"][0]
+        for r in (lo, hi)
+    ]
     assert costs[1] >= costs[0] * (1 - 1e-9)
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.floats(0.01, 10.0), st.floats(1.0, 5000.0), st.floats(0.01, 0.5),
-       st.floats(0.0, 60.0), st.floats(0.0, 1.0), st.floats(0.0, 2000.0), st.floats(0.0, 1000.0))
+@given(
+    st.floats(0.01, 10.0),
+    st.floats(1.0, 5000.0),
+    st.floats(0.01, 0.5),
+    st.floats(0.0, 60.0),
+    st.floats(0.0, 1.0),
+    st.floats(0.0, 2000.0),
+    st.floats(0.0, 1000.0),
+)
 def test_longer_idle_never_favours_stopping_past_breakeven(
-        running: float, disk: float, gb_month: float, setup_min: float, p: float,
-        idle: float, extra: float) -> None:
+    running: float,
+    disk: float,
+    gb_month: float,
+    setup_min: float,
+    p: float,
+    idle: float,
+    extra: float,
+) -> None:
     b = breakeven(running, disk, gb_month, setup_minutes=setup_min, p_no_gpus=p)
     for gap in (idle, idle + extra):
         if gap > b.breakeven_hours * (1 + 1e-9):
@@ -197,10 +290,13 @@ def test_longer_idle_never_favours_stopping_past_breakeven(
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.floats(1.0, 2000.0), st.floats(0.0, 2000.0), st.floats(0.1, 200.0),
-       st.sampled_from(["spot", "on-demand"]))
-def test_bigger_disk_never_lowers_cost(disk: float, more: float, hours: float,
-                                       market: str) -> None:
+@given(
+    st.floats(1.0, 2000.0),
+    st.floats(0.0, 2000.0),
+    st.floats(0.1, 200.0),
+    st.sampled_from(["spot", "on-demand"]),
+)
+def test_bigger_disk_never_lowers_cost(disk: float, more: float, hours: float, market: str) -> None:
     cols = _cols(market=market)
     small = job_costs(cols, np.array([hours]), JobParams(disk_gb=disk))
     big = job_costs(cols, np.array([hours]), JobParams(disk_gb=disk + more))
@@ -214,3 +310,92 @@ def test_breakeven_vectorised_matches_scalar() -> None:
     hours = breakeven_idle_hours(stopped, np.array([1.0, 1.0, 1.0]))
     assert hours[0] == pytest.approx(1 / 0.0694) and np.isinf(hours[1])
     assert hours[2] == pytest.approx(2.0)
+
+
+# ---- your own machine as an offer -----------------------------------------------------------
+
+
+class _FakeNvml:
+    """The pynvml calls detection makes, answering like a 2x RTX 4090 box (no GPU here)."""
+
+    class _Memory:
+        total = 25_757_220_864  # bytes, as NVML reports a 24 GiB card
+
+    def __init__(self) -> None:
+        self.shutdown = False
+
+    def nvmlInit(self) -> None:
+        pass
+
+    def nvmlShutdown(self) -> None:
+        self.shutdown = True
+
+    def nvmlDeviceGetCount(self) -> int:
+        return 2
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> int:
+        return index
+
+    def nvmlDeviceGetName(self, handle: int) -> bytes:
+        return b"NVIDIA GeForce RTX 4090"
+
+    def nvmlDeviceGetMemoryInfo(self, handle: int) -> _Memory:
+        return self._Memory()
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, handle: int) -> int:
+        return 450_000  # milliwatts
+
+
+def test_local_machine_detected_through_nvml() -> None:
+    from gpucost.local import HOST_POWER_W, detect, local_price_hr, local_snapshot
+
+    nvml = _FakeNvml()
+    machine = detect(nvml)
+    assert nvml.shutdown
+    assert (machine.gpu, machine.gpu_count, machine.detected_by) == ("RTX 4090", 2, "nvml")
+    assert machine.power_w == 2 * 450 + HOST_POWER_W
+    assert local_price_hr(machine.power_w, 0.30, 0.25) == pytest.approx(1.0 * 0.30 + 0.25)
+    snap = local_snapshot(machine, electricity_usd_kwh=0.30)
+    row = snap.offers.to_records()[0]
+    assert row["provider"] == "local" and row["price_hr"] == pytest.approx(0.30)
+    assert row["storage_gb_month"] == 0.0 and math.isnan(row["spot_price_hr"])
+    assert "1000 W x $0.3/kWh" in snap.provenance["price"]
+    with pytest.raises(InputError, match="electricity"):
+        local_price_hr(100.0, -1.0)
+
+
+def test_local_without_gpu_is_a_cpu_and_ranks_a_cpu_profile() -> None:
+    from gpucost.local import CPU_POWER_W, detect, given_machine, local_snapshot
+    from gpucost.profile import Profile, resolve_profile
+    from gpucost.ranking import Job, rank
+
+    class NoDriver:
+        def nvmlInit(self) -> None:
+            raise OSError("NVML Shared Library Not Found")
+
+    cpu = detect(NoDriver())
+    assert cpu.gpu == "CPU" and cpu.power_w == CPU_POWER_W
+    profile = Profile(
+        gpu="CPU",
+        precision="fp32",
+        batch_size=32,
+        step_time_s=0.5,
+        param_count=1e6,
+        flops_per_sample=6e6,
+        name="tiny-cpu",
+    )
+    job = Job.from_args(profile, samples=64_000)
+    snaps = [
+        local_snapshot(cpu, electricity_usd_kwh=0.20),
+        local_snapshot(given_machine("RTX 4090", 1), electricity_usd_kwh=0.20),
+    ]
+    ranking = rank(profile, job, snaps, job_params=JobParams(data_gb=5.0))
+    c = ranking.columns
+    cpu_row = int(np.flatnonzero(c["gpu"] == "CPU")[0])
+    assert c["throughput"][cpu_row] == pytest.approx(64.0)  # 32 samples per 0.5 s
+    hours = 64_000 / 64.0 / 3600
+    assert c["total_hours"][cpu_row] == pytest.approx(hours)  # nothing to set up locally
+    assert c["cost_usd"][cpu_row] == pytest.approx(hours * 0.065 * 0.20)
+    # a GPU-measured profile cannot be predicted on the CPU: the CPU row drops out
+    gpu_rank = rank(resolve_profile("resnet50-v100-amp"), job, snaps)
+    assert gpu_rank.columns["gpu"].tolist() == ["RTX 4090"]

@@ -30,16 +30,30 @@ EXAMPLE = REPO_ROOT / "examples" / "plan.toml"
 
 def _plan() -> Plan:
     return Plan(
-        job=JobSection(name="resnet50", command=["python", "train.py", "--epochs", "3"],
-                       epochs=3.0, dataset_size=1281167.0, data_gb=150.0, checkpoint_gb=0.2),
-        offer=OfferSection(provider="aws", instance_type="p4d.24xlarge", gpu="A100 SXM4 40GB",
-                           gpu_count=8.0, nodes=2, price_hr=32.7726, region="us-east-1",
-                           price_source="skypilot-aws", price_date="2026-11-30"),
-        workload=WorkloadSection(throughput=9500.0, profile="resnet50-v100-amp",
-                                 precision="amp", batch_size=256),
+        job=JobSection(
+            name="resnet50",
+            command=["python", "train.py", "--epochs", "3"],
+            epochs=3.0,
+            dataset_size=1281167.0,
+            data_gb=150.0,
+            checkpoint_gb=0.2,
+        ),
+        offer=OfferSection(
+            provider="aws",
+            instance_type="p4d.24xlarge",
+            gpu="A100 SXM4 40GB",
+            gpu_count=8.0,
+            nodes=2,
+            price_hr=32.7726,
+            region="us-east-1",
+            price_source="skypilot-aws",
+            price_date="2026-11-30",
+        ),
+        workload=WorkloadSection(
+            throughput=9500.0, profile="resnet50-v100-amp", precision="amp", batch_size=256
+        ),
         safety=SafetySection(timeout_hours=30.0, budget_cap_usd=900.0),
-        estimate=EstimateSection(hours=11.3, cost_usd=750.0, compute_usd=740.0,
-                                 setup_usd=10.0),
+        estimate=EstimateSection(hours=11.3, cost_usd=750.0, compute_usd=740.0, setup_usd=10.0),
         created_at="2026-11-30T20:00:00Z",
     )
 
@@ -71,8 +85,18 @@ def test_round_trip_through_a_file(tmp_path: Path) -> None:
 
 def test_every_section_is_written() -> None:
     doc = _doc()
-    for section in ("job", "offer", "workload", "safety", "checkpoint", "spot", "disk", "idle",
-                    "estimate", "assumptions"):
+    for section in (
+        "job",
+        "offer",
+        "workload",
+        "safety",
+        "checkpoint",
+        "spot",
+        "disk",
+        "idle",
+        "estimate",
+        "assumptions",
+    ):
         assert section in doc
     assert doc["schema"] == "gpucost-plan" and doc["schema_version"] == 1
 
@@ -84,10 +108,16 @@ def test_example_plan_loads() -> None:
     assert plan.estimate.cost_usd <= plan.safety.budget_cap_usd
 
 
-@pytest.mark.parametrize("section,key", [("safety", "timeout_hours"),
-                                         ("safety", "budget_cap_usd"),
-                                         ("offer", "price_hr"), ("job", "command"),
-                                         ("workload", "throughput")])
+@pytest.mark.parametrize(
+    "section,key",
+    [
+        ("safety", "timeout_hours"),
+        ("safety", "budget_cap_usd"),
+        ("offer", "price_hr"),
+        ("job", "command"),
+        ("workload", "throughput"),
+    ],
+)
 def test_missing_field_is_named_with_a_fix(section: str, key: str) -> None:
     doc = _doc()
     del doc[section][key]
@@ -100,16 +130,19 @@ def test_missing_section_is_named() -> None:
     _rejects(doc, r"section \[safety\] is missing", "timeout_hours, budget_cap_usd")
 
 
-@pytest.mark.parametrize("section,key,value,expect", [
-    ("offer", "nodes", 0, r"\[offer\] nodes = 0 is out of range \(must be >= 1\)"),
-    ("offer", "gpu_count", -1.0, r"\[offer\] gpu_count = -1.0 is out of range \(must be > 0\)"),
-    ("safety", "verify_margin_pct", 150.0, r"verify_margin_pct = 150.0 is out of range"),
-    ("offer", "market", "preemptible", r"market = 'preemptible' is not one of on-demand, spot"),
-    ("idle", "policy", "hibernate", r"policy = 'hibernate' is not one of stop, destroy"),
-    ("disk", "size_gb", -5.0, r"\[disk\] size_gb = -5.0 is out of range"),
-    ("offer", "nodes", "two", r"\[offer\] nodes must be an integer"),
-    ("job", "spot", "yes", r"\[job\] spot must be true or false"),
-])
+@pytest.mark.parametrize(
+    "section,key,value,expect",
+    [
+        ("offer", "nodes", 0, r"\[offer\] nodes = 0 is out of range \(must be >= 1\)"),
+        ("offer", "gpu_count", -1.0, r"\[offer\] gpu_count = -1.0 is out of range \(must be > 0\)"),
+        ("safety", "verify_margin_pct", 150.0, r"verify_margin_pct = 150.0 is out of range"),
+        ("offer", "market", "preemptible", r"market = 'preemptible' is not one of on-demand, spot"),
+        ("idle", "policy", "hibernate", r"policy = 'hibernate' is not one of stop, destroy"),
+        ("disk", "size_gb", -5.0, r"\[disk\] size_gb = -5.0 is out of range"),
+        ("offer", "nodes", "two", r"\[offer\] nodes must be an integer"),
+        ("job", "spot", "yes", r"\[job\] spot must be true or false"),
+    ],
+)
 def test_out_of_range_is_rejected(section: str, key: str, value: Any, expect: str) -> None:
     doc = _doc()
     doc[section][key] = value

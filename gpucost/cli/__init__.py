@@ -23,6 +23,9 @@ COMMAND_MODULES: tuple[str, ...] = (
     "profile",
     "runs",
     "preflight",
+    "plan",
+    "explain",
+    "tui",
 )
 
 

@@ -31,27 +31,55 @@ def register(sub: Any) -> None:
         "Example (a measured 8x RTX 4090): --running-hr 3.4828 --disk-gb 250 --gb-month 0.20 "
         "--month-hours 720 --setup-min 15 --ingress-gb 43 --ingress-per-gb 0.003",
     )
-    p.add_argument("--running-hr", type=float, required=True, metavar="USD",
-                   help="running price of the machine, USD/h")
+    p.add_argument(
+        "--running-hr",
+        type=float,
+        required=True,
+        metavar="USD",
+        help="running price of the machine, USD/h",
+    )
     p.add_argument("--disk-gb", type=float, required=True, help="allocated disk, GB")
-    p.add_argument("--provider", choices=sorted(PROVIDER_DEFAULTS),
-                   help="take --gb-month, --month-hours and --ingress-per-gb defaults from "
-                   "this provider's list prices")
+    p.add_argument(
+        "--provider",
+        choices=sorted(PROVIDER_DEFAULTS),
+        help="take --gb-month, --month-hours and --ingress-per-gb defaults from "
+        "this provider's list prices",
+    )
     p.add_argument("--gb-month", type=float, metavar="USD", help="disk price, USD per GB-month")
-    p.add_argument("--month-hours", type=float,
-                   help="hours per billing month: 730 (clouds) or 720 (30-day marketplaces)")
-    p.add_argument("--setup-min", type=float, default=15.0,
-                   help="minutes from creating a machine to training on it (default 15)")
-    p.add_argument("--ingress-gb", type=float, default=0.0,
-                   help="GB pulled in again after a rebuild (data, image, checkpoints)")
+    p.add_argument(
+        "--month-hours",
+        type=float,
+        help="hours per billing month: 730 (clouds) or 720 (30-day marketplaces)",
+    )
+    p.add_argument(
+        "--setup-min",
+        type=float,
+        default=15.0,
+        help="minutes from creating a machine to training on it (default 15)",
+    )
+    p.add_argument(
+        "--ingress-gb",
+        type=float,
+        default=0.0,
+        help="GB pulled in again after a rebuild (data, image, checkpoints)",
+    )
     p.add_argument("--ingress-per-gb", type=float, metavar="USD", help="inbound USD per GB")
-    p.add_argument("--p-no-gpus", type=float, default=0.0, metavar="P",
-                   help="probability the GPUs are gone when you restart a stopped machine "
-                   "(0..1, default 0)")
-    p.add_argument("--lost-gpu-cost", type=float, metavar="USD",
-                   help="what it costs when they are gone (default: a rebuild elsewhere)")
-    p.add_argument("--idle-hours", type=float,
-                   help="your expected idle gap, for a stop/destroy verdict")
+    p.add_argument(
+        "--p-no-gpus",
+        type=float,
+        default=0.0,
+        metavar="P",
+        help="probability the GPUs are gone when you restart a stopped machine (0..1, default 0)",
+    )
+    p.add_argument(
+        "--lost-gpu-cost",
+        type=float,
+        metavar="USD",
+        help="what it costs when they are gone (default: a rebuild elsewhere)",
+    )
+    p.add_argument(
+        "--idle-hours", type=float, help="your expected idle gap, for a stop/destroy verdict"
+    )
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(handler=run)
 
@@ -61,29 +89,41 @@ def run(args: argparse.Namespace) -> int:
     from gpucost.model.economics import MONTH_HOURS_CLOUD, breakeven
 
     gb_month, month_hours, ingress_per_gb = PROVIDER_DEFAULTS.get(
-        args.provider or "", (None, MONTH_HOURS_CLOUD, 0.0))
+        args.provider or "", (None, MONTH_HOURS_CLOUD, 0.0)
+    )
     if args.gb_month is not None:
         gb_month = args.gb_month
     if gb_month is None:
-        raise InputError("the disk price is missing",
-                         hint="give --gb-month USD (per GB-month) or --provider NAME")
+        raise InputError(
+            "the disk price is missing",
+            hint="give --gb-month USD (per GB-month) or --provider NAME",
+        )
     if args.month_hours is not None:
         month_hours = args.month_hours
     if args.ingress_per_gb is not None:
         ingress_per_gb = args.ingress_per_gb
     if args.idle_hours is not None and not args.idle_hours >= 0:
         raise InputError(f"--idle-hours must be >= 0, got {args.idle_hours}")
-    b = breakeven(args.running_hr, args.disk_gb, gb_month, month_hours=month_hours,
-                  setup_minutes=args.setup_min, ingress_gb=args.ingress_gb,
-                  ingress_usd_gb=ingress_per_gb, p_no_gpus=args.p_no_gpus,
-                  lost_gpus_usd=args.lost_gpu_cost)
+    b = breakeven(
+        args.running_hr,
+        args.disk_gb,
+        gb_month,
+        month_hours=month_hours,
+        setup_minutes=args.setup_min,
+        ingress_gb=args.ingress_gb,
+        ingress_usd_gb=ingress_per_gb,
+        p_no_gpus=args.p_no_gpus,
+        lost_gpus_usd=args.lost_gpu_cost,
+    )
     if args.format == "json":
         import dataclasses
         import json
         import math
 
-        doc = {k: (None if isinstance(v, float) and math.isinf(v) else v)
-               for k, v in dataclasses.asdict(b).items()}
+        doc = {
+            k: (None if isinstance(v, float) and math.isinf(v) else v)
+            for k, v in dataclasses.asdict(b).items()
+        }
         if args.idle_hours is not None:
             doc["idle_hours"] = args.idle_hours
             doc["policy"] = b.policy(args.idle_hours)
@@ -101,10 +141,13 @@ def run(args: argparse.Namespace) -> int:
         f"${b.ingress_usd_gb:g}/GB (${b.ingress_usd:.2f})",
     ]
     if b.p_no_gpus > 0:
-        lines.append(f"GPU risk:   {b.p_no_gpus:.0%} x ${b.lost_gpus_usd:.2f} = "
-                     f"${b.expected_loss_usd:.2f} expected, paid by stopping")
-    lines.append("break-even: " + ("never (stopping is free)" if be == float("inf")
-                                   else f"{be:.1f} h idle"))
+        lines.append(
+            f"GPU risk:   {b.p_no_gpus:.0%} x ${b.lost_gpus_usd:.2f} = "
+            f"${b.expected_loss_usd:.2f} expected, paid by stopping"
+        )
+    lines.append(
+        "break-even: " + ("never (stopping is free)" if be == float("inf") else f"{be:.1f} h idle")
+    )
     lines.append(f"advice:     {b.advice(args.idle_hours)}")
     sys.stdout.write("\n".join(lines) + "\n")
     return 0

@@ -56,21 +56,31 @@ def _arr(x: Any) -> FloatArray:
 
 # ---- stop vs destroy ----------------------------------------------------------------------
 
-def stopped_usd_per_hour(disk_gb: Num, storage_usd_gb_month: Num,
-                         month_hours: Num | float = MONTH_HOURS_CLOUD) -> Num:
+
+def stopped_usd_per_hour(
+    disk_gb: Num, storage_usd_gb_month: Num, month_hours: Num | float = MONTH_HOURS_CLOUD
+) -> Num:
     """What a stopped machine costs per hour: its allocated disk."""
     return disk_gb * storage_usd_gb_month / month_hours
 
 
-def rebuild_usd(running_usd_hr: Num, setup_hours: Num | float, ingress_gb: Num | float = 0.0,
-                ingress_usd_gb: Num | float = 0.0) -> Num:
+def rebuild_usd(
+    running_usd_hr: Num,
+    setup_hours: Num | float,
+    ingress_gb: Num | float = 0.0,
+    ingress_usd_gb: Num | float = 0.0,
+) -> Num:
     """What coming back to a destroyed machine costs: setup billed at the running rate, plus
     the data pulled in again."""
     return running_usd_hr * setup_hours + ingress_gb * ingress_usd_gb
 
 
-def breakeven_idle_hours(stopped_usd_hr: Num, rebuild: Num, p_no_gpus: Num | float = 0.0,
-                         lost_gpus_usd: Num | float | None = None) -> Num:
+def breakeven_idle_hours(
+    stopped_usd_hr: Num,
+    rebuild: Num,
+    p_no_gpus: Num | float = 0.0,
+    lost_gpus_usd: Num | float | None = None,
+) -> Num:
     """Idle hours beyond which destroying is cheaper than stopping (inf if stopping is free).
 
     Stopping for ``h`` hours costs ``stopped x h + p_no_gpus x lost`` in expectation, where
@@ -84,9 +94,13 @@ def breakeven_idle_hours(stopped_usd_hr: Num, rebuild: Num, p_no_gpus: Num | flo
     return hours if hours.ndim else float(hours)  # type: ignore[return-value]
 
 
-def idle_costs(idle_hours: Num, stopped_usd_hr: Num | float, rebuild: Num | float,
-               p_no_gpus: Num | float = 0.0,
-               lost_gpus_usd: Num | float | None = None) -> tuple[Num, Num]:
+def idle_costs(
+    idle_hours: Num,
+    stopped_usd_hr: Num | float,
+    rebuild: Num | float,
+    p_no_gpus: Num | float = 0.0,
+    lost_gpus_usd: Num | float | None = None,
+) -> tuple[Num, Num]:
     """Expected USD of (stopping, destroying) for an idle gap of ``idle_hours``."""
     lost = rebuild if lost_gpus_usd is None else lost_gpus_usd
     stop = idle_hours * stopped_usd_hr + p_no_gpus * lost
@@ -116,8 +130,9 @@ class Breakeven:
 
     def policy(self, idle_hours: float) -> str:
         """'stop' or 'destroy' for an expected idle gap (ties go to destroy: nothing billed)."""
-        stop, destroy = idle_costs(idle_hours, self.stopped_usd_hr, self.rebuild_usd,
-                                   self.p_no_gpus, self.lost_gpus_usd)
+        stop, destroy = idle_costs(
+            idle_hours, self.stopped_usd_hr, self.rebuild_usd, self.p_no_gpus, self.lost_gpus_usd
+        )
         return "stop" if stop < destroy else "destroy"
 
     def advice(self, idle_hours: float | None = None) -> str:
@@ -126,22 +141,37 @@ class Breakeven:
         if math.isinf(be):
             text = "stopping bills nothing here, so stop rather than destroy"
         elif be <= 0:
-            text = ("destroy: the expected cost of not getting the GPUs back exceeds the rebuild, "
-                    "so stopping never pays")
+            text = (
+                "destroy: the expected cost of not getting the GPUs back exceeds the rebuild, "
+                "so stopping never pays"
+            )
         else:
-            text = (f"stop if you will be back within {be:.1f} h, destroy if later "
-                    f"(stopped ${self.stopped_usd_hr:.4f}/h vs a ${self.rebuild_usd:.2f} rebuild)")
+            text = (
+                f"stop if you will be back within {be:.1f} h, destroy if later "
+                f"(stopped ${self.stopped_usd_hr:.4f}/h vs a ${self.rebuild_usd:.2f} rebuild)"
+            )
         if idle_hours is not None:
-            stop, destroy = idle_costs(idle_hours, self.stopped_usd_hr, self.rebuild_usd,
-                                       self.p_no_gpus, self.lost_gpus_usd)
-            text += (f"; for {idle_hours:g} h idle: {self.policy(idle_hours)} "
-                     f"(stop ${stop:.2f} expected, destroy ${destroy:.2f})")
+            stop, destroy = idle_costs(
+                idle_hours,
+                self.stopped_usd_hr,
+                self.rebuild_usd,
+                self.p_no_gpus,
+                self.lost_gpus_usd,
+            )
+            text += (
+                f"; for {idle_hours:g} h idle: {self.policy(idle_hours)} "
+                f"(stop ${stop:.2f} expected, destroy ${destroy:.2f})"
+            )
         if self.p_no_gpus > 0:
-            text += (f"; stopping releases the GPUs: a {self.p_no_gpus:.0%} chance they are gone "
-                     f"on return costs ${self.expected_loss_usd:.2f} in expectation")
+            text += (
+                f"; stopping releases the GPUs: a {self.p_no_gpus:.0%} chance they are gone "
+                f"on return costs ${self.expected_loss_usd:.2f} in expectation"
+            )
         else:
-            text += ("; stopping releases the GPUs and a restart may find none free "
-                     "(set a probability to price that)")
+            text += (
+                "; stopping releases the GPUs and a restart may find none free "
+                "(set a probability to price that)"
+            )
         return text
 
 
@@ -162,17 +192,25 @@ def breakeven(
     $0.003/GB: $0.0694/h stopped, a $1.00 rebuild, break-even after 14.4 idle hours."""
     from gpucost.errors import InputError
 
-    for name, value in (("running $/h", running_usd_hr), ("disk GB", disk_gb),
-                        ("$/GB-month", storage_usd_gb_month), ("setup minutes", setup_minutes),
-                        ("ingress GB", ingress_gb), ("ingress $/GB", ingress_usd_gb)):
+    for name, value in (
+        ("running $/h", running_usd_hr),
+        ("disk GB", disk_gb),
+        ("$/GB-month", storage_usd_gb_month),
+        ("setup minutes", setup_minutes),
+        ("ingress GB", ingress_gb),
+        ("ingress $/GB", ingress_usd_gb),
+    ):
         if not math.isfinite(value) or value < 0:
             raise InputError(f"{name} must be a number >= 0, got {value!r}")
     if not month_hours > 0:
-        raise InputError(f"hours per month must be positive, got {month_hours!r}",
-                         hint="730 for AWS/GCP/Azure, 720 for 30-day marketplace months")
+        raise InputError(
+            f"hours per month must be positive, got {month_hours!r}",
+            hint="730 for AWS/GCP/Azure, 720 for 30-day marketplace months",
+        )
     if not 0.0 <= p_no_gpus <= 1.0:
-        raise InputError(f"the probability of not getting the GPUs back must be in 0..1, "
-                         f"got {p_no_gpus!r}")
+        raise InputError(
+            f"the probability of not getting the GPUs back must be in 0..1, got {p_no_gpus!r}"
+        )
     if lost_gpus_usd is not None and not lost_gpus_usd >= 0:
         raise InputError(f"the cost of losing the GPUs must be >= 0, got {lost_gpus_usd!r}")
     setup_hours = setup_minutes / 60.0
@@ -182,19 +220,35 @@ def breakeven(
     rebuild = setup + ingress
     lost = rebuild if lost_gpus_usd is None else lost_gpus_usd
     return Breakeven(
-        running_usd_hr=running_usd_hr, disk_gb=disk_gb,
-        storage_usd_gb_month=storage_usd_gb_month, month_hours=month_hours,
-        setup_hours=setup_hours, ingress_gb=ingress_gb, ingress_usd_gb=ingress_usd_gb,
-        p_no_gpus=p_no_gpus, lost_gpus_usd=lost, stopped_usd_hr=stopped, setup_usd=setup,
-        ingress_usd=ingress, rebuild_usd=rebuild, expected_loss_usd=p_no_gpus * lost,
+        running_usd_hr=running_usd_hr,
+        disk_gb=disk_gb,
+        storage_usd_gb_month=storage_usd_gb_month,
+        month_hours=month_hours,
+        setup_hours=setup_hours,
+        ingress_gb=ingress_gb,
+        ingress_usd_gb=ingress_usd_gb,
+        p_no_gpus=p_no_gpus,
+        lost_gpus_usd=lost,
+        stopped_usd_hr=stopped,
+        setup_usd=setup,
+        ingress_usd=ingress,
+        rebuild_usd=rebuild,
+        expected_loss_usd=p_no_gpus * lost,
         breakeven_hours=float(breakeven_idle_hours(stopped, rebuild, p_no_gpus, lost)),
     )
 
 
 # ---- disk ---------------------------------------------------------------------------------
 
-def disk_size_gb(data_gb: Num, checkpoint_gb: Num | float = 0.0, *, checkpoints_kept: int = 2,
-                 results_gb: Num | float = 0.0, headroom: float = DISK_HEADROOM) -> Num:
+
+def disk_size_gb(
+    data_gb: Num,
+    checkpoint_gb: Num | float = 0.0,
+    *,
+    checkpoints_kept: int = 2,
+    results_gb: Num | float = 0.0,
+    headroom: float = DISK_HEADROOM,
+) -> Num:
     """Disk to allocate, whole GB: data + checkpoints kept + results, plus headroom.
 
     Billed by allocated size and never shrinks, so this is also what storage costs are
@@ -206,6 +260,7 @@ def disk_size_gb(data_gb: Num, checkpoint_gb: Num | float = 0.0, *, checkpoints_
 
 
 # ---- interruptions and checkpoints --------------------------------------------------------
+
 
 def young_daly_interval_hours(checkpoint_hours: Num, rate_per_hr: Num) -> Num:
     """Work between checkpoints minimising expected loss: sqrt(2 C / rate); inf at rate 0."""
@@ -243,8 +298,14 @@ class SpotRun:
     p_interrupted: FloatArray  # probability of at least one
 
 
-def spot_run(work_hours: Num, rate_per_hr: Num, *, restart_hours: Num | float = 0.0,
-             checkpoint_hours: Num | float = 0.0, checkpoints: bool = True) -> SpotRun:
+def spot_run(
+    work_hours: Num,
+    rate_per_hr: Num,
+    *,
+    restart_hours: Num | float = 0.0,
+    checkpoint_hours: Num | float = 0.0,
+    checkpoints: bool = True,
+) -> SpotRun:
     """Expected run under interruptions, with Young/Daly checkpoints when they pay off.
 
     ``rate_per_hr`` is the group's rate (nodes x per-node rate for a synchronous job).
@@ -279,6 +340,7 @@ def spot_run(work_hours: Num, rate_per_hr: Num, *, restart_hours: Num | float = 
 
 # ---- the full $/job -----------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class JobParams:
     """What the job moves and writes, and how long a machine takes to become useful."""
@@ -311,9 +373,14 @@ class JobParams:
     def allocated_disk_gb(self) -> float:
         if self.disk_gb is not None:
             return self.disk_gb
-        return float(disk_size_gb(self.data_gb, self.checkpoint_gb,
-                                  checkpoints_kept=self.checkpoints_kept,
-                                  results_gb=self.results_gb))
+        return float(
+            disk_size_gb(
+                self.data_gb,
+                self.checkpoint_gb,
+                checkpoints_kept=self.checkpoints_kept,
+                results_gb=self.results_gb,
+            )
+        )
 
     @property
     def checkpoint_hours(self) -> float:
@@ -340,6 +407,13 @@ COST_UNITS: dict[str, str] = {
     "interruptions": "expected interruptions over the job",
     "risk": "probability of at least one interruption",
     "worst_usd": "USD if interrupted at the worst moment and finished on-demand",
+    # the unit prices the terms above used (defaults filled in where the offer is silent)
+    "on_demand_hr": "USD/h per node on-demand (the spot fallback)",
+    "storage_gb_month": "USD per GB-month of disk",
+    "month_hours": "h per billing month",
+    "egress_gb": "USD per GB out",
+    "ingress_gb": "USD per GB in",
+    "download_gbps": "Gbit/s assumed for the data download",
 }
 
 
@@ -364,8 +438,9 @@ def job_costs(
     running = nodes * price  # USD/h for the group
 
     net = _arr(cols["network_gbps"])
-    download_gbps = np.where(np.isnan(net) | (net <= 0), DEFAULT_DOWNLOAD_GBPS,
-                             np.minimum(net, MAX_DOWNLOAD_GBPS))
+    download_gbps = np.where(
+        np.isnan(net) | (net <= 0), DEFAULT_DOWNLOAD_GBPS, np.minimum(net, MAX_DOWNLOAD_GBPS)
+    )
     setup_hours = params.setup_minutes / 60.0 + params.data_gb * 8.0 / download_gbps / 3600.0
     # your own machine is already set up and already holds the data
     setup_hours = np.where(cols["provider"] == "local", 0.0, setup_hours)
@@ -374,14 +449,23 @@ def job_costs(
         from gpucost.model.interruptions import interruption_rates
 
         rate, rate_source = interruption_rates(
-            cols["provider"], cols["instance_type"], cols["market"], _arr(cols["reliability"]),
-            override=params.interruption_rate_per_hr)
+            cols["provider"],
+            cols["instance_type"],
+            cols["market"],
+            _arr(cols["reliability"]),
+            override=params.interruption_rate_per_hr,
+        )
     else:
         rate = _arr(interruption_rate)
         rate_source = np.full(len(rate), "given")
     restart_hours = setup_hours + params.checkpoint_hours  # rebuild, then reload
-    run = spot_run(w, nodes * rate, restart_hours=restart_hours,
-                   checkpoint_hours=params.checkpoint_hours, checkpoints=params.checkpoints)
+    run = spot_run(
+        w,
+        nodes * rate,
+        restart_hours=restart_hours,
+        checkpoint_hours=params.checkpoint_hours,
+        checkpoints=params.checkpoints,
+    )
     total_hours = setup_hours + run.hours
 
     disk = params.allocated_disk_gb
@@ -407,19 +491,38 @@ def job_costs(
     od = _arr(cols["on_demand_hr"]) if "on_demand_hr" in cols else price
     lost = np.where(np.isfinite(run.interval_hours), run.interval_hours, w)
     interruptible = rate > 0
-    worst = np.where(interruptible,
-                     cost - rework + nodes * od * (lost + restart_hours)
-                     + nodes * params.data_gb * ingress_price,
-                     cost)
+    worst = np.where(
+        interruptible,
+        cost
+        - rework
+        + nodes * od * (lost + restart_hours)
+        + nodes * params.data_gb * ingress_price,
+        cost,
+    )
     return {
         "total_hours": total_hours,
         "setup_hours": setup_hours,
-        "compute_usd": compute, "setup_usd": setup, "storage_usd": storage,
-        "egress_usd": egress, "ingress_usd": ingress, "checkpoint_usd": checkpoint,
-        "spot_rework_usd": rework, "cost_usd": cost,
-        "disk_gb": np.full(w.shape, disk), "interruption_rate": rate,
+        "compute_usd": compute,
+        "setup_usd": setup,
+        "storage_usd": storage,
+        "egress_usd": egress,
+        "ingress_usd": ingress,
+        "checkpoint_usd": checkpoint,
+        "spot_rework_usd": rework,
+        "cost_usd": cost,
+        "disk_gb": np.full(w.shape, disk),
+        "interruption_rate": rate,
         "rate_source": rate_source,
-        "checkpoint_interval_hours": np.where(np.isfinite(run.interval_hours),
-                                              run.interval_hours, np.nan),
-        "interruptions": run.interruptions, "risk": run.p_interrupted, "worst_usd": worst,
+        "checkpoint_interval_hours": np.where(
+            np.isfinite(run.interval_hours), run.interval_hours, np.nan
+        ),
+        "interruptions": run.interruptions,
+        "risk": run.p_interrupted,
+        "worst_usd": worst,
+        "on_demand_hr": od,
+        "storage_gb_month": gb_month,
+        "month_hours": month,
+        "egress_gb": egress_price,
+        "ingress_gb": ingress_price,
+        "download_gbps": download_gbps,
     }

@@ -32,7 +32,11 @@ MEAN_OUTAGE_HOURS = 1.0
 
 # band -> the monthly interruption probability it stands for
 BANDS: dict[str, float] = {
-    "<5%": 0.025, "5-10%": 0.075, "10-15%": 0.125, "15-20%": 0.175, ">20%": 0.25,
+    "<5%": 0.025,
+    "5-10%": 0.075,
+    "10-15%": 0.125,
+    "15-20%": 0.175,
+    ">20%": 0.25,
 }
 
 
@@ -40,8 +44,9 @@ def band_rate_per_hr(band: str) -> float:
     """Per-hour rate for a monthly frequency band ("<5%", "5-10%", ... ">20%")."""
     key = band.replace(" ", "")
     if key not in BANDS:
-        raise InputError(f"unknown interruption band {band!r}",
-                         hint="use one of " + ", ".join(BANDS))
+        raise InputError(
+            f"unknown interruption band {band!r}", hint="use one of " + ", ".join(BANDS)
+        )
     return -math.log1p(-BANDS[key]) / MONTH_HOURS
 
 
@@ -62,22 +67,36 @@ class RateRule:
     source: str
 
     def matches(self, provider: str, market: str, instance_type: str) -> bool:
-        return (self.provider in ("*", provider) and self.market == market
-                and fnmatch.fnmatchcase(instance_type, self.instance))
+        return (
+            self.provider in ("*", provider)
+            and self.market == market
+            and fnmatch.fnmatchcase(instance_type, self.instance)
+        )
 
 
 @lru_cache(maxsize=1)
 def rules() -> tuple[RateRule, ...]:
     """The rates table, parsed once."""
-    lines = [ln for ln in TABLE_PATH.read_text(encoding="utf-8").splitlines()
-             if ln and not ln.startswith("#")]
+    lines = [
+        ln
+        for ln in TABLE_PATH.read_text(encoding="utf-8").splitlines()
+        if ln and not ln.startswith("#")
+    ]
     out = []
     for row in csv.DictReader(lines):
         rate = band_rate_per_hr(row["band"]) if row["band"] else float(row["rate_per_hr"])
         label = f"{row['band']} monthly band" if row["band"] else f"{rate:g}/h"
-        out.append(RateRule(row["provider"], row["market"], row["instance"], rate,
-                            row["reliability"] == "host", row["confidence"],
-                            f"{label}: {row['source']}"))
+        out.append(
+            RateRule(
+                row["provider"],
+                row["market"],
+                row["instance"],
+                rate,
+                row["reliability"] == "host",
+                row["confidence"],
+                f"{label}: {row['source']}",
+            )
+        )
     return tuple(out)
 
 

@@ -1,0 +1,279 @@
+"""`gpucost plan`: recommend the cheapest plan meeting the deadline and the fastest within budget,
+say why, and write the chosen one as a plan file for the executor and the pre-flight check."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gpucost.advisor import Advice, Choice
+
+
+def add_job_arguments(p: argparse.ArgumentParser) -> None:
+    """Profile, job size, constraints and job economics: shared by `plan` and `explain`."""
+    p.add_argument(
+        "--profile", "-p", help="profile JSON file or example name (default: resnet50-v100-amp)"
+    )
+    job = p.add_argument_group("job size (one of; default: the profile's typical job)")
+    job.add_argument("--epochs", type=float, help="epochs (with --dataset-size)")
+    job.add_argument("--dataset-size", type=float, help="samples per epoch")
+    job.add_argument("--samples", type=float, help="total samples")
+    job.add_argument("--steps", type=float, help="optimizer steps of the profile's global batch")
+    c = p.add_argument_group("constraints")
+    c.add_argument("--deadline-hours", type=float, metavar="H", help="finish within H hours")
+    c.add_argument("--budget", type=float, metavar="USD", help="spend at most this much")
+    c.add_argument("--spot", action="store_true", help="allow spot/interruptible capacity")
+    c.add_argument("--max-nodes", type=int, default=1, help="consider 1..N nodes (default 1)")
+    c.add_argument("--min-gpu-memory", type=float, metavar="GB", help="min memory per GPU, GB")
+    c.add_argument("--region", action="append", help="region name or prefix (repeatable)")
+    c.add_argument("--gpu", action="append", help="GPU name (repeatable)")
+    c.add_argument("--provider", action="append", help="provider (repeatable)")
+    e = p.add_argument_group("job economics")
+    e.add_argument(
+        "--data-gb",
+        type=float,
+        default=0.0,
+        help="dataset downloaded onto each node and kept on disk, GB",
+    )
+    e.add_argument(
+        "--checkpoint-gb",
+        type=float,
+        default=0.0,
+        help="one checkpoint, GB (0: no checkpoints, an interruption restarts)",
+    )
+    e.add_argument("--results-gb", type=float, default=0.0, help="results copied off, GB")
+    e.add_argument(
+        "--setup-min",
+        type=float,
+        default=10.0,
+        help="provisioning + image pull, minutes (default 10)",
+    )
+    e.add_argument(
+        "--interruption-rate",
+        type=float,
+        metavar="PER_HOUR",
+        help="override the sourced interruption rates, per node-hour",
+    )
+    e.add_argument(
+        "--max-wait-hours",
+        type=float,
+        default=2.0,
+        help="longest wait for spot capacity before falling back to on-demand (default 2)",
+    )
+    e.add_argument(
+        "--return-hours",
+        type=float,
+        metavar="H",
+        help="when you expect to come back after the job (for stop vs destroy)",
+    )
+    e.add_argument(
+        "--p-no-gpus",
+        type=float,
+        default=0.0,
+        metavar="P",
+        help="probability a stopped machine's GPUs are gone on restart (0..1)",
+    )
+    e.add_argument(
+        "--include-local",
+        action="store_true",
+        help="consider this machine too (electricity x power)",
+    )
+    e.add_argument(
+        "--electricity-kwh",
+        type=float,
+        default=0.20,
+        metavar="USD",
+        help="your electricity price, USD/kWh (default 0.20)",
+    )
+    e.add_argument(
+        "--prices",
+        action="append",
+        metavar="PATH",
+        help="price snapshot file or folder (repeatable; default: newest per source)",
+    )
+    w = p.add_argument_group("the plan")
+    w.add_argument(
+        "--pick",
+        choices=("cheapest", "fastest"),
+        default="cheapest",
+        help="which recommendation becomes the plan (default cheapest)",
+    )
+    w.add_argument(
+        "--command",
+        default="python train.py",
+        help='what the executor runs (default "python train.py")',
+    )
+    w.add_argument("--name", help="run name (default: the profile's name)")
+    w.add_argument(
+        "--checkpoint-target",
+        default="local:checkpoints",
+        help="local:<dir> or s3://bucket/prefix (default local:checkpoints)",
+    )
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "plan",
+        help="recommend a plan under a deadline and a budget, and write it as plan.toml",
+        description="Enumerate offers x markets x node counts under your constraints, keep the "
+        "Pareto front of (expected hours, expected cost), and recommend the cheapest plan that "
+        "meets the deadline and the fastest within budget, with reasons. -o writes the chosen "
+        "plan (--pick) as a plan file; `gpucost explain plan.toml` shows its every term.",
+    )
+    add_job_arguments(p)
+    p.add_argument("--output", "-o", metavar="PLAN_TOML", help="write the plan file here")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(handler=run)
+
+
+def build_advice(args: argparse.Namespace) -> tuple[Advice, Any]:
+    """The advice for the arguments, and the Job (the plan and explain commands share it)."""
+    from gpucost.advisor import Constraints, advise
+    from gpucost.model.economics import JobParams
+    from gpucost.pricing.snapshot import load_snapshots
+    from gpucost.profile import resolve_profile
+    from gpucost.ranking import Job
+
+    profile = resolve_profile(args.profile)
+    job = Job.from_args(
+        profile,
+        epochs=args.epochs,
+        dataset_size=args.dataset_size,
+        samples=args.samples,
+        steps=args.steps,
+    )
+    params = JobParams(
+        data_gb=args.data_gb,
+        checkpoint_gb=args.checkpoint_gb,
+        results_gb=args.results_gb,
+        setup_minutes=args.setup_min,
+        interruption_rate_per_hr=args.interruption_rate,
+    )
+    constraints = Constraints(
+        deadline_hours=args.deadline_hours,
+        budget_usd=args.budget,
+        min_gpu_memory_gb=args.min_gpu_memory,
+        regions=tuple(args.region or ()),
+        spot_allowed=args.spot,
+        max_nodes=args.max_nodes,
+        gpus=tuple(args.gpu or ()),
+        providers=tuple(args.provider or ()),
+    )
+    snapshots = load_snapshots(args.prices)
+    if args.include_local:
+        from gpucost.local import local_snapshot
+
+        snapshots = [*snapshots, local_snapshot(electricity_usd_kwh=args.electricity_kwh)]
+    return advise(profile, job, snapshots, constraints, params), job
+
+
+def chosen_plan(args: argparse.Namespace, advice: Advice) -> Any:
+    """The plan for ``--pick``; PolicyViolation (exit 1) saying what to relax if none fits."""
+    from gpucost.advisor import to_plan
+    from gpucost.errors import PolicyViolation
+
+    if not advice.ok:
+        raise PolicyViolation(
+            f"no plan meets the constraints ({advice.constraints.describe()})",
+            hint="; ".join(advice.relax) or "relax the constraints",
+        )
+    choice = advice.cheapest if args.pick == "cheapest" else advice.fastest
+    assert choice is not None
+    if args.return_hours is not None and not args.return_hours >= 0:
+        from gpucost.errors import InputError
+
+        raise InputError(f"--return-hours must be >= 0, got {args.return_hours}")
+    return to_plan(
+        choice,
+        advice,
+        profile_ref=args.profile or advice.ranking.profile.name,
+        command=args.command,
+        name=args.name,
+        epochs=args.epochs,
+        dataset_size=args.dataset_size,
+        expected_return_hours=args.return_hours,
+        p_no_gpus=args.p_no_gpus,
+        max_wait_capacity_hours=args.max_wait_hours,
+        checkpoint_target=args.checkpoint_target,
+    )
+
+
+def _choice_text(title: str, choice: Choice) -> list[str]:
+    from gpucost.advisor import plan_label
+
+    row = choice.row
+    lines = [
+        f"{title}: {plan_label(row)}",
+        f"  ${row['cost_usd']:,.2f} expected, "
+        f"{row['total_hours']:.1f} h (price date {row['price_date']})",
+    ]
+    lines += [f"  - {r}" for r in choice.reasons]
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    import math
+
+    advice, _ = build_advice(args)
+    plan = chosen_plan(args, advice)
+    assert advice.cheapest is not None and advice.fastest is not None
+    if args.output:
+        from gpucost.plan import save_plan
+
+        save_plan(plan, args.output)
+    if args.format == "json":
+        import json
+
+        cols = advice.ranking.columns
+        front = [
+            {
+                k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+                for k, v in {
+                    "provider": str(cols["provider"][i]),
+                    "instance_type": str(cols["instance_type"][i]),
+                    "nodes": int(cols["nodes"][i]),
+                    "market": str(cols["market"][i]),
+                    "total_hours": float(cols["total_hours"][i]),
+                    "cost_usd": float(cols["cost_usd"][i]),
+                }.items()
+            }
+            for i in advice.pareto
+        ]
+        doc = {
+            "constraints": advice.constraints.describe(),
+            "cheapest": {"row": advice.cheapest.index, "reasons": advice.cheapest.reasons},
+            "fastest": {"row": advice.fastest.index, "reasons": advice.fastest.reasons},
+            "pareto_front": front,
+            "pick": args.pick,
+            "plan": plan.to_dict(),
+            "written_to": args.output,
+        }
+        sys.stdout.write(json.dumps(doc, indent=2, default=list) + "\n")
+        return 0
+    lines = [
+        f"constraints: {advice.constraints.describe()}",
+        f"job: {advice.ranking.job.description}; {int(advice.feasible.sum()):,} of "
+        f"{len(advice.ranking):,} plans meet the constraints",
+        "",
+    ]
+    lines += _choice_text("cheapest meeting the deadline", advice.cheapest)
+    if advice.fastest.index != advice.cheapest.index:
+        lines += ["", *_choice_text("fastest within budget", advice.fastest)]
+    cols = advice.ranking.columns
+    lines += ["", "Pareto front (no plan is both faster and cheaper):"]
+    for i in advice.pareto[:10]:
+        lines.append(
+            f"  {cols['total_hours'][i]:8.1f} h  ${cols['cost_usd'][i]:>10,.2f}  "
+            f"{int(cols['nodes'][i])} x {cols['provider'][i]} "
+            f"{cols['instance_type'][i]} ({cols['market'][i]})"
+        )
+    if args.output:
+        lines += [
+            "",
+            f"wrote {args.output} ({args.pick} plan); see every term with "
+            f"`gpucost explain {args.output}`",
+        ]
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0

@@ -1,0 +1,331 @@
+"""The advisor: Pareto front, the two recommendations, what to relax, and the plan it writes."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpucost.advisor import Constraints, advise, pareto_front, to_plan
+from gpucost.cli import main
+from gpucost.errors import InputError, NoOffersError
+from gpucost.model.economics import JobParams
+from gpucost.plan import load_plan
+from gpucost.pricing.snapshot import Offers, Snapshot, write_snapshot
+from gpucost.profile import Profile, resolve_profile
+from gpucost.ranking import Job
+
+FETCHED = dt.datetime(2026, 11, 30, tzinfo=dt.UTC)
+NOW = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
+
+
+def _offers() -> Offers:
+    common = {"storage_gb_month": 0.1, "egress_gb": 0.0, "network_gbps": 10.0}
+    return Offers.from_records(
+        [
+            {
+                "provider": "aws",
+                "region": "us-east-1",
+                "instance_type": "p3.2xlarge",
+                "gpu": "V100 SXM2 16GB",
+                "gpu_count": 1,
+                "gpu_memory_gb": 16,
+                "price_hr": 3.06,
+                "spot_price_hr": 0.92,
+                "intra_node_link": "nvlink",
+                **common,
+            },
+            {
+                "provider": "lambda",
+                "region": "us-west-1",
+                "instance_type": "gpu_1x_a100_sxm4",
+                "gpu": "A100 SXM4 40GB",
+                "gpu_count": 1,
+                "gpu_memory_gb": 40,
+                "price_hr": 1.29,
+                "intra_node_link": "nvlink",
+                **common,
+            },
+            {
+                "provider": "aws",
+                "region": "eu-west-1",
+                "instance_type": "p4d.24xlarge",
+                "gpu": "A100 SXM4 40GB",
+                "gpu_count": 8,
+                "gpu_memory_gb": 40,
+                "price_hr": 32.77,
+                "spot_price_hr": 12.0,
+                "intra_node_link": "nvlink",
+                **common,
+            },
+        ]
+    )
+
+
+@pytest.fixture
+def snapshot() -> Snapshot:
+    return Snapshot(source="tiny", fetched_at=FETCHED, offers=_offers())
+
+
+@pytest.fixture
+def profile() -> Profile:
+    return resolve_profile("resnet50-v100-amp")
+
+
+@pytest.fixture
+def job(profile: Profile) -> Job:
+    return Job.from_args(profile, samples=2e7)
+
+
+def test_pareto_front_on_a_four_row_table() -> None:
+    hours = [1.0, 2.0, 3.0, 4.0]
+    cost = [10.0, 5.0, 7.0, 2.0]  # (3 h, $7) is beaten by (2 h, $5)
+    assert pareto_front(hours, cost).tolist() == [0, 1, 3]
+    # equal time, dearer: dominated; identical plans: the first stays
+    assert pareto_front([1.0, 1.0, 2.0, 2.0], [5.0, 6.0, 1.0, 1.0]).tolist() == [0, 2]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 20), st.integers(1, 20)), min_size=1, max_size=30))
+def test_pareto_front_is_exactly_the_undominated_plans(points: list[tuple[int, int]]) -> None:
+    h = np.array([p[0] for p in points], dtype=float)
+    c = np.array([p[1] for p in points], dtype=float)
+    front = set(pareto_front(h, c).tolist())
+
+    def dominated(i: int) -> bool:
+        return any(
+            h[j] <= h[i] and c[j] <= c[i] and (h[j] < h[i] or c[j] < c[i]) for j in range(len(h))
+        )
+
+    for i in range(len(h)):
+        if dominated(i):
+            assert i not in front
+        elif i in front:
+            continue
+        else:  # undominated but left out: only as a duplicate of a kept plan
+            assert any(h[j] == h[i] and c[j] == c[i] for j in front)
+
+
+def test_recommends_cheapest_on_time_and_fastest_within_budget(
+    snapshot: Snapshot, profile: Profile, job: Job
+) -> None:
+    free = advise(profile, job, [snapshot], Constraints(spot_allowed=True), now=NOW)
+    cols = free.ranking.columns
+    assert free.cheapest is not None and free.fastest is not None
+    assert free.cheapest.row["cost_usd"] == cols["cost_usd"].min()
+    assert free.fastest.row["total_hours"] == cols["total_hours"].min()
+    # a deadline between the fastest and the cheapest plan's hours moves the cheapest choice
+    deadline = (free.fastest.row["total_hours"] + free.cheapest.row["total_hours"]) / 2
+    timed = advise(
+        profile, job, [snapshot], Constraints(deadline_hours=deadline, spot_allowed=True), now=NOW
+    )
+    assert timed.cheapest is not None
+    on_time = cols["total_hours"] <= deadline
+    assert timed.cheapest.row["cost_usd"] == cols["cost_usd"][on_time].min()
+    assert timed.cheapest.row["total_hours"] <= deadline
+    text = " ".join(timed.cheapest.reasons)
+    assert f"within the {deadline:g} h deadline" in text and "$/job = compute $" in text
+    # a budget below the fastest plan's cost makes the fastest choice a slower, cheaper one
+    budget = (free.fastest.row["cost_usd"] + free.cheapest.row["cost_usd"]) / 2
+    capped = advise(
+        profile, job, [snapshot], Constraints(budget_usd=budget, spot_allowed=True), now=NOW
+    )
+    assert capped.fastest is not None
+    assert capped.fastest.row["cost_usd"] <= budget
+    assert (
+        capped.fastest.row["total_hours"] == cols["total_hours"][cols["cost_usd"] <= budget].min()
+    )
+    assert set(capped.pareto.tolist()) <= set(np.flatnonzero(capped.feasible).tolist())
+
+
+def test_infeasible_says_what_to_relax_and_by_how_much(
+    snapshot: Snapshot, profile: Profile, job: Job
+) -> None:
+    loose = advise(profile, job, [snapshot], Constraints(max_nodes=2), now=NOW)
+    fastest_h = float(loose.ranking.columns["total_hours"].min())
+    cheapest = float(loose.ranking.columns["cost_usd"].min())
+    tight = advise(
+        profile, job, [snapshot], Constraints(deadline_hours=fastest_h / 2, max_nodes=2), now=NOW
+    )
+    assert not tight.ok and tight.cheapest is None
+    assert tight.relax[0] == (
+        f"extend the deadline to {math.ceil(fastest_h * 10) / 10:g} h "
+        f"(+{fastest_h / 2:.1f} h): the fastest plan takes {fastest_h:.1f} h"
+    )
+    # more nodes are suggested with the plan they would allow
+    more = [r for r in tight.relax if r.startswith("or allow ")]
+    assert more, tight.relax
+    found = re.match(r"or allow (\d+) nodes \(--max-nodes \1\): .* in ([\d.]+) h$", more[0])
+    assert found, more[0]
+    assert int(found[1]) > 2 and float(found[2]) <= fastest_h / 2 + 0.05
+    broke = advise(profile, job, [snapshot], Constraints(budget_usd=cheapest * 0.5), now=NOW)
+    assert not broke.ok
+    assert f"raise the budget to ${math.ceil(cheapest * 100) / 100:,.2f}" in broke.relax[0]
+    assert f"(+${cheapest * 0.5:,.2f})" in broke.relax[0]
+
+
+def test_infeasible_on_demand_suggests_spot(profile: Profile, job: Job) -> None:
+    offers = Offers.from_records(
+        [
+            {
+                "provider": "aws",
+                "region": "us-east-1",
+                "instance_type": "p3.2xlarge",
+                "gpu": "V100 SXM2 16GB",
+                "gpu_count": 1,
+                "price_hr": 3.06,
+                "spot_price_hr": 0.31,
+            }
+        ]
+    )
+    snap = Snapshot(source="tiny", fetched_at=FETCHED, offers=offers)
+    spot = advise(profile, job, [snap], Constraints(spot_allowed=True), now=NOW)
+    assert spot.cheapest is not None and spot.cheapest.row["market"] == "spot"
+    budget = spot.cheapest.row["cost_usd"] * 1.1
+    broke = advise(profile, job, [snap], Constraints(budget_usd=budget), now=NOW)
+    assert not broke.ok
+    assert broke.relax[-1] == (
+        f"or allow spot capacity (--spot): aws p3.2xlarge (us-east-1), 1x V100 SXM2 16GB, spot "
+        f"meets all constraints at ${spot.cheapest.row['cost_usd']:,.2f} in "
+        f"{spot.cheapest.row['total_hours']:.1f} h"
+    )
+
+
+def test_filters_that_leave_nothing_name_the_filter(
+    snapshot: Snapshot, profile: Profile, job: Job
+) -> None:
+    with pytest.raises(NoOffersError, match=r"lower the GPU memory minimum to 40 GB"):
+        advise(profile, job, [snapshot], Constraints(min_gpu_memory_gb=80), now=NOW)
+    with pytest.raises(InputError, match="deadline hours must be a positive number"):
+        Constraints(deadline_hours=-1)
+
+
+def test_plan_round_trips_and_carries_its_assumptions(
+    snapshot: Snapshot, profile: Profile, job: Job, tmp_path: Path
+) -> None:
+    params = JobParams(data_gb=20.0, checkpoint_gb=0.5, results_gb=1.0)
+    advice = advise(profile, job, [snapshot], Constraints(spot_allowed=True), params, now=NOW)
+    assert advice.cheapest is not None
+    plan = to_plan(
+        advice.cheapest,
+        advice,
+        profile_ref="resnet50-v100-amp",
+        command="python train.py --fast",
+        expected_return_hours=100.0,
+        now=NOW,
+    )
+    from gpucost.plan import save_plan
+
+    loaded = load_plan(save_plan(plan, tmp_path / "plan.toml"))
+    assert loaded == plan
+    row = advice.cheapest.row
+    assert loaded.offer.instance_type == row["instance_type"]
+    assert loaded.estimate.cost_usd == pytest.approx(row["cost_usd"], abs=1e-3)
+    assert loaded.job.command == ["python", "train.py", "--fast"]
+    assert loaded.job.entry_script == "train.py"
+    assert loaded.safety.budget_cap_usd >= loaded.estimate.cost_usd
+    assert loaded.safety.timeout_hours >= loaded.estimate.hours
+    assert loaded.disk.size_gb == math.ceil((20 + 2 * 0.5 + 1) * 1.3)
+    assert loaded.idle.policy == "destroy"  # 100 h away is past any break-even here
+    notes = " ".join(loaded.assumptions.notes)
+    assert "prices from tiny dated 2026-11-30" in notes and "interruptions" in notes
+
+
+def _write_prices(tmp_path: Path) -> Path:
+    return write_snapshot(
+        Snapshot(source="tiny", fetched_at=dt.datetime.now(dt.UTC), offers=_offers()),
+        tmp_path / "prices",
+    )
+
+
+def test_plan_and_explain_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prices = str(_write_prices(tmp_path))
+    out_file = tmp_path / "plan.toml"
+    code = main(
+        [
+            "plan",
+            "--prices",
+            prices,
+            "--samples",
+            "2e7",
+            "--data-gb",
+            "20",
+            "--checkpoint-gb",
+            "0.5",
+            "--spot",
+            "--max-nodes",
+            "2",
+            "-o",
+            str(out_file),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "cheapest meeting the deadline:" in out and "Pareto front" in out
+    plan = load_plan(out_file)
+    assert main(["explain", str(out_file)]) == 0
+    text = capsys.readouterr().out
+    for term in (
+        "compute",
+        "setup",
+        "storage",
+        "egress",
+        "ingress",
+        "checkpoints",
+        "spot rework",
+        "total",
+    ):
+        assert re.search(rf"^{term}\s+\$", text, re.M), term
+    assert f"${plan.estimate.cost_usd:,.2f}" in text
+    assert "dated " in text and plan.offer.price_date in text
+    # explain without a file plans on the spot: same pick, same numbers
+    assert (
+        main(
+            [
+                "explain",
+                "--prices",
+                prices,
+                "--samples",
+                "2e7",
+                "--data-gb",
+                "20",
+                "--checkpoint-gb",
+                "0.5",
+                "--spot",
+                "--max-nodes",
+                "2",
+            ]
+        )
+        == 0
+    )
+    again = capsys.readouterr().out
+    assert f"${plan.estimate.cost_usd:,.2f}" in again
+
+
+def test_plan_command_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prices = str(_write_prices(tmp_path))
+    code = main(["plan", "--prices", prices, "--samples", "2e7", "--budget", "0.01"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "no plan meets the constraints" in err and "raise the budget to $" in err
+    assert "\n" not in err.strip()
+    assert main(["plan", "--prices", prices, "--samples", "2e7", "--data-gb", "-3"]) == 2
+    assert "data gb must be a number >= 0" in capsys.readouterr().err
+    assert main(["explain", str(tmp_path / "missing.toml")]) == 2
+
+
+def test_plan_json_lists_the_front(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prices = str(_write_prices(tmp_path))
+    assert main(["plan", "--prices", prices, "--samples", "2e7", "--spot", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    costs = [p["cost_usd"] for p in doc["pareto_front"]]
+    hours = [p["total_hours"] for p in doc["pareto_front"]]
+    assert hours == sorted(hours) and costs == sorted(costs, reverse=True)
+    assert doc["plan"]["schema"] == "gpucost-plan"
