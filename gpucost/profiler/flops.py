@@ -123,7 +123,7 @@ class OpCensus:
             if size == 0 or ptr in seen:
                 continue
             seen.add(ptr)
-            self._allocated(ptr, size, StorageWeakRef(storage))
+            self._allocated(ptr, size, StorageWeakRef(storage))  # type: ignore[no-untyped-call]
 
     def _allocated(self, ptr: int, size: int, ref: StorageWeakRef) -> None:
         # Storages outlive the tensors that created them (autograd saves outputs through
