@@ -24,10 +24,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
+import torch
 
-from gpucost.profiler import StepProfiler, build  # noqa: E402
-from gpucost.profiler.models import Workload  # noqa: E402
+from gpucost.profiler import StepProfiler, build
+from gpucost.profiler.models import Workload
 
 
 def _plain(w: Workload, batches: Iterator[Any], steps: int) -> None:
