@@ -25,7 +25,6 @@ COMMAND_MODULES: tuple[str, ...] = (
     "preflight",
     "plan",
     "explain",
-    "tui",
 )
 
 
