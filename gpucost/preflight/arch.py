@@ -97,7 +97,7 @@ PYPI_DEFAULT_CUDA: dict[str, str] = {
     "2.10": "cu128", "2.11": "cu130",
 }
 
-_VERSION = re.compile(r"^\s*(?:torch\s*==\s*)?(\d+)\.(\d+)[^+\s]*(?:\+(\w+))?\s*$")
+_VERSION = re.compile(r"^\s*(?:torch\s*==\s*)?(\d+)\.(\d+)[^+\s]*(?:\+([\w.]+))?\s*$")
 _ARCH = re.compile(r"^(sm|compute)_(\d+)([af]?)$")
 
 
@@ -146,6 +146,7 @@ def runs_on(archs: tuple[str, ...], compute_capability: str) -> ArchVerdict:
     """Does a build with ``archs`` have code a GPU of ``compute_capability`` ("8.9") can run?"""
     target = _cc_number(compute_capability)
     t_major, t_minor = divmod(target, 10)
+    cubins = []
     for entry in archs:
         m = _ARCH.match(entry)
         if m is None or m.group(1) != "sm":
@@ -154,8 +155,11 @@ def runs_on(archs: tuple[str, ...], compute_capability: str) -> ArchVerdict:
         # "a"/"f" cubins use architecture-specific features; an "a" cubin runs on that exact
         # capability only, an "f" cubin on its family (same major, minor >=).
         if major == t_major and (minor == t_minor if m.group(3) == "a" else minor <= t_minor):
-            return ArchVerdict(True, f"has {entry} code for compute capability "
-                               f"{compute_capability}", entry)
+            cubins.append((minor, entry))
+    if cubins:
+        best = max(cubins)[1]  # the driver loads the closest cubin
+        return ArchVerdict(True, f"has {best} code for compute capability {compute_capability}",
+                           best)
     for entry in archs:
         m = _ARCH.match(entry)
         if m is not None and m.group(1) == "compute" and int(m.group(2)) <= target:
