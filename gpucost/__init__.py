@@ -29,6 +29,9 @@ _EXPORTS: dict[str, str] = {
     "Plan": "gpucost.plan",
     "load_plan": "gpucost.plan",
     "save_plan": "gpucost.plan",
+    "StepProfiler": "gpucost.profiler",
+    "profile_model": "gpucost.profiler",
+    "probe_batch": "gpucost.profiler",
 }
 
 __all__ = ["__version__", *_EXPORTS]
@@ -41,6 +44,7 @@ if TYPE_CHECKING:
     from gpucost.model.perf import Prediction, predict
     from gpucost.plan import Plan, load_plan, save_plan
     from gpucost.profile import Profile
+    from gpucost.profiler import StepProfiler, probe_batch, profile_model
     from gpucost.ranking import compare
 
 
