@@ -1,0 +1,45 @@
+"""`gpucost tui`: the Textual front end over the same ranking, plan and run files."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "tui",
+        help="browse plans, shape a job, write a plan file, watch runs (terminal UI)",
+        description="A terminal UI: the ranked plans for a profile and a job, re-ranked as you "
+        "change the job (epochs, deadline, budget, spot, nodes, GPU), each plan's breakdown, "
+        "scaling curve and break-even, a key to write the plan file, and live runs. Needs the "
+        "tui extra: pip install 'gpucost[tui]'.",
+    )
+    p.add_argument("--profile", "-p", help="profile JSON file or example name "
+                   "(default: resnet50-v100-amp)")
+    p.add_argument("--prices", action="append", metavar="PATH",
+                   help="price snapshot file or folder (repeatable; default: newest per source)")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpucost.errors import InputError
+
+    try:
+        from gpucost.tui.app import GpuCostApp
+    except ImportError as err:
+        if err.name is None or not err.name.startswith("textual"):
+            raise
+        raise InputError("the terminal UI needs Textual, which is not installed",
+                         hint="install the tui extra: pip install 'gpucost[tui]'") from None
+    if args.profile is not None and not Path(args.profile).exists():
+        from gpucost.profile import resolve_profile
+
+        resolve_profile(args.profile)  # a bad name fails here, as one line, not inside the UI
+    for path in args.prices or ():
+        if not Path(path).exists():
+            raise InputError(f"--prices {path}: no such file or folder",
+                             hint="give a snapshot file or folder, or leave --prices out")
+    GpuCostApp(profile=args.profile, prices=args.prices).run()
+    return 0

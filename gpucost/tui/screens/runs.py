@@ -1,0 +1,168 @@
+"""Runs: every run folder's status.json (state, epoch, ETA, cost so far, metrics), re-read every
+second; stop or destroy the selected run behind a confirmation dialog.
+
+The launcher rewrites status.json atomically, so a read never sees half a file. Stopping and
+destroying go through the executor (:func:`gpucost.executor.runner.request_stop` and
+:func:`~gpucost.executor.runner.down`), which wait for the launcher: they run in a worker.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+
+from gpucost import paths
+from gpucost.cli.render import fmt_hours, fmt_usd
+from gpucost.errors import GpuCostError
+from gpucost.tui.screens.confirm import ConfirmScreen
+
+COLUMNS = ("run", "state", "epoch", "ETA", "elapsed", "cost", "cap", "speed", "metrics")
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    run_id: str
+    status: dict[str, Any]
+
+    @property
+    def state(self) -> str:
+        return str(self.status.get("state", "unknown"))
+
+    @property
+    def final(self) -> bool:
+        return bool(self.status.get("final"))  # the launcher's last write sets it
+
+
+def read_runs(root: Path | None = None) -> list[RunStatus]:
+    """Runs with a readable status.json, newest first (by the launcher's last update)."""
+    from gpucost.executor.rundir import RunDir
+
+    root = root or paths.runs_dir()
+    if not root.is_dir():
+        return []
+    runs = []
+    for folder in root.iterdir():
+        status = RunDir(folder).read_status() if folder.is_dir() else None
+        if status is not None:
+            runs.append(RunStatus(folder.name, status))
+    runs.sort(key=lambda r: (-float(r.status.get("updated_at") or 0.0), r.run_id))
+    return runs
+
+
+def _hours(seconds: Any) -> str:
+    return "-" if seconds is None else fmt_hours(float(seconds) / 3600.0)
+
+
+def cells(run: RunStatus) -> list[Text]:
+    s = run.status
+    epoch, epochs = s.get("epoch"), s.get("epochs")
+    epoch_text = "-" if epoch is None else f"{epoch:g}" + (f"/{epochs:g}" if epochs else "")
+    speed = s.get("throughput")
+    metrics = s.get("metrics") or {}
+    state_style = {"running": "green", "succeeded": "green", "failed": "red",
+                   "verify-failed": "red", "budget-exceeded": "red",
+                   "timed-out": "red"}.get(run.state, "")
+    return [
+        Text(run.run_id), Text(run.state, style=state_style), Text(epoch_text, justify="right"),
+        Text(_hours(s.get("eta_s")), justify="right"),
+        Text(_hours(s.get("elapsed_s")), justify="right"),
+        Text(fmt_usd(float(s.get("cost_usd") or 0.0)), justify="right"),
+        Text(fmt_usd(float(s["budget_cap_usd"])) if s.get("budget_cap_usd") else "-",
+             justify="right"),
+        Text("-" if not speed else f"{float(speed):,.0f}/s", justify="right"),
+        Text(" ".join(f"{k}={float(v):.4g}" for k, v in metrics.items()
+                      if isinstance(v, int | float))),
+    ]
+
+
+class RunsScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("s", "stop", "Stop run"),
+        Binding("d", "down", "Destroy run"),
+    ]
+
+    def __init__(self, *, refresh_s: float = 1.0) -> None:
+        super().__init__()
+        self.refresh_s = refresh_s
+        self.runs: list[RunStatus] = []
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield DataTable[Text](id="runs-table", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="runs-status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "runs"
+        table = self.query_one("#runs-table", DataTable)
+        for name in COLUMNS:
+            table.add_column(name, key=name)
+        self.reload()
+        self.set_interval(self.refresh_s, self.reload)
+        table.focus()
+
+    def reload(self) -> None:
+        """Re-read every status.json; keep the cursor on the same run."""
+        table: DataTable[Text] = self.query_one("#runs-table", DataTable)
+        current = self.selected()
+        self.runs = read_runs()
+        table.clear()
+        for run in self.runs:
+            table.add_row(*cells(run), key=run.run_id)
+        ids = [r.run_id for r in self.runs]
+        if current is not None and current.run_id in ids:
+            table.move_cursor(row=ids.index(current.run_id))
+        live = sum(not r.final for r in self.runs)
+        self.query_one("#runs-status", Static).update(
+            f"{len(self.runs)} run(s), {live} live · {paths.runs_dir()}" if self.runs else
+            f"no runs yet in {paths.runs_dir()}: write a plan (offers, w), then "
+            "`gpucost launch plan.toml`")
+
+    def selected(self) -> RunStatus | None:
+        table: DataTable[Text] = self.query_one("#runs-table", DataTable)
+        if not table.row_count or not self.runs:
+            return None
+        return self.runs[min(table.cursor_row, len(self.runs) - 1)]
+
+    def action_stop(self) -> None:
+        self._confirm("stop", "Stop run {id}? Its job ends; the plan's idle policy then stops "
+                              "or destroys its machines.")
+
+    def action_down(self) -> None:
+        self._confirm("down", "Destroy run {id}? Its job ends and every resource it holds is "
+                              "destroyed, disks included.")
+
+    def _confirm(self, action: str, question: str) -> None:
+        run = self.selected()
+        if run is None:
+            self.notify("no run selected", severity="warning")
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._act(action, run.run_id)
+
+        self.app.push_screen(ConfirmScreen(question.format(id=run.run_id),
+                                           yes="Stop" if action == "stop" else "Destroy"),
+                             answered)
+
+    @work(thread=True, group="run-actions")
+    def _act(self, action: str, run_id: str) -> None:
+        from gpucost.executor.runner import down, request_stop
+
+        try:
+            done = (request_stop if action == "stop" else down)(run_id)
+        except GpuCostError as err:
+            self.app.call_from_thread(self.notify, str(err), severity="error")
+            return
+        message = "; ".join(done) or f"{run_id}: nothing left to {action}"
+        self.app.call_from_thread(self.notify, message)
+        self.app.call_from_thread(self.reload)

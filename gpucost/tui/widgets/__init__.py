@@ -1,0 +1,1 @@
+"""The TUI's widgets: the job form, the offers table, the scaling chart."""
