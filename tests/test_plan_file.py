@@ -104,7 +104,8 @@ def test_every_section_is_written() -> None:
 def test_example_plan_loads() -> None:
     plan = load_plan(EXAMPLE)
     assert plan.offer.provider == "local"
-    assert plan.job.command[-1] == "train_tiny.py"
+    assert plan.job.entry_script == "train_tiny.py" and "train_tiny.py" in plan.job.command
+    assert (plan.workdir(EXAMPLE) / "train_tiny.py").is_file()
     assert plan.estimate.cost_usd <= plan.safety.budget_cap_usd
 
 

@@ -27,7 +27,13 @@ def register(sub: Any) -> None:
 
 
 def _usd(x: float) -> str:
-    return f"${x:,.2f}"
+    return f"${x:.6f}" if 0 < abs(x) < 0.005 else f"${x:,.2f}"  # a local run costs fractions
+
+
+def _dur(hours: float) -> str:
+    if hours < 1 / 60:
+        return f"{hours * 3600:.1f} s"
+    return f"{hours * 60:.1f} min" if hours < 1 else f"{hours:.2f} h"
 
 
 def explain_lines(plan: Plan) -> list[str]:
@@ -56,20 +62,20 @@ def explain_lines(plan: Plan) -> list[str]:
     term(
         "compute",
         e.compute_usd,
-        f"{nodes} node(s) x ${o.price_hr:.4f}/h x {compute_h:.2f} h of compute "
+        f"{nodes} node(s) x ${o.price_hr:.4f}/h x {_dur(compute_h)} of compute "
         f"({samples:,.0f} / {w.throughput:,.1f} per s)",
     )
     term(
         "setup",
         e.setup_usd,
-        f"{nodes} node(s) x ${o.price_hr:.4f}/h x {setup_h:.2f} h (provisioning, image, "
+        f"{nodes} node(s) x ${o.price_hr:.4f}/h x {_dur(setup_h)} (provisioning, image, "
         f"{j.data_gb:g} GB data download)",
     )
     term(
         "storage",
         e.storage_usd,
         f"{nodes} x {d.size_gb:g} GB allocated x ${d.storage_gb_month:g}/GB-month / "
-        f"{d.month_hours:g} h x {e.hours:.2f} h",
+        f"{d.month_hours:g} h x {_dur(e.hours)}",
     )
     out_gb = j.checkpoint_gb + j.results_gb
     term(
@@ -104,7 +110,7 @@ def explain_lines(plan: Plan) -> list[str]:
         if rate > 0
         else "not interruptible: none",
     )
-    lines.append(f"{'total':<14}{_usd(e.cost_usd):>12}  expected, over {e.hours:.2f} h wall clock")
+    lines.append(f"{'total':<14}{_usd(e.cost_usd):>12}  expected, over {_dur(e.hours)} wall clock")
     lines += [
         "",
         f"safety: the executor stops at {plan.safety.timeout_hours:g} h or "
