@@ -51,6 +51,11 @@ def redact_text(text: str, secrets: tuple[str, ...] = ()) -> str:
     return out
 
 
+def default_sleep(seconds: float) -> None:
+    """How clients wait between attempts unless given another way (tests replace this)."""
+    time.sleep(seconds)
+
+
 class HttpStatusError(ProviderError):
     """The API answered with an HTTP error status that retrying does not fix (404, 400, ...)."""
 
@@ -106,7 +111,7 @@ class PriceHttp:
     def __init__(self, client: httpx.Client, *, source: str, min_interval_s: float = 0.0,
                  max_attempts: int = 5, backoff_s: float = 0.5, max_backoff_s: float = 30.0,
                  timeout_s: float = 30.0, secrets: tuple[str, ...] = (),
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] | None = None) -> None:
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
         self.client = client
@@ -116,8 +121,8 @@ class PriceHttp:
         self.max_backoff_s = max_backoff_s
         self.timeout_s = timeout_s
         self.secrets = secrets
-        self.sleep = sleep
-        self.limiter = RateLimiter(min_interval_s, sleep=sleep)
+        self.sleep = sleep if sleep is not None else default_sleep
+        self.limiter = RateLimiter(min_interval_s, sleep=self.sleep)
         self.requests_sent = 0
 
     def _fail(self, text: str, *, hint: str | None = None) -> ProviderError:
