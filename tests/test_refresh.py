@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from api_replay import Reply, ReplayServer, install_all
+from api_replay import ReplayServer, Reply, install_all
 
 from gpucost.cli import main
 from gpucost.pricing.diff import diff_offers, format_diff
@@ -52,7 +52,8 @@ def replay(clean_env: pytest.MonkeyPatch) -> Iterator[ReplayServer]:
 
 
 def snapshot_bytes(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {str(p.relative_to(root)): p.read_bytes()
+            for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def test_refresh_all_seven_sources_then_compare_reads_them(
