@@ -179,7 +179,8 @@ def _escape_markup(text: str) -> str:
 
 
 def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    # Any line break (\r, \u2028 ...) would end the table row.
+    return " ".join(text.splitlines()).replace("|", "\\|")
 
 
 def render_markdown(report: PreflightReport) -> str:
@@ -216,6 +217,7 @@ def render_github(report: PreflightReport) -> str:
             props.append(f"line={r.line}")
         props.append(f"title={_gh_prop(f'gpucost preflight: {r.id}')}")
         body = r.message + (f". Fix: {r.fix}" if r.fix else "")
+        body = " ".join(body.splitlines())  # one annotation per line, whatever the text
         lines.append(f"::{level} {','.join(props)}::{_gh_data(body)}")
     lines.append(f"gpucost preflight: {_headline(report)}")
     return "\n".join(lines) + "\n"
