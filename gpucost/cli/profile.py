@@ -135,6 +135,10 @@ def _run_model(args: argparse.Namespace, torch: Any) -> int:
     elif device == "cuda" and not torch.cuda.is_available():
         raise InputError("--device cuda: no CUDA device is visible to torch",
                          hint="use --device cpu, or install a CUDA build of torch")
+    if device == "cuda":  # an uncatalogued GPU fails now, not after the run
+        from gpucost.profiler.core import gpu_name
+
+        gpu_name(torch.device("cuda"))
     limit = int(args.memory_limit_gb * 1e9) if args.memory_limit_gb else None
     profile, found = profile_model(
         args.model, batch_size=args.batch if args.batch else (None if args.probe_batch else 32),

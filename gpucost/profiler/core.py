@@ -424,13 +424,17 @@ class StepProfiler:
                 flops=census.flops_by_op if census is not None else {},
                 bytes_moved=dict(census.bytes_moved) if census is not None else {})
             if self._is_cuda:
-                kernel_s = sum(a.self_device_time_total for a in averages) * 1e-6 / self.trace_steps
+                # each kernel is the "self" device time of exactly one ATen operator
+                kernel_s = sum(op.time_s for op in operator_table(
+                    averages, steps=self.trace_steps, on_device=True, flops={},
+                    bytes_moved={}, max_rows=None))
+                env["kernel_s_per_step"] = kernel_s
             env["trace_step_s"] = self._trace_s / self.trace_steps
 
         # Launch overhead of the whole non-data step (optimizer included): on CUDA the time
-        # the device idles in a traced step, elsewhere operators launched x the launch floor.
+        # the device idles in a (not traced) step, elsewhere operators x the launch floor.
         if kernel_s is not None:
-            launch_s = max(env["trace_step_s"] - data_s - kernel_s, 0.0)
+            launch_s = max(step_s - data_s - kernel_s, 0.0)
         elif ops_per_step is not None:
             launch_s = ops_per_step * floor_s
         else:
@@ -487,8 +491,15 @@ class StepProfiler:
 
     @staticmethod
     def _gpu_name(device: torch.device) -> str:
-        if device.type != "cuda":
-            return "CPU"
-        from gpucost.catalog import resolve_gpu_name
+        return gpu_name(device)
 
-        return resolve_gpu_name(torch.cuda.get_device_name(device))
+
+def gpu_name(device: torch.device) -> str:
+    """The catalog name of ``device`` ("CPU" for the CPU); UnknownGpuError if not catalogued."""
+    if device.type != "cuda":
+        return "CPU"
+    from gpucost.catalog import resolve_gpu_name, try_resolve_gpu_name
+
+    raw = torch.cuda.get_device_name(device)
+    memory_gb = torch.cuda.get_device_properties(device).total_memory / 1e9
+    return try_resolve_gpu_name(raw, memory_gb=memory_gb) or resolve_gpu_name(raw)

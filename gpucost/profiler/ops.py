@@ -18,8 +18,8 @@ MAX_ROWS = 40  # the long tail of a step is dozens of sub-microsecond operators
 
 
 def operator_table(averages: Iterable[Any], *, steps: int, on_device: bool,
-                   flops: dict[str, float],
-                   bytes_moved: dict[str, float]) -> tuple[OperatorStat, ...]:
+                   flops: dict[str, float], bytes_moved: dict[str, float],
+                   max_rows: int | None = MAX_ROWS) -> tuple[OperatorStat, ...]:
     """Rows for ``aten::`` operators of ``prof.key_averages()``, per step, slowest first.
 
     ``steps`` is the number of steps the trace covered; ``on_device`` picks device self time
@@ -42,4 +42,4 @@ def operator_table(averages: Iterable[Any], *, steps: int, on_device: bool,
             bytes_moved=bytes_moved.get(name, 0.0),
         ))
     rows.sort(key=lambda r: r.time_s, reverse=True)
-    return tuple(rows[:MAX_ROWS])
+    return tuple(rows[:max_rows])
