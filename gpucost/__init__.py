@@ -32,6 +32,7 @@ _EXPORTS: dict[str, str] = {
     "StepProfiler": "gpucost.profiler",
     "profile_model": "gpucost.profiler",
     "probe_batch": "gpucost.profiler",
+    "run_preflight": "gpucost.preflight",
 }
 
 __all__ = ["__version__", *_EXPORTS]
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from gpucost.model.economics import breakeven
     from gpucost.model.perf import Prediction, predict
     from gpucost.plan import Plan, load_plan, save_plan
+    from gpucost.preflight import run_preflight
     from gpucost.profile import Profile
     from gpucost.profiler import StepProfiler, probe_batch, profile_model
     from gpucost.ranking import compare
