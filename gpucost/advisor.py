@@ -436,7 +436,6 @@ def to_plan(
     dataset_size: float | None = None,
     expected_return_hours: float | None = None,
     p_no_gpus: float = 0.0,
-    max_wait_capacity_hours: float = 2.0,
     checkpoint_target: str = "local:checkpoints",
     now: dt.datetime | None = None,
 ) -> Plan:
@@ -477,7 +476,8 @@ def to_plan(
     cap = max(cost * BUDGET_CAP_FACTOR, float(row["worst_usd"]))
     if c.budget_usd is not None:
         cap = max(min(cap, c.budget_usd), cost)
-    timeout = hours * TIMEOUT_FACTOR + (max_wait_capacity_hours if spot else 0.0)
+    max_wait = params.max_wait_capacity_hours
+    timeout = hours * TIMEOUT_FACTOR + (max_wait if spot else 0.0)
     if c.deadline_hours is not None:
         timeout = max(min(timeout, c.deadline_hours), hours)
 
@@ -575,7 +575,7 @@ def to_plan(
         spot=SpotSection(
             interruption_rate_per_hr=float(f"{row['interruption_rate']:.6g}"),
             rate_source=str(row["rate_source"]),
-            max_wait_capacity_hours=float(max_wait_capacity_hours) if spot else 0.0,
+            max_wait_capacity_hours=float(max_wait) if spot else 0.0,
             fallback="on-demand" if spot else "none",
         ),
         disk=DiskSection(

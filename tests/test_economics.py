@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -399,3 +401,87 @@ def test_local_without_gpu_is_a_cpu_and_ranks_a_cpu_profile() -> None:
     # a GPU-measured profile cannot be predicted on the CPU: the CPU row drops out
     gpu_rank = rank(resolve_profile("resnet50-v100-amp"), job, snaps)
     assert gpu_rank.columns["gpu"].tolist() == ["RTX 4090"]
+
+
+def test_spot_fallback_to_on_demand_when_capacity_stays_away() -> None:
+    base = JobParams(checkpoint_gb=1.0, interruption_rate_per_hr=0.05)
+    risky = JobParams(
+        checkpoint_gb=1.0,
+        interruption_rate_per_hr=0.05,
+        p_no_capacity=0.3,
+        max_wait_capacity_hours=2.0,
+    )
+    a = job_costs(_cols(), np.array([40.0]), base)
+    b = job_costs(_cols(), np.array([40.0]), risky)
+    n = a["interruptions"][0]
+    p_fallback = 1 - (1 - 0.3) ** n
+    # half the work moves from $2/h spot to $4/h on-demand, after a 2 h wait
+    assert b["spot_rework_usd"][0] - a["spot_rework_usd"][0] == pytest.approx(
+        p_fallback * (4.0 - 2.0) * 0.5 * 40.0
+    )
+    assert b["total_hours"][0] - a["total_hours"][0] == pytest.approx(p_fallback * 2.0)
+    on_demand = job_costs(_cols(market="on-demand"), np.array([40.0]), risky)
+    plain = job_costs(_cols(market="on-demand"), np.array([40.0]), base)
+    assert on_demand["cost_usd"][0] == plain["cost_usd"][0]
+    with pytest.raises(InputError, match="no spot capacity"):
+        JobParams(p_no_capacity=2.0)
+
+
+def test_breakeven_from_an_offer_in_the_snapshots(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import datetime as dt
+
+    from gpucost.pricing.snapshot import Offers, Snapshot, write_snapshot
+
+    offers = Offers.from_records(
+        [
+            {
+                "provider": "vast",
+                "region": "SE",
+                "instance_type": "vast-8x4090",
+                "gpu": "RTX 4090",
+                "gpu_count": 8,
+                "price_hr": 3.4828,
+                "storage_gb_month": 0.20,
+                "month_hours": 720,
+                "ingress_gb": 0.003,
+            },
+            {
+                "provider": "vast",
+                "region": "US",
+                "instance_type": "vast-8x4090",
+                "gpu": "RTX 4090",
+                "gpu_count": 8,
+                "price_hr": 4.10,
+                "storage_gb_month": 0.10,
+                "month_hours": 720,
+            },
+        ]
+    )
+    path = write_snapshot(
+        Snapshot(source="vast", fetched_at=dt.datetime.now(dt.UTC), offers=offers), tmp_path
+    )
+    argv = [
+        "breakeven",
+        "--offer",
+        "vast-8x4090",
+        "--prices",
+        str(path),
+        "--disk-gb",
+        "250",
+        "--setup-min",
+        "15",
+        "--ingress-gb",
+        "43",
+        "--format",
+        "json",
+    ]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["running_usd_hr"] == 3.4828  # the cheaper of the two
+    assert round(doc["stopped_usd_hr"], 4) == 0.0694 and round(doc["breakeven_hours"], 1) == 14.4
+    assert (
+        main(["breakeven", "--offer", "p5.48xlarge", "--prices", str(path), "--disk-gb", "1"]) == 2
+    )
+    assert "no offer of instance type 'p5.48xlarge'" in capsys.readouterr().err

@@ -34,16 +34,26 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--running-hr",
         type=float,
-        required=True,
         metavar="USD",
-        help="running price of the machine, USD/h",
+        help="running price of the machine, USD/h (or take it from --offer)",
+    )
+    p.add_argument(
+        "--offer",
+        metavar="INSTANCE_TYPE",
+        help="take the running $/h, disk $/GB-month, month length and inbound $/GB from this "
+        "instance type in the price snapshots (the cheapest match; narrow with --provider)",
+    )
+    p.add_argument(
+        "--prices",
+        action="append",
+        metavar="PATH",
+        help="price snapshot file or folder for --offer (default: newest per source)",
     )
     p.add_argument("--disk-gb", type=float, required=True, help="allocated disk, GB")
     p.add_argument(
         "--provider",
-        choices=sorted(PROVIDER_DEFAULTS),
-        help="take --gb-month, --month-hours and --ingress-per-gb defaults from "
-        "this provider's list prices",
+        help="take --gb-month, --month-hours and --ingress-per-gb defaults from this "
+        f"provider's list prices ({', '.join(sorted(PROVIDER_DEFAULTS))})",
     )
     p.add_argument("--gb-month", type=float, metavar="USD", help="disk price, USD per GB-month")
     p.add_argument(
@@ -84,13 +94,47 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=run)
 
 
+def _offer_row(instance_type: str, provider: str, prices: list[str] | None) -> dict[str, Any]:
+    """The cheapest on-demand offer of an instance type in the price snapshots."""
+    import numpy as np
+
+    from gpucost.errors import NoOffersError
+    from gpucost.pricing.snapshot import Offers, load_snapshots
+
+    offers = Offers.concat([s.offers for s in load_snapshots(prices)])
+    mask = offers["instance_type"] == instance_type
+    if provider:
+        mask &= offers["provider"] == provider
+    if not mask.any():
+        where = f" from {provider}" if provider else ""
+        raise NoOffersError(
+            f"no offer of instance type {instance_type!r}{where} in the price snapshots",
+            hint="check the name with `gpucost compare --format csv`, or give --running-hr",
+        )
+    found = offers.select(mask)
+    best = int(np.argmin(found["price_hr"]))
+    return found.to_records()[best]
+
+
 def run(args: argparse.Namespace) -> int:
     from gpucost.errors import InputError
     from gpucost.model.economics import MONTH_HOURS_CLOUD, breakeven
 
+    provider = (args.provider or "").lower()
     gb_month, month_hours, ingress_per_gb = PROVIDER_DEFAULTS.get(
-        args.provider or "", (None, MONTH_HOURS_CLOUD, 0.0)
+        provider, (None, MONTH_HOURS_CLOUD, 0.0)
     )
+    running = args.running_hr
+    if args.offer:
+        row = _offer_row(args.offer, provider, args.prices)
+        running = row["price_hr"] if running is None else running
+        if row["storage_gb_month"] == row["storage_gb_month"]:  # not NaN
+            gb_month = row["storage_gb_month"]
+        month_hours, ingress_per_gb = row["month_hours"], row["ingress_gb"]
+    if running is None:
+        raise InputError(
+            "the running price is missing", hint="give --running-hr USD or --offer INSTANCE_TYPE"
+        )
     if args.gb_month is not None:
         gb_month = args.gb_month
     if gb_month is None:
@@ -105,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
     if args.idle_hours is not None and not args.idle_hours >= 0:
         raise InputError(f"--idle-hours must be >= 0, got {args.idle_hours}")
     b = breakeven(
-        args.running_hr,
+        running,
         args.disk_gb,
         gb_month,
         month_hours=month_hours,

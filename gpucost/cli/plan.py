@@ -63,6 +63,14 @@ def add_job_arguments(p: argparse.ArgumentParser) -> None:
         help="longest wait for spot capacity before falling back to on-demand (default 2)",
     )
     e.add_argument(
+        "--p-no-capacity",
+        type=float,
+        default=0.0,
+        metavar="P",
+        help="probability spot capacity is still gone after the longest wait, per "
+        "interruption (0..1, default 0); prices the fallback to on-demand",
+    )
+    e.add_argument(
         "--return-hours",
         type=float,
         metavar="H",
@@ -150,6 +158,8 @@ def build_advice(args: argparse.Namespace) -> tuple[Advice, Any]:
         results_gb=args.results_gb,
         setup_minutes=args.setup_min,
         interruption_rate_per_hr=args.interruption_rate,
+        p_no_capacity=args.p_no_capacity,
+        max_wait_capacity_hours=args.max_wait_hours,
     )
     constraints = Constraints(
         deadline_hours=args.deadline_hours,
@@ -195,7 +205,6 @@ def chosen_plan(args: argparse.Namespace, advice: Advice) -> Any:
         dataset_size=args.dataset_size,
         expected_return_hours=args.return_hours,
         p_no_gpus=args.p_no_gpus,
-        max_wait_capacity_hours=args.max_wait_hours,
         checkpoint_target=args.checkpoint_target,
     )
 

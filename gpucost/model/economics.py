@@ -354,6 +354,10 @@ class JobParams:
     disk_gb: float | None = None  # allocated per node; None = sized from the above
     interruption_rate_per_hr: float | None = None  # per node; None = from the rates table
     checkpoints: bool = True
+    # After a spot interruption capacity may not come back: with this probability it is still
+    # missing after max_wait_capacity_hours, and the rest of the job moves to on-demand.
+    p_no_capacity: float = 0.0
+    max_wait_capacity_hours: float = 2.0
 
     def __post_init__(self) -> None:
         from gpucost.errors import InputError
@@ -366,6 +370,14 @@ class JobParams:
             value = getattr(self, name)
             if value is not None and (not math.isfinite(value) or value < 0):
                 raise InputError(f"{name.replace('_', ' ')} must be a number >= 0, got {value!r}")
+        if not 0.0 <= self.p_no_capacity <= 1.0:
+            raise InputError(
+                f"the probability of no spot capacity must be in 0..1, got {self.p_no_capacity!r}"
+            )
+        if not (math.isfinite(self.max_wait_capacity_hours) and self.max_wait_capacity_hours >= 0):
+            raise InputError(
+                f"max wait for capacity must be >= 0 hours, got {self.max_wait_capacity_hours!r}"
+            )
         if self.checkpoint_write_gb_s <= 0:
             raise InputError("checkpoint write speed must be positive")
 
@@ -399,7 +411,7 @@ COST_UNITS: dict[str, str] = {
     "egress_usd": "USD (checkpoint + results GB out)",
     "ingress_usd": "USD (data GB in, all nodes)",
     "checkpoint_usd": "USD (checkpoint writes)",
-    "spot_rework_usd": "USD (expected lost work and restarts)",
+    "spot_rework_usd": "USD (expected lost work, restarts and on-demand fallback)",
     "disk_gb": "GB allocated per node",
     "interruption_rate": "interruptions per node-hour",
     "rate_source": "where the interruption rate comes from",
@@ -466,7 +478,17 @@ def job_costs(
         checkpoint_hours=params.checkpoint_hours,
         checkpoints=params.checkpoints,
     )
-    total_hours = setup_hours + run.hours
+    # Falling back to on-demand: after some interruption capacity stays away past the maximum
+    # wait (probability 1 - (1 - p)^interruptions); the remaining work, half the job on
+    # average, then runs at the on-demand price, and the wait delays the finish.
+    od = _arr(cols["on_demand_hr"]) if "on_demand_hr" in cols else price
+    is_spot = cols["market"] == "spot"
+    q = params.p_no_capacity
+    p_fallback = np.where(
+        is_spot & (q > 0), -np.expm1(run.interruptions * np.log1p(-min(q, 1 - 1e-12))), 0.0
+    )
+    fallback_usd = p_fallback * nodes * np.maximum(od - price, 0.0) * 0.5 * w
+    total_hours = setup_hours + run.hours + p_fallback * params.max_wait_capacity_hours
 
     disk = params.allocated_disk_gb
     gb_month = _arr(cols["storage_gb_month"])
@@ -483,12 +505,11 @@ def job_costs(
     compute = running * w
     setup = running * setup_hours
     checkpoint = running * run.checkpoint_hours
-    rework = running * run.rework_hours
+    rework = running * run.rework_hours + fallback_usd
     cost = compute + setup + storage + egress + ingress + checkpoint + rework
 
     # The worst plausible case: interrupted just before the next checkpoint (or the end) and
     # the lost work redone on-demand after a rebuild.
-    od = _arr(cols["on_demand_hr"]) if "on_demand_hr" in cols else price
     lost = np.where(np.isfinite(run.interval_hours), run.interval_hours, w)
     interruptible = rate > 0
     worst = np.where(
