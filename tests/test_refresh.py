@@ -182,3 +182,17 @@ def test_snapshots_written_by_refresh_carry_provenance(replay: ReplayServer,
     assert snaps["gcp"].provenance["pages"] == 2
     assert snaps["gcp"].month_hours == 730 and snaps["runpod"].month_hours == 720
     assert "per-GPU price x gpu_count" in snaps["runpod"].provenance["units"]
+
+
+def test_refresh_writes_the_user_snapshot_folder_that_compare_reads_by_default(
+        replay: ReplayServer, capsys: pytest.CaptureFixture[str]) -> None:
+    from gpucost.paths import user_snapshots_dir
+
+    assert main(["prices", "refresh", "--source", "lambda", "--quiet"]) == 0
+    assert [p.parent.name for p in user_snapshots_dir().glob("*/*.json")] == ["lambda"]
+    assert "lambda" in {s.source for s in load_snapshots()}
+    capsys.readouterr()
+    assert main(["compare", "--provider", "lambda", "--format", "json", "--limit", "500"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert "lambda" in {s["source"] for s in answer["price_sources"]}  # beside the embedded ones
+    assert "lambda" in {p["source"] for p in answer["plans"]}

@@ -13,6 +13,8 @@ import boto3
 import pytest
 from api_replay import FIXTURES
 from botocore.stub import Stubber
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpucost.errors import CredentialsError, ProviderError
 from gpucost.pricing.sources.aws import (
@@ -188,3 +190,67 @@ def test_credentials_come_from_the_standard_chain(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
     assert SOURCE.find_credentials({}, tmp_path) == ""  # found; boto3 keeps the secret
+
+
+class _Fake:
+    """A stand-in boto3 client: each operation is a given function (for fuzzing the parser)."""
+
+    def __init__(self, **operations: Any) -> None:
+        self.operations = operations
+
+    def __getattr__(self, operation: str) -> Any:
+        return self.operations[operation]
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 10**6) | st.floats(allow_nan=False)
+    | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=3)
+    | st.dictionaries(st.text(max_size=6), children, max_size=3), max_leaves=8)
+
+
+def _mutate(doc: Any, data: st.DataObject) -> Any:
+    """``doc`` with one value replaced by arbitrary JSON or one key deleted."""
+    node, path = doc, []
+    while isinstance(node, dict | list) and node and data.draw(st.booleans()):
+        key = data.draw(st.sampled_from(sorted(node) if isinstance(node, dict)
+                                        else range(len(node))))
+        path.append(key)
+        node = node[key]
+    if not path:
+        return data.draw(json_values)
+    parent = doc
+    for key in path[:-1]:
+        parent = parent[key]
+    if isinstance(parent, dict) and data.draw(st.booleans()):
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = data.draw(json_values)
+    return doc
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), target=st.sampled_from(["price", "shapes", "spot"]))
+def test_malformed_aws_answers_raise_provider_error_only(data: st.DataObject,
+                                                         target: str) -> None:
+    page = fixture("aws_get_products_page2.json")
+    item = json.loads(page["PriceList"][1])
+    shapes = fixture("aws_instance_types.json")
+    spot = fixture("aws_spot_price_history.json")
+    if target == "price":
+        page["PriceList"] = [json.dumps(_mutate(item, data))]
+    elif target == "shapes":
+        shapes = _mutate(shapes, data)
+    else:
+        spot = _mutate(spot, data)
+    answers = iter([page, {"PriceList": []}])  # compute instances, then gp3
+    pricing = _Fake(get_products=lambda **_: next(answers))
+    ec2 = _Fake(describe_instance_types=lambda **_: shapes,
+                describe_spot_price_history=lambda **_: spot)
+    clients = AwsClients(pricing=pricing, ec2_for_region=lambda _: ec2)
+    try:
+        snap = SOURCE.fetch(clients, now=NOW)
+    except ProviderError as exc:
+        assert str(exc).startswith("aws: ") and "\n" not in str(exc)
+    else:
+        assert all(p >= 0 for p in snap.offers["price_hr"].tolist())

@@ -128,18 +128,13 @@ def parsing(source: str, what: str) -> Iterator[None]:
 
 
 def expect(value: Any, kind: type | tuple[type, ...], what: str) -> Any:
-    """``value`` if it is a ``kind`` (bool is not a number), else TypeError naming ``what``."""
-    if isinstance(value, bool) and kind is not bool and bool not in (
-            kind if isinstance(kind, tuple) else (kind,)):
-        raise TypeError(f"{what} is {value!r}, expected {_kind_name(kind)}")
-    if not isinstance(value, kind):
-        raise TypeError(f"{what} is {type(value).__name__}, expected {_kind_name(kind)}")
-    return value
-
-
-def _kind_name(kind: type | tuple[type, ...]) -> str:
+    """``value`` if it is a ``kind`` (a bool is no number here), else TypeError naming ``what``."""
     kinds = kind if isinstance(kind, tuple) else (kind,)
-    return " or ".join(k.__name__ for k in kinds)
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        shown = repr(value)
+        shown = shown if len(shown) <= 40 else shown[:40] + "..."
+        raise TypeError(f"{what} is {shown}, expected {' or '.join(k.__name__ for k in kinds)}")
+    return value
 
 
 def price(value: Any, what: str) -> float:
