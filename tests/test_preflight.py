@@ -98,6 +98,33 @@ def test_missing_field_message_names_it(fx: Path, capsys: pytest.CaptureFixture[
     assert report["estimate"] is None
 
 
+def test_unknown_gpu_is_an_input_error_with_suggestions(
+        fx: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    Path("unknown_gpu.toml").write_text(
+        Path("good.toml").read_text().replace('gpu = "A100 SXM4 40GB"', 'gpu = "A100 SMX 40"'))
+    code, report = _run(capsys, "unknown_gpu.toml")
+    failed = _failed(report)
+    assert code == 2 and set(failed) == {"memory-fit"}
+    assert "'A100 SXM4 40GB'" in str(failed["memory-fit"]["fix"])
+    assert failed["memory-fit"]["line"] == 27
+
+
+def test_unreadable_profile_warns_and_memory_falls_back(
+        fx: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = Path("good.toml").read_text().replace('profile = "resnet50-v100-amp"',
+                                                 'profile = "mine.json"')
+    Path("no_profile.toml").write_text(text)
+    code, report = _run(capsys, "no_profile.toml")
+    failed = _failed(report)
+    assert code == 0 and set(failed) == {"memory-fit", "dataloader"}
+    assert all(f["severity"] == "warning" for f in failed.values())
+    Path("no_profile.toml").write_text(text.replace('precision = "amp"',
+                                                    'precision = "amp"\npeak_memory_gb = 52.0'))
+    code, report = _run(capsys, "no_profile.toml")
+    assert code == 1
+    assert "52.0 GB" in str(_failed(report)["memory-fit"]["message"])
+
+
 def test_hourly_rate_from_policy(fx: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, report = _run(capsys, "good.toml", "--policy", "policy_hourly.toml")
     assert code == 1

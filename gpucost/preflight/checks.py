@@ -19,7 +19,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from gpucost.errors import GpuCostError, InputError
+from gpucost.errors import GpuCostError, InputError, UnknownGpuError
 from gpucost.plan import Plan
 from gpucost.preflight import arch, mainguard
 from gpucost.preflight.policy import Policy
@@ -266,13 +266,23 @@ def check_memory(c: Check, ctx: Context) -> CheckResult:
 
     if ctx.on_cpu:
         return c.skip("the plan runs on the CPU")
-    spec = ctx.spec
+    try:
+        spec = ctx.spec
+    except UnknownGpuError as err:
+        return c.fail(err.message, f"[offer] gpu: {err.hint}", exit_code=2,
+                      file=ctx.display_path, line=ctx.line_of("offer", "gpu"))
     workload = ctx.plan.workload
     line = ctx.line_of("workload", "batch_size")
     usable = spec.memory_gb * USABLE_FRACTION - RESERVED_GB
     needs: list[tuple[float, str]] = []
     advice = ""
-    profile = ctx.profile
+    try:
+        profile = ctx.profile
+    except InputError as err:  # reported by the dataloader check; size from the plan alone
+        profile = None
+        unreadable = err.message
+    else:
+        unreadable = ""
     if profile is not None:
         fit = fit_memory(profile, spec, group_gpus=max(int(ctx.plan.total_gpus), 1),
                          batch_size=workload.batch_size)
@@ -285,6 +295,11 @@ def check_memory(c: Check, ctx: Context) -> CheckResult:
         needs.append((workload.peak_memory_gb, "[workload] peak_memory_gb"))
         line = ctx.line_of("workload", "peak_memory_gb") or line
     if not needs:
+        if unreadable:
+            return c.fail(f"memory not checked: {unreadable}",
+                          "make [workload] profile a readable profile, or give "
+                          "[workload] peak_memory_gb", severity="warning",
+                          file=ctx.display_path, line=ctx.line_of("workload", "profile"))
         return c.skip("no profile and no [workload] peak_memory_gb to size memory from")
     need, basis = max(needs)
     if need > usable:
@@ -314,7 +329,7 @@ def check_disk(c: Check, ctx: Context) -> CheckResult:
     parts = (f"data {job.data_gb:g} GB + {kept} checkpoint(s) x {job.checkpoint_gb:g} GB + "
              f"results {job.results_gb:g} GB = {need:.1f} GB")
     line = ctx.line_of("disk", "size_gb")
-    if ctx.is_local and disk.size_gb == 0:
+    if ctx.is_local:  # your own disk: what counts is the free space, not an allocation
         workdir = ctx.plan.workdir(ctx.plan_path)
         free = _free_gb(workdir)
         if free < need:
@@ -389,7 +404,10 @@ def _checkpoint_interval_hours(plan: Plan) -> float | None:
 def check_arch(c: Check, ctx: Context) -> CheckResult:
     if ctx.on_cpu:
         return c.skip("the plan runs on the CPU")
-    spec = ctx.spec
+    try:
+        spec = ctx.spec
+    except UnknownGpuError:
+        return c.skip(f"unknown GPU {ctx.plan.offer.gpu!r} (see memory-fit)")
     if not spec.compute_capability:
         return c.skip(f"{spec.name} is not an NVIDIA GPU: CUDA architectures do not apply")
     pin = ctx.plan.workload.torch_version
