@@ -485,3 +485,109 @@ def test_breakeven_from_an_offer_in_the_snapshots(
         main(["breakeven", "--offer", "p5.48xlarge", "--prices", str(path), "--disk-gb", "1"]) == 2
     )
     assert "no offer of instance type 'p5.48xlarge'" in capsys.readouterr().err
+
+
+def test_compare_json_shows_every_term_and_spot_risk(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import datetime as dt
+
+    from gpucost.pricing.snapshot import Offers, Snapshot, write_snapshot
+
+    offers = Offers.from_records(
+        [
+            {
+                "provider": "aws",
+                "region": "us-east-1",
+                "instance_type": "p3.2xlarge",
+                "gpu": "V100 SXM2 16GB",
+                "gpu_count": 1,
+                "price_hr": 3.06,
+                "spot_price_hr": 0.92,
+                "storage_gb_month": 0.08,
+                "egress_gb": 0.09,
+                "network_gbps": 10.0,
+            },
+        ]
+    )
+    path = write_snapshot(
+        Snapshot(source="tiny", fetched_at=dt.datetime.now(dt.UTC), offers=offers), tmp_path
+    )
+    assert (
+        main(
+            [
+                "compare",
+                "--prices",
+                str(path),
+                "--samples",
+                "1e7",
+                "--data-gb",
+                "40",
+                "--checkpoint-gb",
+                "1",
+                "--results-gb",
+                "2",
+                "--interruption-rate",
+                "0.1",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
+    doc = json.loads(capsys.readouterr().out)
+    terms = (
+        "compute_usd",
+        "setup_usd",
+        "storage_usd",
+        "egress_usd",
+        "ingress_usd",
+        "checkpoint_usd",
+        "spot_rework_usd",
+    )
+    for name in (*terms, "total_hours", "risk", "worst_usd", "checkpoint_interval_hours"):
+        assert name in doc["units"], name
+    by_market = {p["market"]: p for p in doc["plans"]}
+    spot, od = by_market["spot"], by_market["on-demand"]
+    for plan in (spot, od):
+        assert plan["cost_usd"] == pytest.approx(sum(plan[t] for t in terms))
+        assert plan["egress_usd"] == pytest.approx(3 * 0.09)
+    # spot carries its expected rework, not the best case, and says how risky it is
+    assert spot["spot_rework_usd"] > 0 and 0 < spot["risk"] < 1
+    assert spot["cost_usd"] > spot["hours"] * 0.92
+    assert od["risk"] == 0 and od["checkpoint_interval_hours"] is None
+    assert spot["checkpoint_interval_hours"] == pytest.approx(
+        math.sqrt(2 * (5 + 1 / 0.5) / 3600 / 0.1)
+    )
+
+
+def test_python_api_compare_takes_the_job_economics(tmp_path: Path) -> None:
+    import datetime as dt
+
+    import gpucost
+    from gpucost.pricing.snapshot import Offers, Snapshot, write_snapshot
+
+    offers = Offers.from_records(
+        [
+            {
+                "provider": "lambda",
+                "region": "us-west-1",
+                "instance_type": "gpu_1x_a100_sxm4",
+                "gpu": "A100 SXM4 40GB",
+                "gpu_count": 1,
+                "price_hr": 1.29,
+                "storage_gb_month": 0.2,
+            },
+        ]
+    )
+    path = write_snapshot(
+        Snapshot(source="tiny", fetched_at=dt.datetime.now(dt.UTC), offers=offers), tmp_path
+    )
+    bare = gpucost.compare("resnet50-v100-amp", samples=1e7, prices=[path])
+    heavy = gpucost.compare(
+        "resnet50-v100-amp", samples=1e7, prices=[path], data_gb=500.0, setup_minutes=30.0
+    )
+    assert heavy["compute_usd"].iloc[0] == pytest.approx(bare["compute_usd"].iloc[0])
+    assert heavy["setup_usd"].iloc[0] > bare["setup_usd"].iloc[0]
+    assert heavy["storage_usd"].iloc[0] > bare["storage_usd"].iloc[0]
+    assert heavy["disk_gb"].iloc[0] == math.ceil(500 * 1.3)
