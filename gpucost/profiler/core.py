@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import os
 import statistics
+import sys
 import time
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -54,6 +56,23 @@ class ProfilingComplete(BaseException):
 
     A BaseException so that a script's ``except Exception`` does not swallow it.
     """
+
+
+@contextmanager
+def _quiet_stderr(quiet: bool = True) -> Iterator[None]:
+    """Silence file descriptor 2: kineto logs "profiler_start/stop" lines there from C++."""
+    if not quiet:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def _batch_len(batch: Any) -> int:
@@ -266,13 +285,15 @@ class StepProfiler:
             if ended == "trace":
                 self._trace_s = time.perf_counter() - self._trace_s
             active, self._active = self._active, None
-            active.__exit__(None, None, None)
+            with _quiet_stderr(active is self._trace):
+                active.__exit__(None, None, None)
         if starting == "census":
             self._census = OpCensus(baseline_bytes=self._resident_bytes())
             self._active = self._census.__enter__()
         elif starting == "trace":
             self._trace = self._make_trace()
-            self._active = self._trace.__enter__()
+            with _quiet_stderr():
+                self._active = self._trace.__enter__()
             if self._is_cuda:
                 torch.cuda.synchronize(self.device)
             self._trace_s = time.perf_counter()
@@ -356,7 +377,8 @@ class StepProfiler:
         self._hooks.clear()
         if self._active is not None:
             active, self._active = self._active, None
-            active.__exit__(None, None, None)
+            with _quiet_stderr(active is self._trace):
+                active.__exit__(None, None, None)
             if self._trace is active:  # an unfinished trace covers too few steps to use
                 self._trace = None
         if self._is_cuda:

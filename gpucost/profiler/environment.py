@@ -121,6 +121,7 @@ def describe(device: torch.device, dtype: torch.dtype = torch.float32,
         "cpu_model": cpu_model(),
         "cpu_count": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
+        "load_avg_1m": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
         "device": device.type,
     }
     if device.type == "cuda":

@@ -40,4 +40,18 @@ def summary_lines(p: Profile) -> list[str]:
     if p.verdict is not None:
         lines.append(f"verdict: {p.verdict.kind}: {p.verdict.reason}")
         lines.append(f"advice: {p.verdict.advice}")
+    warning = busy_machine_warning(p)
+    if warning:
+        lines.append(warning)
     return lines
+
+
+def busy_machine_warning(p: Profile) -> str | None:
+    """A CPU profile taken while other processes kept every core busy is not to be trusted:
+    torch's OpenMP threads then wait on each other and small operators slow down by 10-100x."""
+    env = p.environment
+    load, cpus = env.get("load_avg_1m"), env.get("cpu_count")
+    if env.get("device") != "cpu" or not load or not cpus or load <= cpus:
+        return None
+    return (f"warning: the machine was busy (load {load:.1f} on {cpus} CPUs), so CPU timings "
+            "are unreliable: rerun on an idle machine, or with OMP_NUM_THREADS=1")
