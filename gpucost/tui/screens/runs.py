@@ -122,8 +122,8 @@ class RunsScreen(Screen[None]):
             table.move_cursor(row=ids.index(current.run_id))
         live = sum(not r.final for r in self.runs)
         self.query_one("#runs-status", Static).update(
-            f"{len(self.runs)} run(s), {live} live · {paths.runs_dir()}" if self.runs else
-            f"no runs yet in {paths.runs_dir()}: write a plan (offers, w), then "
+            f"{len(self.runs)} run(s), {live} live · s stops, d destroys the selected run"
+            if self.runs else "no runs yet: write a plan (w on an offer), then "
             "`gpucost launch plan.toml`")
 
     def selected(self) -> RunStatus | None:

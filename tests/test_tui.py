@@ -1,0 +1,522 @@
+"""The TUI driven through Textual's Pilot at 80x24, on a tiny fixed price snapshot: filter, sort,
+select, change the job and see the ranking change, write the plan file with the keyboard alone,
+watch runs, stop one behind a confirmation. Expected rows are computed independently with
+:func:`gpucost.ranking.rank`, so the tests follow the model rather than hard-coding numbers."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import datetime as dt
+import json
+import math
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+pytest.importorskip("textual")
+
+from textual.pilot import Pilot  # noqa: E402
+
+from gpucost import paths  # noqa: E402
+from gpucost.cli import main  # noqa: E402
+from gpucost.plan import load_plan  # noqa: E402
+from gpucost.pricing.snapshot import Offers, Snapshot  # noqa: E402
+from gpucost.profile import resolve_profile  # noqa: E402
+from gpucost.ranking import Job, make_filters, rank  # noqa: E402
+from gpucost.tui.app import GpuCostApp  # noqa: E402
+from gpucost.tui.screens.confirm import ConfirmScreen  # noqa: E402
+from gpucost.tui.screens.help import HelpScreen  # noqa: E402
+from gpucost.tui.screens.plan_detail import PlanDetailScreen  # noqa: E402
+from gpucost.tui.screens.runs import RunsScreen  # noqa: E402
+from gpucost.tui.screens.write_plan import WritePlanScreen  # noqa: E402
+from gpucost.tui.session import JobInputs, knee_nodes, rank_view  # noqa: E402
+from gpucost.tui.widgets.offers_table import OffersTable  # noqa: E402
+from gpucost.tui.widgets.scaling_chart import bar  # noqa: E402
+
+FETCHED = dt.datetime(2026, 11, 30, tzinfo=dt.UTC)
+NOW = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
+PROFILE = "resnet50-v100-amp"
+SIZE = (80, 24)
+
+
+def tiny_offers() -> Offers:
+    def offer(provider: str, region: str, instance: str, gpu: str, count: int, memory: float,
+              price: float, spot: float = math.nan, link: str = "nvlink",
+              network: float = math.nan) -> dict[str, Any]:
+        return {"provider": provider, "region": region, "instance_type": instance, "gpu": gpu,
+                "gpu_count": count, "gpu_memory_gb": memory, "price_hr": price,
+                "spot_price_hr": spot, "intra_node_link": link, "network_gbps": network,
+                "storage_gb_month": 0.08, "egress_gb": 0.09}
+
+    return Offers.from_records([
+        offer("aws", "us-east-1", "p3.2xlarge", "V100 SXM2 16GB", 1, 16, 3.06, 0.92),
+        offer("aws", "eu-west-1", "p4d.24xlarge", "A100 SXM4 40GB", 8, 40, 32.77, 9.83,
+              network=400),
+        offer("lambda", "us-west-1", "gpu_1x_a100_sxm4", "A100 SXM4 40GB", 1, 40, 1.29),
+        offer("lambda", "us-east-1", "gpu_8x_h100_sxm5", "H100 SXM5 80GB", 8, 80, 23.92,
+              network=800),
+        offer("runpod", "EU-RO-1", "1x_RTX4090_COMMUNITY", "RTX 4090", 1, 24, 0.34, 0.20,
+              link="pcie"),
+        offer("runpod", "US-TX-3", "4x_RTX4090_SECURE", "RTX 4090", 4, 24, 2.76, link="pcie"),
+    ])
+
+
+@pytest.fixture
+def snapshot() -> Snapshot:
+    return Snapshot(source="tiny", fetched_at=FETCHED, offers=tiny_offers())
+
+
+def make_app(snapshot: Snapshot, **kwargs: Any) -> GpuCostApp:
+    return GpuCostApp(profile=PROFILE, snapshots=[snapshot], now=NOW, **kwargs)
+
+
+async def settle(pilot: Pilot[None]) -> None:
+    """Let every worker (loading, ranking, the scaling curve) finish and the UI catch up."""
+    for _ in range(3):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+def drive(app: GpuCostApp, scenario: Callable[[Pilot[None]], Awaitable[None]]) -> None:
+    async def run() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await scenario(pilot)
+
+    asyncio.run(run())
+
+
+def shown(app: GpuCostApp) -> dict[str, np.ndarray]:
+    view = app.offers.view
+    assert view is not None
+    return view.ranking.columns
+
+
+def expected(snapshot: Snapshot, *, spot: bool = True, max_nodes: int = 1,
+             gpu: str | None = None) -> dict[str, np.ndarray]:
+    """All plans as the ranking module computes them, independently of the TUI."""
+    profile = resolve_profile(PROFILE)
+    filters = make_filters(market="any" if spot else "on-demand", max_nodes=max_nodes, gpu=gpu)
+    return rank(profile, Job.from_args(profile), [snapshot], filters, now=NOW).columns
+
+
+def key_of(cols: dict[str, np.ndarray], i: int) -> tuple[str, str, str, int]:
+    return (str(cols["instance_type"][i]), str(cols["region"][i]), str(cols["market"][i]),
+            int(cols["nodes"][i]))
+
+
+def plain(widget: Any, width: int = 100) -> str:
+    """A Static's content as plain text (rich renderables included)."""
+    from rich.console import Console
+
+    console = Console(width=width, record=True, file=io.StringIO())
+    console.print(widget.content)
+    return console.export_text()
+
+
+async def type_in(pilot: Pilot[None], text: str) -> None:
+    await pilot.press(*text)
+
+
+async def set_field(pilot: Pilot[None], field: str, text: str) -> None:
+    """Focus a form field, replace its value, press Enter (re-ranks at once)."""
+    app = pilot.app
+    app.screen.query_one(f"#job-{field}").focus()
+    await pilot.press("end")
+    for _ in range(12):
+        await pilot.press("backspace")
+    await type_in(pilot, text)
+    await pilot.press("enter")
+    await settle(pilot)
+
+
+# ---- the offers screen ---------------------------------------------------------------------------
+
+def test_opens_on_the_default_job_ranked_by_cost(snapshot: Snapshot) -> None:
+    app = make_app(snapshot)
+
+    async def scenario(pilot: Pilot[None]) -> None:
+        cols = shown(app)
+        want = expected(snapshot)
+        assert len(cols["cost_usd"]) == len(want["cost_usd"])
+        assert np.all(np.diff(cols["cost_usd"]) >= 0)
+        assert key_of(cols, 0) == key_of(want, int(np.argmin(want["cost_usd"])))
+        table = app.screen.query_one(OffersTable)
+        assert table.has_focus and table.row_count == len(cols["cost_usd"])
+        status = plain(app.screen.query_one("#offers-status"))
+        assert "90 epochs" in status and "prices 2026-11-30" in status
+
+    drive(app, scenario)
+
+
+def test_a_deadline_reranks_and_the_first_row_is_the_cheapest_that_meets_it(
+        snapshot: Snapshot) -> None:
+    want = expected(snapshot)
+    # a deadline between the fastest and the cheapest plan's time, so that it bites
+    cheapest = int(np.argmin(want["cost_usd"]))
+    deadline = float(np.median([want["total_hours"].min(), want["total_hours"][cheapest]]))
+    assert want["total_hours"].min() < deadline < want["total_hours"][cheapest]
+    meets = np.flatnonzero(want["total_hours"] <= deadline)
+    best = int(meets[np.argmin(want["cost_usd"][meets])])
+    app = make_app(snapshot)
+
+    async def scenario(pilot: Pilot[None]) -> None:
+        before = key_of(shown(app), 0)
+        await set_field(pilot, "deadline", f"{deadline:.4f}")
+        cols = shown(app)
+        assert np.all(cols["total_hours"] <= deadline)
+        assert len(cols["cost_usd"]) == len(meets)
+        assert key_of(cols, 0) == key_of(want, best) != before
+        assert app.screen.query_one(OffersTable).has_focus  # Enter went back to the table
+
+    drive(app, scenario)
+
+
+def test_gpu_filter_and_spot_toggle(snapshot: Snapshot) -> None:
+    app = make_app(snapshot)
+
+    async def scenario(pilot: Pilot[None]) -> None:
+        await pilot.press("slash")
+        await type_in(pilot, "a100")
+        await pilot.press("enter")
+        await settle(pilot)
+        cols = shown(app)
+        assert set(cols["gpu"].tolist()) == {"A100 SXM4 40GB"}
+        assert len(cols["gpu"]) == len(expected(snapshot, gpu="a100")["gpu"])
+        assert "spot" in set(cols["market"].tolist())
+        await pilot.press("x")  # forbid spot
+        await settle(pilot)
+        cols = shown(app)
+        assert set(cols["market"].tolist()) == {"on-demand"}
+        assert app.inputs.spot is False
+
+    drive(app, scenario)
+
+
+def test_typing_reranks_after_a_pause_without_enter(snapshot: Snapshot) -> None:
+    app = make_app(snapshot)
+
+    async def scenario(pilot: Pilot[None]) -> None:
+        app.screen.query_one("#job-max-nodes").focus()
+        await pilot.press("backspace", "4")
+        await pilot.pause(0.6)  # the debounce
+        await settle(pilot)
+        assert app.inputs.max_nodes == 4
+        assert int(shown(app)["nodes"].max()) > 1
+
+    drive(app, scenario)
+
+
+def test_sorting_by_keys_and_by_header_clicks(snapshot: Snapshot) -> None:
+    app = make_app(snapshot)
+
+    async def scenario(pilot: Pilot[None]) -> None:
+        await pilot.press("s")  # next column: time
+        await settle(pilot)
+        assert app.offers.sort == "total_hours"
+        assert np.all(np.diff(shown(app)["total_hours"]) >= 0)
+        await pilot.press("S")  # reversed
+        await settle(pilot)
+        assert np.all(np.diff(shown(app)["total_hours"]) <= 0)
+        # a click on the "$/h" header sorts by it; a second click reverses
+        table = app.screen.query_one(OffersTable)
+        x = sum(c.get_render_width(table) for c in list(table.columns.values())[:2]) + 2
+        await pilot.click(OffersTable, offset=(x, 0))
+        await settle(pilot)
+        assert app.offers.sort == "usd_per_hour_total"
+        assert np.all(np.diff(shown(app)["usd_per_hour_total"]) >= 0)
+        await pilot.click(OffersTable, offset=(x, 0))
+        await settle(pilot)
+        assert np.all(np.diff(shown(app)["usd_per_hour_total"]) <= 0)
+
+    drive(app, scenario)
+
+
+def test_bad_values_say_what_to_fix_and_keep_the_app_alive(snapshot: Snapshot) -> None:
+    app = make_app(snapshot)
+
+    async def scenario(pilot: Pilot[None]) -> None:
+        await set_field(pilot, "max-nodes", "0")
+        assert "max nodes must be a whole number >= 1" in plain(
+            app.screen.query_one("#offers-status"))
+        await set_field(pilot, "max-nodes", "1")
+        await set_field(pilot, "gpu", "Z9000")
+        status = plain(app.screen.query_one("#offers-status"))
+        assert "error" in status and "Z9000" in status
+        await set_field(pilot, "gpu", "")
+        await set_field(pilot, "deadline", "0.001")
+        status = plain(app.screen.query_one("#offers-status"))
+        assert "no plan meets" in status and "deadline" in status
+        assert len(shown(app)["cost_usd"]) == 0
+        await pilot.press("enter")  # nothing to open: a warning, no crash
+        await settle(pilot)
+        assert app.screen is app.offers
+
+    drive(app, scenario)
+
+
+# ---- plan detail and the plan file ----------------------------------------------------------------
+
+def test_keyboard_alone_finds_the_cheapest_plan_meeting_a_deadline_and_writes_it(
+        snapshot: Snapshot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The done-when flow: f, tab to the deadline, type it, Enter, Enter (detail), w, Enter."""
+    monkeypatch.chdir(tmp_path)
+    want = expected(snapshot)
+    deadline = float(np.quantile(want["total_hours"], 0.3))
+    meets = np.flatnonzero(want["total_hours"] <= deadline)
+    best = int(meets[np.argmin(want["cost_usd"][meets])])
+    app = make_app(snapshot)
+
+    async def scenario(pilot: Pilot[None]) -> None:
+        await pilot.press("f", "tab", "tab")  # epochs -> samples -> deadline
+        await type_in(pilot, f"{deadline:.3f}")
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.press("enter")  # open the first (cheapest) row
+        await settle(pilot)
+        assert isinstance(app.screen, PlanDetailScreen)
+        await pilot.press("w")
+        await settle(pilot)
+        assert isinstance(app.screen, WritePlanScreen)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, PlanDetailScreen)
+
+    drive(app, scenario)
+    plan = load_plan(tmp_path / "plan.toml")
+    assert (plan.offer.instance_type, plan.offer.region, plan.offer.market,
+            plan.offer.nodes) == key_of(want, best)
+    assert plan.estimate.hours <= deadline + 1e-6
+    assert plan.estimate.cost_usd == pytest.approx(float(want["cost_usd"][best]), rel=1e-3)
+    assert plan.job.deadline_hours == pytest.approx(round(deadline, 3))
+    assert plan.offer.price_date == "2026-11-30"
+    assert plan.created_at == "2026-12-01T00:00:00Z"
+    assert plan.safety.timeout_hours >= plan.estimate.hours
+    assert any("cheapest" in note for note in plan.assumptions.notes)
+
+
+def test_writing_over_an_existing_file_asks_first(
+        snapshot: Snapshot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "plan.toml").write_text("mine\n")
+    app = make_app(snapshot)
+
+    async def scenario(pilot: Pilot[None]) -> None:
+        await pilot.press("w")
+        await settle(pilot)
+        command = app.screen.query_one("#plan-command")
+        command.focus()
+        await pilot.press("end", *" --epochs 3")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("n")
+        await settle(pilot)
+        assert (tmp_path / "plan.toml").read_text() == "mine\n"
+        await pilot.press("w", "enter")
+        await settle(pilot)
+        await pilot.press("y")
+        await settle(pilot)
+
+    drive(app, scenario)
+    plan = load_plan(tmp_path / "plan.toml")
+    assert plan.job.command == ["python", "train.py", "--epochs", "3"]
+
+
+def test_plan_detail_shows_breakdown_scaling_breakeven_and_spot(snapshot: Snapshot) -> None:
+    app = make_app(snapshot, inputs=JobInputs(max_nodes=4))
+
+    async def scenario(pilot: Pilot[None]) -> None:
+        cols = shown(app)
+        spot_rows = np.flatnonzero(cols["market"] == "spot")
+        table = app.screen.query_one(OffersTable)
+        table.move_cursor(row=int(spot_rows[0]))
+        await pilot.press("enter")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, PlanDetailScreen)
+        assert screen.row["market"] == "spot"
+        text = {name: plain(screen.query_one(f"#detail-{name}"))
+                for name in ("summary", "breakdown", "scaling", "breakeven", "spot")}
+        assert "compute" in text["breakdown"] and "total, expected" in text["breakdown"]
+        assert "knee" in text["scaling"] and "chosen" in text["scaling"]
+        assert text["scaling"].count("\n") >= 16  # 16 node counts, a header and a note
+        assert "stop if you will be back within" in text["breakeven"] or \
+            "destroy" in text["breakeven"]
+        assert "interruptions per node-hour" in text["spot"]
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.screen is app.offers
+
+    drive(app, scenario)
+
+
+# ---- runs -------------------------------------------------------------------------------------
+
+def write_status(run_id: str, **fields: Any) -> Path:
+    folder = paths.runs_dir() / run_id
+    folder.mkdir(parents=True, exist_ok=True)
+    status = {"run_id": run_id, "state": "running", "epoch": 1, "epochs": 3.0, "eta_s": 5400.0,
+              "elapsed_s": 1800.0, "cost_usd": 1.25, "budget_cap_usd": 10.0,
+              "throughput": 812.0, "metrics": {"loss": 0.4321}, "final": False,
+              "updated_at": 1_800_000_000.0, **fields}
+    (folder / "status.json").write_text(json.dumps(status))
+    return folder
+
+
+def test_runs_screen_refreshes_live_and_stops_only_after_yes(
+        snapshot: Snapshot, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_status("resnet-20261201-a")
+    write_status("tiny-20261130-b", state="succeeded", final=True, updated_at=1.0)
+    stopped: list[str] = []
+
+    def fake_stop(run_id: str) -> list[str]:
+        stopped.append(run_id)
+        return [f"{run_id}: stopped by its launcher"]
+
+    monkeypatch.setattr("gpucost.executor.runner.request_stop", fake_stop)
+    app = make_app(snapshot, runs_refresh_s=0.05)
+
+    async def scenario(pilot: Pilot[None]) -> None:
+        await pilot.press("r")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, RunsScreen)
+        assert [r.run_id for r in screen.runs] == ["resnet-20261201-a", "tiny-20261130-b"]
+        assert "2 run(s), 1 live" in plain(screen.query_one("#runs-status"))
+        write_status("resnet-20261201-a", epoch=2, cost_usd=2.5)
+        await pilot.pause(0.3)
+        assert screen.runs[0].status["epoch"] == 2
+        table = screen.query_one("#runs-table")
+        row = [str(c) for c in table.get_row_at(0)]  # type: ignore[attr-defined]
+        assert row[2] == "2/3" and row[5] == "$2.50" and "loss=0.4321" in row[8]
+        await pilot.press("s")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("n")
+        await settle(pilot)
+        assert stopped == []
+        await pilot.press("s", "y")
+        await settle(pilot)
+        assert stopped == ["resnet-20261201-a"]
+        await pilot.press("o")
+        await settle(pilot)
+        assert app.screen is app.offers
+
+    drive(app, scenario)
+
+
+def test_destroying_a_run_the_ledger_does_not_know_reports_the_error(
+        snapshot: Snapshot) -> None:
+    write_status("ghost-run")
+    app = make_app(snapshot)
+
+    async def scenario(pilot: Pilot[None]) -> None:
+        await pilot.press("r")
+        await settle(pilot)
+        await pilot.press("d", "y")
+        await settle(pilot)
+        messages = [n.message for n in app._notifications]
+        assert any("no run 'ghost-run' in the ledger" in m for m in messages)
+        assert isinstance(app.screen, RunsScreen)
+
+    drive(app, scenario)
+
+
+# ---- help, command palette ------------------------------------------------------------------------
+
+def test_help_and_a_palette_command_per_action(snapshot: Snapshot) -> None:
+    app = make_app(snapshot)
+
+    async def scenario(pilot: Pilot[None]) -> None:
+        await pilot.press("question_mark")
+        await settle(pilot)
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        await settle(pilot)
+        titles = {c.title: c for c in app.get_system_commands(app.screen)}
+        for title in ("Offers", "Runs", "Help", "Plan detail", "Write plan file", "Edit job",
+                      "Filter by GPU", "Toggle spot", "Sort by $/job", "Sort by time"):
+            assert title in titles, title
+        titles["Sort by time"].callback()  # type: ignore[call-arg]
+        await settle(pilot)
+        assert app.offers.sort == "total_hours"
+        assert np.all(np.diff(shown(app)["total_hours"]) >= 0)
+        titles["Plan detail"].callback()  # type: ignore[call-arg]
+        await settle(pilot)
+        assert isinstance(app.screen, PlanDetailScreen)
+
+    drive(app, scenario)
+
+
+# ---- the pure parts ----------------------------------------------------------------------------
+
+@given(st.lists(st.floats(0.1, 1e6), min_size=1, max_size=20))
+def test_knee_is_a_node_count_before_which_every_node_paid(throughput: list[float]) -> None:
+    knee = knee_nodes(throughput)
+    assert 1 <= knee <= len(throughput)
+    for n in range(1, knee):
+        assert throughput[n] - throughput[n - 1] >= 0.5 * throughput[0]
+    if knee < len(throughput):
+        assert throughput[knee] - throughput[knee - 1] < 0.5 * throughput[0]
+
+
+def test_knee_of_linear_and_flat_curves() -> None:
+    assert knee_nodes([100.0 * n for n in range(1, 9)]) == 8
+    assert knee_nodes([100.0] * 8) == 1
+    assert knee_nodes([100, 190, 260, 280]) == 3
+
+
+@given(st.floats(0.0, 1.0), st.integers(1, 40))
+def test_bar_has_the_width_and_grows_with_the_fraction(fraction: float, width: int) -> None:
+    drawn = bar(fraction, width)
+    assert len(drawn) == width
+    filled = drawn.rstrip(" ")
+    assert len(filled) == math.ceil(round(fraction * width * 8) / 8)
+
+
+@given(deadline=st.floats(0.5, 200.0), budget=st.floats(1.0, 500.0), spot=st.booleans())
+def test_view_rows_meet_the_constraints(deadline: float, budget: float, spot: bool) -> None:
+    snap = Snapshot(source="tiny", fetched_at=FETCHED, offers=tiny_offers())
+    view = rank_view(resolve_profile(PROFILE), [snap],
+                     JobInputs(deadline_hours=deadline, budget_usd=budget, spot=spot), now=NOW)
+    cols = view.ranking.columns
+    assert np.all(cols["total_hours"] <= deadline) and np.all(cols["cost_usd"] <= budget)
+    assert np.all(np.diff(cols["cost_usd"]) >= 0)
+    assert len(cols["cost_usd"]) == view.meeting
+    assert (view.message == "") == (view.meeting > 0)
+
+
+# ---- the command ------------------------------------------------------------------------------
+
+def test_cli_bad_profile_is_one_line_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tui", "--profile", "no-such-profile"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no-such-profile" in err
+
+
+def test_cli_without_textual_says_how_to_install(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    for name in list(sys.modules):
+        if name == "textual" or name.startswith(("textual.", "gpucost.tui")):
+            monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "textual", None)
+    assert main(["tui"]) == 2
+    err = capsys.readouterr().err
+    assert "pip install 'gpucost[tui]'" in err and err.count("\n") == 1
+
+
+def test_registering_the_command_imports_no_textual() -> None:
+    code = ("import sys; from gpucost.cli import build_parser; build_parser(); "
+            "print('textual' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "False"
