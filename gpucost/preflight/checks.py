@@ -23,6 +23,7 @@ from gpucost.errors import GpuCostError, InputError, UnknownGpuError
 from gpucost.plan import Plan
 from gpucost.preflight import arch, mainguard
 from gpucost.preflight.policy import Policy
+from gpucost.preflight.report import fmt_hours, fmt_usd
 
 if TYPE_CHECKING:
     from gpucost.catalog.spec import GpuSpec
@@ -77,7 +78,6 @@ class Context:
     today: dt.date
     display_path: str  # the plan path as the user gave it, for reports and annotations
     baseline_cost_usd: float | None = None
-    baseline_path: str | None = None
 
     @property
     def hourly_usd(self) -> float:
@@ -147,14 +147,6 @@ class Check:
                            details)
 
 
-def _usd(x: float) -> str:
-    return f"{x:,.2f} USD" if x >= 0.01 or x == 0 else f"{x:.4f} USD"
-
-
-def _h(x: float) -> str:
-    return f"{x:,.1f} h" if x >= 1 else f"{x * 60:,.1f} min"
-
-
 # --- money and time ------------------------------------------------------------------------
 
 
@@ -167,14 +159,14 @@ def check_budget(c: Check, ctx: Context) -> CheckResult:
         return c.skip("no budget: set [job] budget_usd or max_job_usd in the policy")
     limit, where = min(limits)
     if cost > limit:
-        return c.fail(f"estimated {_usd(cost)} for the job is over {where} = {_usd(limit)} "
+        return c.fail(f"estimated {fmt_usd(cost)} for the job is over {where} = {fmt_usd(limit)} "
                       f"(by {(cost / limit - 1) * 100:.1f} %)",
                       "pick a cheaper offer or node count (`gpucost compare`), allow spot, "
                       f"shrink the job, or raise {where}",
                       file=ctx.display_path, line=ctx.line_of("estimate", "cost_usd"),
                       cost_usd=cost, limit_usd=limit)
-    return c.ok(f"estimated {_usd(cost)}, {cost / limit * 100:.0f} % of {where} = "
-                f"{_usd(limit)}", cost_usd=cost, limit_usd=limit)
+    return c.ok(f"estimated {fmt_usd(cost)}, {cost / limit * 100:.0f} % of {where} = "
+                f"{fmt_usd(limit)}", cost_usd=cost, limit_usd=limit)
 
 
 def check_deadline(c: Check, ctx: Context) -> CheckResult:
@@ -183,12 +175,13 @@ def check_deadline(c: Check, ctx: Context) -> CheckResult:
     if deadline is None:
         return c.skip("no deadline: set [job] deadline_hours to check one")
     if hours > deadline:
-        return c.fail(f"estimated {_h(hours)} is past [job] deadline_hours = {_h(deadline)}",
+        return c.fail(f"estimated {fmt_hours(hours)} is past [job] deadline_hours = "
+                      f"{fmt_hours(deadline)}",
                       "add nodes or pick a faster GPU (`gpucost compare --sort time`), or "
                       "move the deadline",
                       file=ctx.display_path, line=ctx.line_of("estimate", "hours"),
                       hours=hours, deadline_hours=deadline)
-    return c.ok(f"estimated {_h(hours)}, within the {_h(deadline)} deadline",
+    return c.ok(f"estimated {fmt_hours(hours)}, within the {fmt_hours(deadline)} deadline",
                 hours=hours, deadline_hours=deadline)
 
 
@@ -199,13 +192,13 @@ def check_hourly(c: Check, ctx: Context) -> CheckResult:
     rate = ctx.hourly_usd
     nodes = ctx.plan.offer.nodes
     if rate > limit:
-        return c.fail(f"{_usd(rate)}/h for the run ({nodes} node(s) x "
-                      f"{_usd(ctx.plan.offer.price_hr)}/h) is over policy max_hourly_usd = "
-                      f"{_usd(limit)}/h", "use fewer nodes or a cheaper instance, or raise "
+        return c.fail(f"{fmt_usd(rate)}/h for the run ({nodes} node(s) x "
+                      f"{fmt_usd(ctx.plan.offer.price_hr)}/h) is over policy max_hourly_usd = "
+                      f"{fmt_usd(limit)}/h", "use fewer nodes or a cheaper instance, or raise "
                       "max_hourly_usd in the policy",
                       file=ctx.display_path, line=ctx.line_of("offer", "price_hr"),
                       hourly_usd=rate, limit_usd=limit)
-    return c.ok(f"{_usd(rate)}/h, within {_usd(limit)}/h", hourly_usd=rate, limit_usd=limit)
+    return c.ok(f"{fmt_usd(rate)}/h, within {fmt_usd(limit)}/h", hourly_usd=rate, limit_usd=limit)
 
 
 def check_price_age(c: Check, ctx: Context) -> CheckResult:
@@ -247,14 +240,14 @@ def check_timeout(c: Check, ctx: Context) -> CheckResult:
     if worst > TIMEOUT_SLACK_FACTOR * est.cost_usd and worst - est.cost_usd > TIMEOUT_SLACK_USD:
         suggested = math.ceil(est.hours * 1.5 * 10) / 10
         return c.fail(f"timeout_hours = {safety.timeout_hours:g} against an estimate of "
-                      f"{_h(est.hours)}: a hung run would bill up to {_usd(worst)} before it is "
-                      f"stopped, {worst / max(est.cost_usd, 1e-9):.1f}x the estimate",
+                      f"{fmt_hours(est.hours)}: a hung run would bill up to {fmt_usd(worst)} "
+                      f"before it is stopped, {worst / max(est.cost_usd, 1e-9):.1f}x the estimate",
                       f"lower [safety] timeout_hours to about {suggested:g} (1.5x the estimate) "
                       "or budget_cap_usd closer to the estimate",
                       severity="warning", file=ctx.display_path, line=line,
                       worst_case_usd=worst, timeout_hours=safety.timeout_hours)
-    return c.ok(f"timeout {_h(safety.timeout_hours)}, budget cap {_usd(safety.budget_cap_usd)}: "
-                f"a hung run bills at most {_usd(worst)}", worst_case_usd=worst,
+    return c.ok(f"timeout {fmt_hours(safety.timeout_hours)}, budget cap "
+                f"{fmt_usd(safety.budget_cap_usd)}: a hung run bills at most {fmt_usd(worst)}", worst_case_usd=worst,
                 timeout_hours=safety.timeout_hours)
 
 
@@ -379,8 +372,8 @@ def check_spot(c: Check, ctx: Context) -> CheckResult:
     rate = plan.spot.interruption_rate_per_hr
     interval_h = _checkpoint_interval_hours(plan)
     if rate > 0 and interval_h is not None and interval_h > 1 / rate:
-        return c.fail(f"checkpoints every {_h(interval_h)}, but interruptions come every "
-                      f"{_h(1 / rate)} on average ({rate:g}/h): most interruptions lose "
+        return c.fail(f"checkpoints every {fmt_hours(interval_h)}, but interruptions come every "
+                      f"{fmt_hours(1 / rate)} on average ({rate:g}/h): most interruptions lose "
                       "everything since the last one",
                       "set [checkpoint] interval_minutes shorter than the mean time between "
                       "interruptions (the Young/Daly interval sqrt(2 x checkpoint time / rate); "
@@ -389,7 +382,7 @@ def check_spot(c: Check, ctx: Context) -> CheckResult:
                       or ctx.line_of("checkpoint", "every_epochs"),
                       interval_hours=interval_h, mean_hours_between=1 / rate)
     return c.ok(f"checkpoints to {ck.target}, resume on restart"
-                + (f", every {_h(interval_h)}" if interval_h is not None else ""))
+                + (f", every {fmt_hours(interval_h)}" if interval_h is not None else ""))
 
 
 def _checkpoint_interval_hours(plan: Plan) -> float | None:
@@ -575,7 +568,7 @@ def check_dataset_region(c: Check, ctx: Context) -> CheckResult:
     note = "" if budgeted >= cost else " (not in the plan's estimate)"
     return c.fail(f"data in {job.dataset_region} ({data_at}), compute in {offer.region} "
                   f"({compute_at}): moving {job.data_gb:g} GB across continents costs about "
-                  f"{_usd(cost)} at ~{rate:g} USD/GB{note}, and slows the start",
+                  f"{fmt_usd(cost)} at ~{rate:g} USD/GB{note}, and slows the start",
                   f"copy the data once to storage in {offer.region}, or choose an offer in "
                   f"{data_at} (`gpucost compare --region ...`)",
                   file=ctx.display_path, line=ctx.line_of("job", "dataset_region"),
@@ -590,11 +583,11 @@ def check_cost_increase(c: Check, ctx: Context) -> CheckResult:
     delta = new - old
     limit = ctx.policy.max_increase_pct
     if old <= 0:
-        return c.ok(f"baseline was {_usd(old)}; now {_usd(new)}", baseline_usd=old,
+        return c.ok(f"baseline was {fmt_usd(old)}; now {fmt_usd(new)}", baseline_usd=old,
                     change_usd=delta)
     pct = delta / old * 100
-    said = (f"estimated {_usd(new)} against {_usd(old)} in the baseline "
-            f"({'+' if delta >= 0 else '-'}{_usd(abs(delta))}, {pct:+.1f} %)")
+    said = (f"estimated {fmt_usd(new)} against {fmt_usd(old)} in the baseline "
+            f"({'+' if delta >= 0 else '-'}{fmt_usd(abs(delta))}, {pct:+.1f} %)")
     if limit is not None and pct > limit:
         return c.fail(f"{said}: over the policy's max_increase_pct = {limit:g} %",
                       "find what made the job dearer (offer, node count, job size, throughput) "

@@ -123,24 +123,25 @@ def _plan_line(report: PreflightReport) -> str:
     where = f"{offer.provider} {offer.instance_type}" + (f" in {offer.region}"
                                                          if offer.region else "")
     line = (f"plan {report.plan_path}: {job.name!r} on {where} ({offer.gpu_count:g}x {offer.gpu}"
-            f" x {offer.nodes} node(s), {offer.market}): estimated {_usd(est.cost_usd)}, "
-            f"{_hours(est.hours)}")
+            f" x {offer.nodes} node(s), {offer.market}): estimated {fmt_usd(est.cost_usd)}, "
+            f"{fmt_hours(est.hours)}")
     if offer.price_date:
         line += f", prices of {offer.price_date}"
     base = report.baseline()
     if base is not None:
         pct = base["change_pct"]
-        line += (f"; baseline {_usd(base['cost_usd'])}"
+        line += (f"; baseline {fmt_usd(base['cost_usd'])}"
                  + ("" if pct is None else f" ({pct:+.1f} %)"))
     return line
 
 
-def _usd(x: float) -> str:
+def fmt_usd(x: float) -> str:
+    """Dollars for people: cents, or four decimals for sub-cent local runs."""
     return f"{x:,.2f} USD" if x >= 0.01 or x == 0 else f"{x:.4f} USD"
 
 
-def _hours(x: float) -> str:
-    return f"{x:,.2f} h" if x >= 1 else f"{x * 60:,.1f} min"
+def fmt_hours(x: float) -> str:
+    return f"{x:,.1f} h" if x >= 1 else f"{x * 60:,.1f} min"
 
 
 def render_json(report: PreflightReport) -> str:

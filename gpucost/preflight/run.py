@@ -107,7 +107,6 @@ def run_preflight(plan_path: str | os.PathLike[str], *,
     if problems:
         return PreflightReport(**base, plan=plan, results=tuple(problems))
     ctx = Context(plan=plan, plan_path=path, plan_text=text, policy=policy, today=today,
-                  display_path=shown, baseline_cost_usd=baseline,
-                  baseline_path=None if baseline_path is None else str(baseline_path))
+                  display_path=shown, baseline_cost_usd=baseline)
     return PreflightReport(**base, plan=plan, results=tuple(run_checks(ctx)),
                            baseline_cost_usd=baseline)
