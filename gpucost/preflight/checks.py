@@ -247,8 +247,8 @@ def check_timeout(c: Check, ctx: Context) -> CheckResult:
                       severity="warning", file=ctx.display_path, line=line,
                       worst_case_usd=worst, timeout_hours=safety.timeout_hours)
     return c.ok(f"timeout {fmt_hours(safety.timeout_hours)}, budget cap "
-                f"{fmt_usd(safety.budget_cap_usd)}: a hung run bills at most {fmt_usd(worst)}", worst_case_usd=worst,
-                timeout_hours=safety.timeout_hours)
+                f"{fmt_usd(safety.budget_cap_usd)}: a hung run bills at most {fmt_usd(worst)}",
+                worst_case_usd=worst, timeout_hours=safety.timeout_hours)
 
 
 # --- will it run there -----------------------------------------------------------------------
