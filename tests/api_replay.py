@@ -116,12 +116,15 @@ class ReplayServer:
     def _answer(self, request: Request) -> Reply:
         with self._lock:
             self.requests.append(request)
-            for route in self.routes:
-                if route.method == request.method and route.path == request.path and (
-                        route.when is None or route.when(request)):
+            routes = list(self.routes)
+        for route in routes:
+            # Predicates run unlocked: a test may make one request wait for another.
+            if route.method == request.method and route.path == request.path and (
+                    route.when is None or route.when(request)):
+                with self._lock:
                     reply = route.replies[min(route.hits, len(route.replies) - 1)]
                     route.hits += 1
-                    return reply
+                return reply
         return json_reply({"error": f"no route for {request.method} {request.path}"}, 404)
 
     def __enter__(self) -> ReplayServer:

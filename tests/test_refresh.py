@@ -196,3 +196,27 @@ def test_refresh_writes_the_user_snapshot_folder_that_compare_reads_by_default(
     answer = json.loads(capsys.readouterr().out)
     assert "lambda" in {s["source"] for s in answer["price_sources"]}  # beside the embedded ones
     assert "lambda" in {p["source"] for p in answer["plans"]}
+
+
+def test_sources_are_fetched_concurrently(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import threading
+
+    from api_replay import file_reply
+
+    # Each answer waits until both sources have asked: a sequential refresh would deadlock
+    # here and fail both sources after the barrier's timeout.
+    barrier = threading.Barrier(2, timeout=5)
+
+    def together(_: object) -> bool:
+        barrier.wait()
+        return True
+
+    with ReplayServer() as server:
+        server.add("GET", "/api/v1/instance-types", file_reply("lambda_instance_types.json"),
+                   when=together)
+        server.add("GET", "/api/retail/prices", file_reply("azure_page2.json"), when=together)
+        clean_env.setenv("GPUCOST_LAMBDA_URL", server.url)
+        clean_env.setenv("GPUCOST_AZURE_URL", server.url)
+        clean_env.setenv("LAMBDA_API_KEY", "k")
+        results = refresh(["lambda", "azure"], out_dir=tmp_path)
+    assert [r.status for r in results] == ["updated", "updated"], results
