@@ -147,12 +147,13 @@ def _run_model(args: argparse.Namespace, torch: Any) -> int:
         device_count=args.devices, profile_name=args.name)
     profile = _with_job(args, profile)
     path = profile.save(_out_path(args, profile.name))
-    _report(args, profile, path, note=None)
+    note = f"partial profile: interrupted after {profile.steps_measured} timed steps"
+    _report(args, profile, path, note=note if profile.partial else None)
     if found is not None and args.format == "text":
         more = " (the probe's cap; raise --probe-max)" if found.capped else ""
         print(f"max batch: {found.local_batch} per device, {found.global_batch} global over "
               f"{args.devices} device(s){more}")
-    return 0
+    return 130 if profile.partial else 0
 
 
 def _run_script(args: argparse.Namespace, script_args: list[str]) -> int:

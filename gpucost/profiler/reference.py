@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from gpucost.profile import Profile
-from gpucost.profiler.core import StepProfiler
+from gpucost.profiler.core import MIN_TIMED_STEPS, StepProfiler
 from gpucost.profiler.models import build
 from gpucost.profiler.probe import ProbeResult, probe_batch
 
@@ -17,7 +17,9 @@ def profile_model(name: str, *, batch_size: int | None = 32, steps: int = 20, wa
                   profile_name: str | None = None) -> tuple[Profile, ProbeResult | None]:
     """Profile built-in model ``name``; with ``probe`` first find its largest batch.
 
-    ``batch_size`` None with ``probe`` profiles at the probed batch (per device).
+    ``batch_size`` None with ``probe`` profiles at the probed batch (per device). Interrupted
+    (Ctrl-C) after enough timed steps, it returns a profile marked partial; before, the
+    KeyboardInterrupt propagates.
     """
     workload = build(name, device=device, precision=precision)
     found: ProbeResult | None = None
@@ -37,12 +39,16 @@ def profile_model(name: str, *, batch_size: int | None = 32, steps: int = 20, wa
                         description=workload.description, source=source)
     if found is not None:
         prof.max_batch_size = found.local_batch
-    with prof:
-        prof.hook_optimizer(workload.optimizer)
-        for x, y in prof.wrap(workload.batches(batch)):
-            workload.forward_backward(x, y)
-            workload.optimizer.step()
-            workload.optimizer.zero_grad(set_to_none=True)
+    try:
+        with prof:
+            prof.hook_optimizer(workload.optimizer)
+            for x, y in prof.wrap(workload.batches(batch)):
+                workload.forward_backward(x, y)
+                workload.optimizer.step()
+                workload.optimizer.zero_grad(set_to_none=True)
+    except KeyboardInterrupt:
+        if prof.steps_timed < MIN_TIMED_STEPS:
+            raise
     profile = prof.result().with_changes(dataset_size=workload.dataset_size,
                                          epochs=workload.epochs)
     if found is not None:
