@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,16 +30,14 @@ def fx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return work
 
 
-def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, object]]:
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
     code = main(["preflight", *args, "--today", TODAY, "--format", "json"])
     out = capsys.readouterr().out
     return code, json.loads(out)
 
 
-def _failed(report: dict[str, object]) -> dict[str, dict[str, object]]:
-    checks = report["checks"]
-    assert isinstance(checks, list)
-    return {c["id"]: c for c in checks if c["status"] == "fail"}
+def _failed(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["id"]: c for c in report["checks"] if c["status"] == "fail"}
 
 
 def test_good_plan_passes_every_check(fx: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -48,7 +47,7 @@ def test_good_plan_passes_every_check(fx: Path, capsys: pytest.CaptureFixture[st
     summary = report["summary"]
     assert isinstance(summary, dict)
     assert summary["status"] == "passed" and summary["passed"] >= 8
-    assert [c["id"] for c in report["checks"]] == list(CHECK_IDS)  # type: ignore[index,union-attr]
+    assert [c["id"] for c in report["checks"]] == list(CHECK_IDS)
 
 
 # plan, failing check id, exit code, severity, words the fix must contain
@@ -170,7 +169,7 @@ def test_policy_skip_needs_a_reason(fx: Path, capsys: pytest.CaptureFixture[str]
 def test_policy_skip_with_reason_is_shown(fx: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, report = _run(capsys, "no_main_guard.toml", "--policy", "policy_skip.toml")
     assert code == 0
-    guard = next(c for c in report["checks"] if c["id"] == "main-guard")  # type: ignore[union-attr]
+    guard = next(c for c in report["checks"] if c["id"] == "main-guard")
     assert guard["status"] == "skip"
     assert guard["message"] == "skipped by policy: launched by torchrun only, no worker processes"
 
@@ -255,7 +254,7 @@ def test_installed_torch_is_used_when_not_pinned(fx: Path,
     text = Path("good.toml").read_text().replace('torch_version = "2.8.0+cu128"\n', "")
     Path("unpinned.toml").write_text(text)
     code, report = _run(capsys, "unpinned.toml")
-    arch = next(c for c in report["checks"] if c["id"] == "cuda-arch")  # type: ignore[union-attr]
+    arch = next(c for c in report["checks"] if c["id"] == "cuda-arch")
     if torch.cuda.get_arch_list():  # a CUDA build: judged by its real arch list
         assert arch["details"]["basis"] == "installed"
     else:  # the CPU wheel says nothing about the job's build: a warning with the fix
@@ -281,7 +280,7 @@ def test_example_policy_loads(fx: Path, capsys: pytest.CaptureFixture[str]) -> N
     code, report = _run(capsys, "good.toml", "--policy", str(REPO_ROOT / "examples" /
                                                               "policy.toml"))
     assert code == 0, _failed(report)
-    assert report["policy"].endswith("policy.toml")  # type: ignore[union-attr]
+    assert report["policy"].endswith("policy.toml")
 
 
 @pytest.mark.parametrize(("region", "where"), [

@@ -129,7 +129,7 @@ def test_github_escaping_round_trips(text: str) -> None:
     assert _gh_decode(escaped) == text
 
 
-@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1))
+@given(st.text(alphabet=st.characters(exclude_categories=["Cs"]), min_size=1))
 def test_any_message_stays_one_annotation_and_one_table_row(message: str) -> None:
     report = _report([_result("fail", "error", 1, message)])
     lines = render_github(report).splitlines()
