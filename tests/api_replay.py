@@ -227,7 +227,7 @@ def install_all(server: ReplayServer) -> dict[str, str]:
     server.add("POST", "/", ec2_xml_reply("DescribeSpotPriceHistory",
                                           _fixture_json("aws_spot_price_history.json")),
                when=ec2_action("DescribeSpotPriceHistory"))
-    names = ("AWS", "AWS_EC2", "AZURE", "GCP", "VAST", "RUNPOD", "LAMBDA", "SKYPILOT_HOSTED")
+    names = ("AWS", "AZURE", "GCP", "VAST", "RUNPOD", "LAMBDA", "SKYPILOT_HOSTED")
     env = {f"GPUCOST_{n}_URL": server.url for n in names}
     env.update(AWS_ACCESS_KEY_ID="testing-key-id", AWS_SECRET_ACCESS_KEY="testing-secret",
                AWS_DEFAULT_REGION="us-east-1", GOOGLE_API_KEY="gcp-test-key-123",

@@ -149,7 +149,8 @@ class AwsSource(PriceSource[AwsClients]):
         config = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=10,
                         read_timeout=60)
         pricing_url = None if base_url == self.default_base_url else base_url
-        ec2_url = os.environ.get(self.ec2_url_env_var) or None
+        # One override (a replay server, a proxy) serves every AWS call unless EC2 has its own.
+        ec2_url = os.environ.get(self.ec2_url_env_var) or pricing_url
         pricing = boto3.client("pricing", region_name=PRICING_REGION, endpoint_url=pricing_url,
                                config=config)
 
