@@ -57,6 +57,7 @@ ESTIMATE_TERMS = (
 TIMEOUT_FACTOR = 1.5  # the executor's hard limit, over the expected hours
 BUDGET_CAP_FACTOR = 1.25  # the executor's spending cap, over the expected cost
 MAX_NODES_TRIED = 16  # when a deadline needs more nodes, the most the advisor suggests
+TIE_FRACTION = 0.01  # plans within 1 % on one criterion are ranked by the other
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,18 @@ def pareto_front(hours: npt.ArrayLike, cost: npt.ArrayLike) -> npt.NDArray[np.in
     return order[keep].astype(np.int64)
 
 
+def pick(
+    hours: npt.NDArray[np.float64], cost: npt.NDArray[np.float64], idx: npt.NDArray[np.int64]
+) -> tuple[int, int]:
+    """(cheapest, fastest) among the rows ``idx``. Near-ties go to the other criterion: a plan
+    0.5 % faster is not worth four times the money."""
+    near_cheapest = idx[cost[idx] <= cost[idx].min() * (1 + TIE_FRACTION)]
+    cheapest = int(near_cheapest[np.lexsort((cost[near_cheapest], hours[near_cheapest]))[0]])
+    near_fastest = idx[hours[idx] <= hours[idx].min() * (1 + TIE_FRACTION)]
+    fastest = int(near_fastest[np.lexsort((hours[near_fastest], cost[near_fastest]))[0]])
+    return cheapest, fastest
+
+
 def _row(ranking: Ranking, i: int) -> dict[str, Any]:
     return {k: (v[i].item() if hasattr(v[i], "item") else v[i]) for k, v in ranking.columns.items()}
 
@@ -171,6 +184,7 @@ def _reasons(
     mask: npt.NDArray[np.bool_],
     constraints: Constraints,
     alt: dict[str, Any] | None,
+    chosen: int,
 ) -> tuple[str, ...]:
     cols = ranking.columns
     n = int(mask.sum())
@@ -228,19 +242,22 @@ def _reasons(
                 f"over {alt['total_hours']:.1f} h"
             )
     others = np.flatnonzero(mask)
-    if len(others) > 1:
+    others = others[others != chosen]
+    if len(others):
         key = cols["cost_usd"] if kind == "cheapest" else cols["total_hours"]
-        runner = others[np.argsort(key[others], kind="stable")[1]]
-        r = _row(ranking, int(runner))
+        r = _row(ranking, int(others[np.argmin(key[others])]))
         if kind == "cheapest":
+            d = r["cost_usd"] - row["cost_usd"]
             reasons.append(
                 f"next cheapest: {plan_label(r)} at {_money(r['cost_usd'])} "
-                f"(+{_money(r['cost_usd'] - row['cost_usd'])})"
+                f"({'+' if d >= 0 else '-'}{_money(abs(d))}"
+                + (f", {r['total_hours']:.1f} h)" if d < 0 else ")")
             )
         else:
+            d = r["total_hours"] - row["total_hours"]
             reasons.append(
-                f"next fastest: {plan_label(r)} at {r['total_hours']:.1f} h "
-                f"(+{r['total_hours'] - row['total_hours']:.1f} h)"
+                f"next fastest: {plan_label(r)} at {r['total_hours']:.2f} h ({d:+.2f} h) "
+                f"for {_money(r['cost_usd'])}"
             )
     return tuple(reasons)
 
@@ -302,21 +319,36 @@ def advise(
             profile, job, snapshots, constraints, params, now, ranking, on_time, affordable
         )
         return Advice(ranking, constraints, params, feasible, pareto, None, None, relax)
-    cheapest_i = int(idx[np.lexsort((hours[idx], cost[idx]))[0]])
-    fastest_i = int(idx[np.lexsort((cost[idx], hours[idx]))[0]])
+    cheapest_i, fastest_i = pick(hours, cost, idx)
     cheap_row, fast_row = _row(ranking, cheapest_i), _row(ranking, fastest_i)
     same = cheapest_i == fastest_i
     cheapest = Choice(
         "cheapest",
         cheapest_i,
         cheap_row,
-        _reasons("cheapest", cheap_row, ranking, feasible, constraints, None if same else fast_row),
+        _reasons(
+            "cheapest",
+            cheap_row,
+            ranking,
+            feasible,
+            constraints,
+            None if same else fast_row,
+            cheapest_i,
+        ),
     )
     fastest = Choice(
         "fastest",
         fastest_i,
         fast_row,
-        _reasons("fastest", fast_row, ranking, feasible, constraints, None if same else cheap_row),
+        _reasons(
+            "fastest",
+            fast_row,
+            ranking,
+            feasible,
+            constraints,
+            None if same else cheap_row,
+            fastest_i,
+        ),
     )
     return Advice(ranking, constraints, params, feasible, pareto, cheapest, fastest)
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpucost.advisor import Constraints, advise, pareto_front, to_plan
+from gpucost.advisor import Constraints, advise, pareto_front, pick, to_plan
 from gpucost.cli import main
 from gpucost.errors import InputError, NoOffersError
 from gpucost.model.economics import JobParams
@@ -92,6 +92,15 @@ def test_pareto_front_on_a_four_row_table() -> None:
     assert pareto_front([1.0, 1.0, 2.0, 2.0], [5.0, 6.0, 1.0, 1.0]).tolist() == [0, 2]
 
 
+def test_near_ties_go_to_the_other_criterion() -> None:
+    hours = np.array([1.000, 1.005, 3.0, 4.0, 3.98])
+    cost = np.array([100.0, 20.0, 7.0, 2.0, 2.01])
+    every = np.arange(5)
+    # 0.5 % slower for a fifth of the price: fastest; $0.01 dearer but 0.02 h faster: cheapest
+    assert pick(hours, cost, every) == (4, 1)
+    assert pick(hours, cost, np.array([0, 2])) == (2, 0)
+
+
 @settings(max_examples=80, deadline=None)
 @given(st.lists(st.tuples(st.integers(1, 20), st.integers(1, 20)), min_size=1, max_size=30))
 def test_pareto_front_is_exactly_the_undominated_plans(points: list[tuple[int, int]]) -> None:
@@ -120,7 +129,11 @@ def test_recommends_cheapest_on_time_and_fastest_within_budget(
     cols = free.ranking.columns
     assert free.cheapest is not None and free.fastest is not None
     assert free.cheapest.row["cost_usd"] == cols["cost_usd"].min()
-    assert free.fastest.row["total_hours"] == cols["total_hours"].min()
+    # the fastest, or a plan within 1 % of its time that costs less
+    h_min = cols["total_hours"].min()
+    near = cols["total_hours"] <= h_min * 1.01
+    assert free.fastest.row["cost_usd"] == cols["cost_usd"][near].min()
+    assert free.fastest.row["total_hours"] <= h_min * 1.01
     # a deadline between the fastest and the cheapest plan's hours moves the cheapest choice
     deadline = (free.fastest.row["total_hours"] + free.cheapest.row["total_hours"]) / 2
     timed = advise(
@@ -139,9 +152,8 @@ def test_recommends_cheapest_on_time_and_fastest_within_budget(
     )
     assert capped.fastest is not None
     assert capped.fastest.row["cost_usd"] <= budget
-    assert (
-        capped.fastest.row["total_hours"] == cols["total_hours"][cols["cost_usd"] <= budget].min()
-    )
+    within = cols["total_hours"][cols["cost_usd"] <= budget].min()
+    assert within <= capped.fastest.row["total_hours"] <= within * 1.01
     assert set(capped.pareto.tolist()) <= set(np.flatnonzero(capped.feasible).tolist())
 
 
