@@ -35,6 +35,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyP
         monkeypatch.delenv(var, raising=False)
     for source in sources().values():
         monkeypatch.delenv(source.url_env_var, raising=False)
+    monkeypatch.delenv("GPUCOST_AWS_EC2_URL", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
