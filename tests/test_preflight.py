@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -307,3 +308,35 @@ def test_cli_planning_path_imports_no_heavy_modules(fx: Path) -> None:
     assert done.returncode == 1, done.stderr
     assert "HEAVY []" in done.stdout
     assert "::error file=arch_mismatch.toml" in done.stdout
+
+
+def test_spot_checkpoints_further_apart_than_interruptions_warn(
+        fx: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spot = (Path("good.toml").read_text()
+            .replace('market = "on-demand"', 'market = "spot"')
+            .replace("interruption_rate_per_hr = 0.0", "interruption_rate_per_hr = 0.5"))
+    Path("spot.toml").write_text(spot)  # every 10 of 90 epochs: 0.4 h apart, 2 h between
+    code, report = _run(capsys, "spot.toml")
+    assert code == 0 and _failed(report) == {}
+    Path("spot.toml").write_text(spot.replace("every_epochs = 10.0", "interval_minutes = 180.0"))
+    code, report = _run(capsys, "spot.toml")
+    failed = _failed(report)
+    assert code == 0 and set(failed) == {"spot-checkpoint"}
+    assert failed["spot-checkpoint"]["severity"] == "warning"
+    assert "interval_minutes" in failed["spot-checkpoint"]["fix"]
+
+
+def test_a_broken_check_is_an_internal_error_not_a_traceback(
+        fx: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpucost.preflight import checks
+
+    def broken(c: checks.Check, ctx: checks.Context) -> checks.CheckResult:
+        return c.ok(f"{1 / 0}")
+
+    patched = tuple(dataclasses.replace(c, run=broken) if c.id == "deadline" else c
+                    for c in checks.CHECKS)
+    monkeypatch.setattr(checks, "CHECKS", patched)
+    code, report = _run(capsys, "over_budget.toml")
+    failed = _failed(report)
+    assert code == 3 and set(failed) == {"deadline", "budget"}  # the others still ran
+    assert "internal error: ZeroDivisionError" in failed["deadline"]["message"]
