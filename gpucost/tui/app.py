@@ -12,7 +12,7 @@ import os
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
@@ -140,7 +140,7 @@ class GpuCostApp(App[None]):
         return path
 
     # ---- command palette -----------------------------------------------------------------------
-    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         offers = self.offers
         yield SystemCommand("Offers", "The ranked plans and the job form", self.action_offers)
