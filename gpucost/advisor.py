@@ -596,7 +596,10 @@ def to_plan(
                 str(profile.environment["torch"]) if "torch" in profile.environment else None
             ),
         ),
-        safety=SafetySection(timeout_hours=_r(timeout, 3), budget_cap_usd=_r(cap, 2)),
+        safety=SafetySection(  # rounded up: a limit must never fall below the estimate
+            timeout_hours=math.ceil(timeout * 1000) / 1000,
+            budget_cap_usd=math.ceil(cap * 100) / 100,
+        ),
         checkpoint=CheckpointSection(
             enabled=params.checkpoint_gb > 0,
             every_epochs=1.0 if epochs is not None and params.checkpoint_gb > 0 else None,

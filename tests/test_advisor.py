@@ -341,3 +341,48 @@ def test_plan_json_lists_the_front(tmp_path: Path, capsys: pytest.CaptureFixture
     hours = [p["total_hours"] for p in doc["pareto_front"]]
     assert hours == sorted(hours) and costs == sorted(costs, reverse=True)
     assert doc["plan"]["schema"] == "gpucost-plan"
+
+
+def test_plan_on_your_own_machine(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from gpucost.profile import Profile
+
+    profile = Profile(
+        gpu="CPU",
+        precision="fp32",
+        batch_size=64,
+        step_time_s=0.02,
+        param_count=1e6,
+        flops_per_sample=6e6,
+        name="tiny-cpu",
+    )
+    profile_path = profile.save(tmp_path / "tiny.json")
+    prices = str(_write_prices(tmp_path))
+    out_file = tmp_path / "local.toml"
+    code = main(
+        [
+            "plan",
+            "--profile",
+            str(profile_path),
+            "--samples",
+            "64000",
+            "--prices",
+            prices,
+            "--include-local",
+            "--local-power-w",
+            "100",
+            "--electricity-kwh",
+            "0.30",
+            "--command",
+            "python train_tiny.py",
+            "-o",
+            str(out_file),
+        ]
+    )
+    assert code == 0, capsys.readouterr().err
+    plan = load_plan(out_file)
+    # 64,000 samples at 3,200/s on a 100 W box at $0.30/kWh: 20 s for $0.000167
+    assert plan.offer.provider == "local" and plan.offer.gpu == "CPU"
+    assert plan.offer.price_hr == pytest.approx(0.03)
+    assert plan.estimate.hours == pytest.approx(20 / 3600, rel=1e-4)
+    assert plan.estimate.cost_usd == pytest.approx(20 / 3600 * 0.03, abs=1e-4)
+    assert plan.idle.policy == "stop" and plan.spot.fallback == "none"

@@ -96,6 +96,19 @@ def add_job_arguments(p: argparse.ArgumentParser) -> None:
         help="your electricity price, USD/kWh (default 0.20)",
     )
     e.add_argument(
+        "--local-power-w",
+        type=float,
+        metavar="W",
+        help="your machine's draw under training load (default: NVML power limit or TDP)",
+    )
+    e.add_argument(
+        "--amortisation-hr",
+        type=float,
+        default=0.0,
+        metavar="USD",
+        help="your hardware's cost per hour of use (default 0)",
+    )
+    e.add_argument(
         "--prices",
         action="append",
         metavar="PATH",
@@ -173,9 +186,15 @@ def build_advice(args: argparse.Namespace) -> tuple[Advice, Any]:
     )
     snapshots = load_snapshots(args.prices)
     if args.include_local:
-        from gpucost.local import local_snapshot
+        from gpucost.local import detect, local_snapshot
 
-        snapshots = [*snapshots, local_snapshot(electricity_usd_kwh=args.electricity_kwh)]
+        machine = detect(power_w=args.local_power_w)
+        local = local_snapshot(
+            machine,
+            electricity_usd_kwh=args.electricity_kwh,
+            amortisation_usd_hr=args.amortisation_hr,
+        )
+        snapshots = [*snapshots, local]
     return advise(profile, job, snapshots, constraints, params), job
 
 
