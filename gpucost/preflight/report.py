@@ -136,12 +136,15 @@ def _plan_line(report: PreflightReport) -> str:
 
 
 def fmt_usd(x: float) -> str:
-    """Dollars for people: cents, or four decimals for sub-cent local runs."""
-    return f"{x:,.2f} USD" if x >= 0.01 or x == 0 else f"{x:.4f} USD"
+    """Dollars for people, to the cent (a local run may cost less than one)."""
+    return f"{x:,.2f} USD" if x >= 0.01 or x == 0 else "< 0.01 USD"
 
 
 def fmt_hours(x: float) -> str:
-    return f"{x:,.1f} h" if x >= 1 else f"{x * 60:,.1f} min"
+    """Hours for people: h, min or s, whichever reads best."""
+    if x >= 1:
+        return f"{x:,.1f} h"
+    return f"{x * 60:.1f} min" if x >= 1 / 60 else f"{x * 3600:.0f} s"
 
 
 def render_json(report: PreflightReport) -> str:
