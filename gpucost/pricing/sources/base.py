@@ -122,6 +122,8 @@ def parsing(source: str, what: str) -> Iterator[None]:
     except _SHAPE_ERRORS as exc:
         detail = f"missing field {exc.args[0]!r}" if isinstance(exc, KeyError) and exc.args \
             else f"{type(exc).__name__}: {exc}"
+        detail = " ".join(detail.split())  # one line, whatever the payload held
+        detail = detail if len(detail) <= 200 else detail[:200] + "..."
         raise ProviderError(f"{source}: unexpected {what} ({detail})",
                             hint="the API changed or the answer was cut off; retry, and report "
                                  "it if it persists") from None
