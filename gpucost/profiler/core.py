@@ -429,8 +429,11 @@ class StepProfiler:
 
         from gpucost.profiler import environment
 
-        env = environment.describe(device, _DTYPES[self.precision], calibrate=self.calibrate)
-        floor_s = env.get("launch_floor_us", 0.0) * 1e-6
+        dtype = _DTYPES[self.precision]
+        if self.precision == "amp" and device.type == "cpu":
+            dtype = torch.bfloat16  # CPU autocast runs bf16
+        env = environment.describe(device, dtype, calibrate=self.calibrate)
+        floor_s = (env.get("launch_floor_us") or 0.0) * 1e-6
         census = self._census
         flops_step = census.total_flops if census is not None and census.total_flops else None
         bytes_step = census.total_bytes if census is not None and census.total_bytes else None

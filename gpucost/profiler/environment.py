@@ -55,7 +55,7 @@ def _repeat_for(seconds: float, device: torch.device, fn: Any) -> tuple[int, flo
 
 def matmul_gflops(device: torch.device, dtype: torch.dtype = torch.float32,
                   seconds: float = 0.2) -> float:
-    n = 512 if device.type == "cpu" else 4096
+    n = 512 if device.type == "cpu" else 4096  # 32 MB per operand at fp16
     a = torch.randn(n, n, device=device, dtype=dtype)
     b = torch.randn(n, n, device=device, dtype=dtype)
     out = torch.empty(n, n, device=device, dtype=dtype)
@@ -64,7 +64,7 @@ def matmul_gflops(device: torch.device, dtype: torch.dtype = torch.float32,
 
 
 def memory_bandwidth_gbs(device: torch.device, seconds: float = 0.1) -> float:
-    numel = (32 if device.type == "cpu" else 256) * 2**20  # 128 MB / 1 GB of fp32, beyond caches
+    numel = (32 if device.type == "cpu" else 64) * 2**20  # 128 / 256 MB of fp32, beyond caches
     src = torch.ones(numel, device=device)
     dst = torch.empty_like(src)
     calls, elapsed = _repeat_for(seconds, device, lambda: dst.copy_(src))
@@ -134,9 +134,18 @@ def describe(device: torch.device, dtype: torch.dtype = torch.float32,
                    cudnn=torch.backends.cudnn.version(),  # type: ignore[no-untyped-call]
                    driver=driver_version())
     if calibrate:
-        env["device_matmul_gflops"] = matmul_gflops(device, dtype)
-        env["device_mem_bw_gbs"] = memory_bandwidth_gbs(device)
-        env["launch_floor_us"] = launch_floor_s(device) * 1e6
+        env["device_matmul_gflops"] = _measured(lambda: matmul_gflops(device, dtype))
+        env["device_mem_bw_gbs"] = _measured(lambda: memory_bandwidth_gbs(device))
+        floor = _measured(lambda: launch_floor_s(device))
+        env["launch_floor_us"] = floor * 1e6 if floor is not None else None
         if device.type == "cpu":
             env["cpu_matmul_gflops"] = env["device_matmul_gflops"]
     return env
+
+
+def _measured(measure: Any) -> float | None:
+    """A calibration, or None when the device has no room left for it after the run."""
+    try:
+        return float(measure())
+    except (torch.cuda.OutOfMemoryError, MemoryError):
+        return None
