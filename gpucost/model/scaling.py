@@ -8,14 +8,17 @@ node. With K GPUs per node, N nodes and S gradient bytes per GPU:
       + 2(N-1)/N * S / busbw_net   + 2(N-1) * alpha_net
 
 busbw is NCCL's "bus bandwidth" (what nccl-tests prints), a fitted fraction of the link's line
-rate (NVLink, PCIe, or the node's network). The part of t that backward does not hide follows
-Pollux's goodput model: step = (compute^gamma + sync^gamma)^(1/gamma), gamma >= 1 fitted
-(gamma = 1: no overlap; large gamma: the longer of the two). With gradient accumulation over s
-micro-steps only the last one syncs.
+rate (NVLink, PCIe, or the node's network). PCIe traffic between GPUs crosses the host, whose
+aggregate bandwidth the node's K GPUs share, so PCIe busbw falls as K grows (as NCCL's
+maintainers describe for PCI systems); NVLink/NVSwitch busbw does not. The part of t that
+backward does not hide follows Pollux's goodput model:
+step = (compute^gamma + sync^gamma)^(1/gamma), gamma >= 1 fitted (1: no overlap; large: the
+longer of the two). With gradient accumulation over s micro-steps only the last one syncs.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +38,10 @@ class Links:
     intra_latency_s: float
     inter_latency_s: float
     intra_kind: str  # "nvlink" | "pcie"
+    # Aggregate bandwidth of the host path PCIe traffic shares inside a node (root complex, CPU
+    # memory): with K GPUs each gets at most host_busbw_Bps / K. Unlimited for NVLink. Fitted as
+    # a multiple of one GPU's PCIe rate, so newer platforms scale with their PCIe generation.
+    host_busbw_Bps: float = math.inf
 
 
 def _uses_nvlink(spec: GpuSpec, link: str | None) -> bool:
@@ -77,6 +84,8 @@ def resolve_links(spec: GpuSpec, scaling: Mapping[str, Any], *, intra_node_gbps:
         intra_latency_s=float(scaling[f"{kind}_hop_latency_s"]),
         inter_latency_s=float(scaling["network_hop_latency_s"]),
         intra_kind=kind,
+        host_busbw_Bps=(math.inf if nvlink
+                        else float(scaling["host_busbw_factor"]) * spec.pcie_gbs * 1e9),
     )
 
 
@@ -85,7 +94,8 @@ def allreduce_time_s(nbytes: float, gpus_per_node: int, nodes: int, links: Links
     k, n = gpus_per_node, nodes
     t = 0.0
     if k > 1:
-        t += 2.0 * (k - 1) * (nbytes / k / links.intra_busbw_Bps + links.intra_latency_s)
+        busbw = min(links.intra_busbw_Bps, links.host_busbw_Bps / k)
+        t += 2.0 * (k - 1) * (nbytes / k / busbw + links.intra_latency_s)
     if n > 1:
         t += 2.0 * (n - 1) * (nbytes / n / links.inter_busbw_Bps + links.inter_latency_s)
     return t

@@ -17,7 +17,7 @@ exactly. With a per-operator table each operator is translated by what bounds it
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
@@ -70,28 +70,59 @@ class DeviceRates:
         return self.flops_per_s / self.bytes_per_s
 
 
+def _capability(cls: str) -> tuple[int, int] | None:
+    major, _, minor = cls.partition(".")
+    return (int(major), int(minor)) if major.isdigit() and minor.isdigit() else None
+
+
+def _nearest_class(spec: GpuSpec, fitted: Iterable[str]) -> str | None:
+    """The fitted class closest below ``spec``'s compute capability (its predecessor
+    architecture), for GPUs the benchmarks never measured; None for non-NVIDIA parts."""
+    own = _capability(device_class(spec))
+    if own is None:
+        return None
+    older = [(cap, c) for c in fitted if (cap := _capability(c)) is not None and cap <= own]
+    return max(older)[1] if older else None
+
+
 def efficiencies(spec: GpuSpec, precision: str,
                  cal: Mapping[str, Any] | None = None) -> tuple[float, float]:
-    """(compute, memory) efficiency of ``spec``: per GPU if fitted, else its class, else default."""
+    """(compute, memory) efficiency of ``spec``: per GPU if fitted, else its class, else the
+    nearest older class, else the median over classes."""
     cal = calibration() if cal is None else cal
     pclass = PRECISION_CLASS[precision]
-    key = f"{spec.name}|{pclass}"
-    eff = cal["compute_efficiency_gpu"].get(key)
+    eff = cal["compute_efficiency_gpu"].get(f"{spec.name}|{pclass}")
+    by_class = cal["compute_efficiency_class"]
     if eff is None:
-        eff = cal["compute_efficiency_class"].get(f"{device_class(spec)}|{pclass}")
+        fitted = [k.partition("|")[0] for k in by_class if k.endswith(f"|{pclass}")]
+        cls = device_class(spec) if device_class(spec) in fitted else _nearest_class(spec, fitted)
+        eff = by_class[f"{cls}|{pclass}"] if cls is not None else None
     if eff is None:
         eff = cal["compute_efficiency_default"][pclass]
     eff_bw = cal["memory_efficiency_gpu"].get(spec.name)
     if eff_bw is None:
-        eff_bw = cal["memory_efficiency_class"].get(device_class(spec),
-                                                    cal["memory_efficiency_default"])
+        mem_class = cal["memory_efficiency_class"]
+        cls = (device_class(spec) if device_class(spec) in mem_class
+               else _nearest_class(spec, mem_class))
+        eff_bw = mem_class[cls] if cls is not None else cal["memory_efficiency_default"]
     return float(eff), float(eff_bw)
+
+
+def peak_tflops(spec: GpuSpec, precision: str) -> float:
+    """The spec-sheet rate the calibrated efficiency at ``precision`` is a fraction of.
+
+    fp32 training on a GPU with TF32 tensor cores is measured against the TF32 rate: PyTorch
+    runs fp32 convolutions on them by default (and NVIDIA's containers matmuls too), so that is
+    the peak such steps approach; the fitted efficiency absorbs how much of a step uses it.
+    """
+    if precision == "fp32":
+        return max(spec.fp32_tflops, spec.tf32_tflops or 0.0)
+    return spec.tflops(precision)  # type: ignore[arg-type]
 
 
 def rates_for(spec: GpuSpec, precision: str, cal: Mapping[str, Any] | None = None) -> DeviceRates:
     eff, eff_bw = efficiencies(spec, precision, cal)
-    peak_tflops = spec.tflops(precision)  # type: ignore[arg-type]
-    return DeviceRates(flops_per_s=peak_tflops * 1e12 * eff,
+    return DeviceRates(flops_per_s=peak_tflops(spec, precision) * 1e12 * eff,
                        bytes_per_s=spec.mem_bw_gbs * 1e9 * eff_bw)
 
 

@@ -1,0 +1,136 @@
+"""How well does the performance model predict throughput it has not seen?
+
+    python bench/prediction_accuracy.py [--data ../shared/data]
+
+Single GPU: leave-one-GPU-out cross-validation on lambda_throughput_calibration.csv. For each GPU
+H the coefficients are refitted WITHOUT any of H's rows (scripts/fit_calibration.py), then H's
+throughput is predicted from every other GPU's measurement of the same model and precision in
+the same bench version, through gpucost's own translation code. Baseline, computed on the same
+pairs: the spec-sheet ratio (target over source peak FLOPS at the precision; and, separately,
+memory bandwidth).
+
+Multi-GPU: held-out placements of sia_step_times_calibration.csv. Every third placement (GPUs
+per node, e.g. "2 2 4") of each cluster is held out; link coefficients and each job's gradient
+bytes are fitted on the others; each held-out step time is predicted from the same job's 1-GPU
+step at the same local batch. Baseline: linear scaling with no communication (the step time
+stays the 1-GPU step time).
+
+Prints mean and median absolute percentage error for the model and the baselines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "scripts"))
+
+import fit_calibration as fitc  # noqa: E402
+
+from gpucost.model import translate  # noqa: E402
+from gpucost.profile import Profile  # noqa: E402
+
+
+def _pct(errors: list[float]) -> str:
+    mean, median = statistics.mean(errors), statistics.median(errors)
+    return f"mean {100 * mean:5.1f} %  median {100 * median:5.1f} %"
+
+
+def single_gpu(data: Path) -> dict[str, list[float]]:
+    from gpucost.catalog import get_gpu
+
+    obs, unresolved = fitc.load_lambda(data / "benchmarks" / "lambda_throughput_calibration.csv",
+                                       get_gpu)
+    errors: dict[str, list[float]] = {"model": [], "flops ratio": [], "bandwidth ratio": []}
+    per_gpu: dict[str, list[float]] = {}
+    shipped = dict(translate.calibration())
+    for held in sorted({o.gpu for o in obs}):
+        fit = fitc.fit_single([o for o in obs if o.gpu != held], get_gpu)
+        cal: dict[str, Any] = {**shipped, **fitc.single_calibration(fit)}
+        target_spec = get_gpu(held)
+        for tgt in (o for o in obs if o.gpu == held):
+            for src in obs:
+                if src.gpu == held or (src.version, src.model, src.precision) != (
+                        tgt.version, tgt.model, tgt.precision):
+                    continue
+                source_spec = get_gpu(src.gpu)
+                profile = Profile(gpu=src.gpu, precision=src.precision,  # type: ignore[arg-type]
+                                  batch_size=src.batch_size,
+                                  step_time_s=src.batch_size / src.throughput, param_count=1.0,
+                                  name=src.model)
+                kappa = translate.workload_bytes_per_flop(profile, cal)
+                ratio = translate.compute_ratio(
+                    profile, translate.rates_for(source_spec, src.precision, cal),
+                    translate.rates_for(target_spec, tgt.precision, cal), kappa)
+                predicted = src.throughput / ratio
+                flops = src.throughput * (translate.peak_tflops(target_spec, src.precision)
+                                          / translate.peak_tflops(source_spec, src.precision))
+                bandwidth = src.throughput * target_spec.mem_bw_gbs / source_spec.mem_bw_gbs
+                err = abs(predicted / tgt.throughput - 1)
+                errors["model"].append(err)
+                per_gpu.setdefault(held, []).append(err)
+                errors["flops ratio"].append(abs(flops / tgt.throughput - 1))
+                errors["bandwidth ratio"].append(abs(bandwidth / tgt.throughput - 1))
+    print(f"single GPU: leave-one-GPU-out, {len(errors['model'])} (source, target) pairs over "
+          f"{len(per_gpu)} GPUs")
+    for name, errs in errors.items():
+        print(f"  {name:<22} {_pct(errs)}")
+    print("  per held-out GPU (mean): " + ", ".join(
+        f"{g} {100 * statistics.mean(e):.1f}" for g, e in sorted(per_gpu.items())))
+    print("  GPUs in the table the catalog does not resolve: "
+          + (", ".join(unresolved) if unresolved else "none"))
+    return errors
+
+
+def multi_gpu(data: Path) -> dict[str, list[float]]:
+    from gpucost.catalog import get_gpu
+
+    rows = fitc.load_sia(data / "benchmarks" / "sia_step_times_calibration.csv")
+    errors: dict[str, list[float]] = {"model": [], "linear scaling": []}
+    for cluster in sorted({r.cluster for r in rows}):
+        placements = sorted({r.placement for r in rows if r.cluster == cluster})
+        held = set(placements[1::3])
+        train = [r for r in rows if r.cluster != cluster or r.placement not in held]
+        params, grads = fitc.fit_scaling(train, get_gpu)
+        spec = get_gpu(fitc.SIA_CLUSTERS[cluster].gpu)
+        test = [r for r in rows if r.cluster == cluster and r.placement in held]
+        for r in test:
+            predicted = fitc.predict_sia_step(r, grads[(r.cluster, r.model)], params, spec)
+            errors["model"].append(abs(predicted / r.step_s - 1))
+            errors["linear scaling"].append(abs(r.single_step_s / r.step_s - 1))
+        print(f"  {cluster}: {len(held)} of {len(placements)} placements held out, "
+              f"{len(test)} step times")
+    print(f"multi GPU: held-out placements, {len(errors['model'])} step times")
+    for name, errs in errors.items():
+        print(f"  {name:<22} {_pct(errs)}")
+    return errors
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
+    args = ap.parse_args()
+    if not (args.data / "benchmarks").is_dir():
+        print(f"reference data not found under {args.data}; pass --data", file=sys.stderr)
+        return 2
+    t0 = time.perf_counter()
+    single = single_gpu(args.data)
+    multi = multi_gpu(args.data)
+    s_model = statistics.mean(single["model"])
+    m_model = statistics.mean(multi["model"])
+    print(f"summary: single-GPU mean error {100 * s_model:.1f} % (goal <= 8 %; spec-sheet FLOPS "
+          f"ratio {100 * statistics.mean(single['flops ratio']):.1f} %), multi-GPU "
+          f"{100 * m_model:.1f} % (goal <= 6 %; linear scaling "
+          f"{100 * statistics.mean(multi['linear scaling']):.1f} %); "
+          f"{time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

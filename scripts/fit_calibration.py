@@ -1,0 +1,497 @@
+"""Fit the performance model's coefficients and write gpucost/model/calibration.json.
+
+    python scripts/fit_calibration.py [--data ../shared/data] [--out gpucost/model/calibration.json]
+
+Single GPU (lambda_throughput_calibration.csv, 1-GPU rows, one median per bench version, model,
+precision and GPU; versions are never compared with each other): time per sample is modelled
+as W * (1 / (peak_flops * eff) + kappa / (mem_bw * eff_bw)), W the workload's flops per sample
+(one per version x model x precision, with a weak prior at its published flop count), eff per
+compute capability and precision class plus a shrunk per-GPU correction, eff_bw likewise per
+class and GPU, kappa (bytes per flop) per model family and precision class. Least squares on
+log time, Levenberg-Marquardt (numpy only).
+
+Scaling (sia_step_times_calibration.csv, multi-GPU rows): step = compute + exposed sync, where
+exposed sync = Pollux overlap of the hierarchical ring all-reduce with the measured 1-GPU step
+(see gpucost/model/scaling.py). Global link coefficients (PCIe/host and network bus-bandwidth
+efficiencies, per-hop latencies, the overlap exponent) are fitted jointly with each job's
+effective gradient bytes; nccl_busbw_reference.csv gives the NVLink efficiency directly.
+
+The functions here are also used by bench/prediction_accuracy.py to refit without held-out data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import hashlib
+import json
+import math
+import re
+import statistics
+import sys
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from gpucost.catalog.spec import GpuSpec  # noqa: E402
+from gpucost.errors import UnknownGpuError  # noqa: E402
+from gpucost.model.scaling import (  # noqa: E402
+    Links,
+    allreduce_time_s,
+    overlapped_s,
+)
+from gpucost.model.translate import PRECISION_CLASS, device_class, peak_tflops  # noqa: E402
+
+Vector = NDArray[np.float64]
+
+# Published forward+backward flops per sample (3 x forward), used only as a weak prior that
+# pins the efficiencies' absolute scale; the fit moves them within a factor of ~e.
+FLOPS_PER_SAMPLE_PRIOR = {
+    "resnet50": 3 * 8.2e9,  # 4.1 GMAC forward at 224x224
+    "ssd": 3 * 2 * 2 * 4.1e9 * (300 / 224) ** 2,  # ResNet-50 backbone at 300x300 plus heads (~2x)
+    "bert_base_squad": 6 * 85e6 * 384 + 3 * 4 * 384**2 * 768 * 12,  # seq 384 + attention
+    "bert_large_squad": 6 * 302e6 * 384 + 3 * 4 * 384**2 * 1024 * 24,
+}
+# How a profile's name or description selects a fitted family (first match wins).
+FAMILY_MATCH = {
+    "bert_large_squad": ["bert-large", "bert_large", "bert large"],
+    "bert_base_squad": ["bert"],
+    "ssd": ["ssd"],
+    "resnet50": ["resnet"],
+}
+SIGMA_GPU = 0.15  # prior spread of a GPU's efficiency around its class (log units)
+SIGMA_GPU_BW = 0.10
+SIGMA_WORK = 1.0
+
+
+def sha256_prefix(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def least_squares(fun: Callable[[Vector], Vector], x0: Vector, *, iters: int = 200,
+                  bounds: tuple[Vector, Vector] | None = None) -> Vector:
+    """Levenberg-Marquardt with a forward-difference Jacobian (small problems only)."""
+    x = x0.astype(float).copy()
+    lo, hi = bounds if bounds is not None else (np.full_like(x, -np.inf), np.full_like(x, np.inf))
+    x = np.clip(x, lo, hi)
+    r = fun(x)
+    cost = float(r @ r)
+    lam = 1e-3
+    for _ in range(iters):
+        jac = np.empty((r.size, x.size))
+        for j in range(x.size):
+            step = 1e-6 * max(1.0, abs(x[j]))
+            xp = x.copy()
+            xp[j] += step
+            jac[:, j] = (fun(xp) - r) / step
+        jtj = jac.T @ jac
+        grad = jac.T @ r
+        improved = False
+        while lam < 1e10:
+            delta = np.linalg.solve(jtj + lam * np.diag(np.diag(jtj) + 1e-12), -grad)
+            xn = np.clip(x + delta, lo, hi)
+            rn = fun(xn)
+            cn = float(rn @ rn)
+            if cn < cost:
+                x, r = xn, rn
+                improved = cost - cn > 1e-12 * max(cost, 1.0)
+                cost = cn
+                lam = max(lam / 3.0, 1e-9)
+                break
+            lam *= 4.0
+        if not improved:
+            break
+    return np.asarray(x, dtype=float)
+
+
+# ---------------------------------------------------------------- single-GPU translation --
+@dataclass(frozen=True)
+class Obs:
+    version: str
+    model: str
+    precision: str
+    gpu: str  # canonical catalog name
+    throughput: float  # samples/s, median of runs
+    batch_size: int
+
+
+def load_lambda(path: Path, resolve: Callable[[str], GpuSpec]) -> tuple[list[Obs], list[str]]:
+    """1-GPU medians per (version, model, precision, GPU); also the GPU names not resolved."""
+    groups: dict[tuple[str, str, str, str], list[tuple[float, float]]] = defaultdict(list)
+    unresolved: set[str] = set()
+    with path.open(newline="") as fh:
+        for row in csv.DictReader(fh):
+            try:
+                name = resolve(row["gpu"]).name
+            except UnknownGpuError:
+                unresolved.add(row["gpu"])
+                continue
+            if row["num_gpus"] != "1":
+                continue
+            key = (row["bench_version"], row["model_key"], row["precision"], name)
+            groups[key].append((float(row["throughput"]), float(row["batch_size"])))
+    obs = [Obs(v, m, p, g, statistics.median(t for t, _ in vals),
+               round(statistics.median(b for _, b in vals)))
+           for (v, m, p, g), vals in sorted(groups.items())]
+    return obs, sorted(unresolved)
+
+
+@dataclass
+class SingleFit:
+    compute_gpu: dict[str, float]
+    compute_class: dict[str, float]
+    compute_default: dict[str, float]
+    memory_gpu: dict[str, float]
+    memory_class: dict[str, float]
+    memory_default: float
+    bytes_per_flop: dict[str, dict[str, float]]  # family -> precision class -> kappa
+    default_bytes_per_flop: dict[str, float]
+    residual_rms_log: float
+    residuals_pct: dict[str, float]
+
+
+def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
+    works = sorted({(o.version, o.model, o.precision) for o in obs})
+    classes = sorted({(device_class(spec(o.gpu)), PRECISION_CLASS[o.precision]) for o in obs})
+    gpus_p = sorted({(o.gpu, PRECISION_CLASS[o.precision]) for o in obs})
+    mclasses = sorted({device_class(spec(o.gpu)) for o in obs})
+    gpus = sorted({o.gpu for o in obs})
+    fams = sorted({(o.model, PRECISION_CLASS[o.precision]) for o in obs})
+    idx: dict[tuple[str, Any], int] = {}
+    for tag, keys in (("w", works), ("c", classes), ("g", gpus_p), ("m", mclasses),
+                      ("b", gpus), ("k", fams)):
+        for key in keys:
+            idx[(tag, key)] = len(idx)
+    n = len(idx)
+    x0 = np.zeros(n)
+    for w in works:
+        x0[idx[("w", w)]] = math.log(FLOPS_PER_SAMPLE_PRIOR[w[1]])
+    for c in classes:
+        x0[idx[("c", c)]] = math.log(0.4)
+    for m in mclasses:
+        x0[idx[("m", m)]] = math.log(0.8)
+    for f in fams:
+        x0[idx[("k", f)]] = math.log(0.02)
+    rows = []
+    for o in obs:
+        s = spec(o.gpu)
+        pc = PRECISION_CLASS[o.precision]
+        rows.append((idx[("w", (o.version, o.model, o.precision))],
+                     idx[("c", (device_class(s), pc))], idx[("g", (o.gpu, pc))],
+                     idx[("m", device_class(s))], idx[("b", o.gpu)], idx[("k", (o.model, pc))],
+                     peak_tflops(s, o.precision) * 1e12, s.mem_bw_gbs * 1e9,
+                     math.log(1.0 / o.throughput)))
+    arr = np.array(rows)
+    iw, ic, ig, im, ib, ik = (arr[:, j].astype(int) for j in range(6))
+    peak, bw, y = arr[:, 6], arr[:, 7], arr[:, 8]
+    prior_mu = x0.copy()
+    prior_sd = np.full(n, 10.0)
+    for w in works:
+        prior_sd[idx[("w", w)]] = SIGMA_WORK
+    for g in gpus_p:
+        prior_sd[idx[("g", g)]] = SIGMA_GPU
+    for b in gpus:
+        prior_sd[idx[("b", b)]] = SIGMA_GPU_BW
+    for m in mclasses:
+        prior_sd[idx[("m", m)]] = 0.5
+
+    def model(x: Vector) -> Vector:
+        eff = np.exp(x[ic] + x[ig])
+        eff_bw = np.exp(x[im] + x[ib])
+        return np.asarray(x[iw] + np.log(1.0 / (peak * eff) + np.exp(x[ik]) / (bw * eff_bw)),
+                          dtype=float)
+
+    def resid(x: Vector) -> Vector:
+        return np.asarray(np.concatenate([model(x) - y, (x - prior_mu) / prior_sd]), dtype=float)
+
+    lo = np.full(n, -np.inf)
+    hi = np.full(n, np.inf)
+    for c in classes:
+        lo[idx[("c", c)]], hi[idx[("c", c)]] = math.log(0.02), math.log(1.5)
+    for m in mclasses:
+        lo[idx[("m", m)]], hi[idx[("m", m)]] = math.log(0.3), math.log(1.0)
+    x = least_squares(resid, x0, bounds=(lo, hi))
+    res = model(x) - y
+    by_version: dict[str, list[float]] = defaultdict(list)
+    for o, r in zip(obs, res, strict=True):
+        by_version[o.version].append(abs(math.expm1(r)) * 100)
+    cls = {f"{c}|{p}": math.exp(x[idx[("c", (c, p))]]) for c, p in classes}
+    defaults = {}
+    for pc in ("fp32", "tf32", "fp16", "bf16"):
+        vals = [v for k, v in cls.items() if k.endswith(f"|{pc}")]
+        defaults[pc] = statistics.median(vals) if vals else statistics.median(cls.values())
+    mcls = {m: math.exp(x[idx[("m", m)]]) for m in mclasses}
+    kap: dict[str, dict[str, float]] = defaultdict(dict)
+    for model_key, pc in fams:
+        kap[model_key][pc] = math.exp(x[idx[("k", (model_key, pc))]])
+    kdef = {}
+    for pc in ("fp32", "tf32", "fp16", "bf16"):
+        vals = [v[pc] for v in kap.values() if pc in v]
+        if not vals:
+            vals = [v.get("fp16", v.get("fp32", 0.0)) for v in kap.values()]
+        kdef[pc] = statistics.median(vals)
+    return SingleFit(
+        compute_gpu={f"{g}|{p}": math.exp(x[idx[("c", (device_class(spec(g)), p))]]
+                                          + x[idx[("g", (g, p))]]) for g, p in gpus_p},
+        compute_class=cls,
+        compute_default=defaults,
+        memory_gpu={g: math.exp(x[idx[("m", device_class(spec(g)))]] + x[idx[("b", g)]])
+                    for g in gpus},
+        memory_class=mcls,
+        memory_default=statistics.median(mcls.values()),
+        bytes_per_flop=dict(kap),
+        default_bytes_per_flop=kdef,
+        residual_rms_log=float(np.sqrt(np.mean(res**2))),
+        residuals_pct={v: round(statistics.mean(r), 2) for v, r in sorted(by_version.items())},
+    )
+
+
+def single_calibration(fit: SingleFit) -> dict[str, Any]:
+    """The translation part of calibration.json from a fit."""
+    return {
+        "launch_floor_s": LAUNCH_FLOOR_S,
+        "compute_efficiency_gpu": _rounded(fit.compute_gpu),
+        "compute_efficiency_class": _rounded(fit.compute_class),
+        "compute_efficiency_default": _rounded(fit.compute_default),
+        "memory_efficiency_gpu": _rounded(fit.memory_gpu),
+        "memory_efficiency_class": _rounded(fit.memory_class),
+        "memory_efficiency_default": round(fit.memory_default, 4),
+        "families": [
+            {"key": key, "match": FAMILY_MATCH[key],
+             "bytes_per_flop": {p: float(f"{v:.4g}") for p, v in fit.bytes_per_flop[key].items()}}
+            for key in FAMILY_MATCH if key in fit.bytes_per_flop
+        ],
+        "default_bytes_per_flop": {p: float(f"{v:.4g}")
+                                   for p, v in fit.default_bytes_per_flop.items()},
+    }
+
+
+# A kernel launch plus its synchronisation costs a few microseconds on any recent GPU; this
+# floors tiny operators (not fitted: the benchmark tables have no operator data).
+LAUNCH_FLOOR_S = 4e-6
+
+
+def _rounded(d: Mapping[str, float]) -> dict[str, float]:
+    return {k: round(v, 4) for k, v in sorted(d.items())}
+
+
+# ------------------------------------------------------------------------------- scaling --
+@dataclass(frozen=True)
+class SiaRow:
+    cluster: str
+    model: str
+    placement: tuple[int, ...]  # GPUs per node
+    local_bsz: int
+    step_s: float
+    single_step_s: float  # 1-GPU step at the same local batch (the "profile")
+
+
+def load_sia(path: Path) -> list[SiaRow]:
+    """Multi-GPU rows joined with the 1-GPU step of the same job and local batch (medians)."""
+    groups: dict[tuple[str, str, str, int], list[float]] = defaultdict(list)
+    with path.open(newline="") as fh:
+        for row in csv.DictReader(fh):
+            key = (row["cluster"], row["model"], row["placement"], int(row["local_bsz"]))
+            groups[key].append(float(row["step_time_s"]))
+    med = {k: statistics.median(v) for k, v in groups.items()}
+    out = []
+    for (cluster, model, placement, bsz), step in sorted(med.items()):
+        if placement == "1":
+            continue
+        single = med.get((cluster, model, "1", bsz))
+        if single is None:
+            continue
+        out.append(SiaRow(cluster, model, tuple(int(c) for c in placement), bsz, step, single))
+    return out
+
+
+@dataclass(frozen=True)
+class Cluster:
+    gpu: str  # catalog name
+    network_gbps: float  # per node, Gbit/s
+
+
+# The clusters of the traces, in catalog terms (cluster_desc of the data file). The Azure V100s
+# are NVLink boards, but the traces' sync time grows linearly with GPUs per node, which a ring
+# over NVLink does not do: NCCL staged through the host there, so both are fitted as PCIe.
+SIA_CLUSTERS = {
+    "aws": Cluster("T4", 50.0),
+    "azure": Cluster("V100 SXM2 32GB", 100.0),
+}
+SCALING_PARAMS = ("pcie_busbw_efficiency", "host_busbw_factor", "pcie_hop_latency_s",
+                  "network_busbw_efficiency", "network_hop_latency_s", "overlap_gamma")
+
+
+def sia_links(cluster: str, p: Mapping[str, float], spec: GpuSpec) -> Links:
+    net = SIA_CLUSTERS[cluster].network_gbps
+    return Links(intra_busbw_Bps=spec.pcie_gbs * 1e9 * p["pcie_busbw_efficiency"],
+                 inter_busbw_Bps=net * 1e9 / 8 * p["network_busbw_efficiency"],
+                 intra_latency_s=p["pcie_hop_latency_s"],
+                 inter_latency_s=p["network_hop_latency_s"], intra_kind="pcie",
+                 host_busbw_Bps=p["host_busbw_factor"] * spec.pcie_gbs * 1e9)
+
+
+def predict_sia_step(row: SiaRow, grad_bytes: float, p: Mapping[str, float],
+                     spec: GpuSpec) -> float:
+    links = sia_links(row.cluster, p, spec)
+    sync = allreduce_time_s(grad_bytes, max(row.placement), len(row.placement), links)
+    return overlapped_s(row.single_step_s, sync, p["overlap_gamma"])
+
+
+def predict_sia_steps(rows: Sequence[SiaRow], grad_bytes: Vector, p: Mapping[str, float],
+                      spec: Callable[[str], GpuSpec]) -> Vector:
+    """:func:`predict_sia_step` over many rows at once (numpy), for fitting."""
+    k = np.array([max(r.placement) for r in rows], dtype=float)
+    n = np.array([len(r.placement) for r in rows], dtype=float)
+    pcie = np.array([spec(SIA_CLUSTERS[r.cluster].gpu).pcie_gbs for r in rows]) * 1e9
+    net = np.array([SIA_CLUSTERS[r.cluster].network_gbps for r in rows]) * 1e9 / 8
+    compute = np.array([r.single_step_s for r in rows])
+    busbw = np.minimum(pcie * p["pcie_busbw_efficiency"], p["host_busbw_factor"] * pcie / k)
+    intra = 2 * (k - 1) * (grad_bytes / k / busbw + p["pcie_hop_latency_s"])
+    inter = 2 * (n - 1) * (grad_bytes / n / (net * p["network_busbw_efficiency"])
+                           + p["network_hop_latency_s"])
+    sync = intra + inter
+    gamma = p["overlap_gamma"]
+    hi = np.maximum(compute, sync)
+    lo = np.minimum(compute, sync)
+    return np.asarray(hi * (1 + (lo / hi) ** gamma) ** (1 / gamma))
+
+
+def fit_scaling(rows: Sequence[SiaRow], spec: Callable[[str], GpuSpec]
+                ) -> tuple[dict[str, float], dict[tuple[str, str], float]]:
+    """Global link coefficients and each job's effective gradient bytes."""
+    jobs = sorted({(r.cluster, r.model) for r in rows})
+    names = SCALING_PARAMS
+    x0 = np.log(np.array([0.5, 1.0, 2e-5, 0.5, 5e-5, 2.0] + [4 * 50e6] * len(jobs)))
+    lo = np.log(np.array([0.01, 0.05, 1e-7, 0.005, 1e-7, 1.0] + [1e5] * len(jobs)))
+    hi = np.log(np.array([1.0, 50.0, 1e-2, 1.0, 1e-2, 20.0] + [5e10] * len(jobs)))
+    jidx = np.array([jobs.index((r.cluster, r.model)) for r in rows])
+    y = np.log([r.step_s for r in rows])
+
+    def resid(x: Vector) -> Vector:
+        p = dict(zip(names, np.exp(x[: len(names)]), strict=True))
+        grads = np.exp(x[len(names):])[jidx]
+        return np.asarray(np.log(predict_sia_steps(rows, grads, p, spec)) - y)
+
+    x = least_squares(resid, x0, bounds=(lo, hi), iters=100)
+    params = dict(zip(names, (float(v) for v in np.exp(x[: len(names)])), strict=True))
+    grads = {job: float(math.exp(x[len(names) + j])) for j, job in enumerate(jobs)}
+    return params, grads
+
+
+def nvlink_efficiency(path: Path, spec: Callable[[str], GpuSpec]) -> tuple[float, list[str]]:
+    """Ring all-reduce busbw over the NVLink per-direction line rate, from measured anchors."""
+    anchors = {"8x H100 SXM (1 node)": "H100 SXM5 80GB",
+               "8x A100 SXM4 80GB (1 node)": "A100 SXM4 80GB",
+               "A100 NVLink pair (NV12)": "A100 SXM4 80GB"}
+    ratios = []
+    used = []
+    with path.open(newline="") as fh:
+        for row in csv.DictReader(fh):
+            gpu = anchors.get(row["setting"])
+            if gpu is None or row["algo"].startswith("NVLS"):
+                continue
+            if "allreduce" not in row["collective"]:
+                continue
+            vals = [float(v) for v in re.findall(r"\d+(?:\.\d+)?", row["busbw_gbps"])]
+            if not vals:
+                continue
+            ratios.append(statistics.mean(vals) / (spec(gpu).nvlink_gbs / 2))
+            used.append(f"{row['setting']}: {row['busbw_gbps']} GB/s ({row['source_url']})")
+    return statistics.median(ratios), used
+
+
+def latency_anchors(path: Path) -> tuple[float, float, list[str]]:
+    """Per-hop all-reduce latency (s) inside an NVLink node and between nodes, from the
+    small-message rows: a ring all-reduce takes 2(n-1) hops."""
+    intra = inter = math.nan
+    used = []
+    with path.open(newline="") as fh:
+        for row in csv.DictReader(fh):
+            m = re.search(r"latency ~?(\d+(?:\.\d+)?)(?:-(\d+(?:\.\d+)?))? us", row["busbw_gbps"])
+            if m is None:
+                continue
+            lat_s = statistics.mean(float(v) for v in m.groups() if v) * 1e-6
+            hops = 2 * (int(row["gpus"]) - 1)
+            if "IB" in row["interconnect"]:
+                inter = lat_s / hops
+            else:
+                intra = lat_s / hops
+            used.append(f"{row['setting']}: {row['busbw_gbps']} ({row['source_url']})")
+    return intra, inter, used
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    from gpucost.catalog import get_gpu
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
+    ap.add_argument("--out", type=Path, default=REPO / "gpucost" / "model" / "calibration.json")
+    args = ap.parse_args(list(argv) if argv is not None else None)
+    lam = args.data / "benchmarks" / "lambda_throughput_calibration.csv"
+    sia = args.data / "benchmarks" / "sia_step_times_calibration.csv"
+    nccl = args.data / "nccl_busbw_reference.csv"
+    obs, unresolved = load_lambda(lam, get_gpu)
+    single = fit_single(obs, get_gpu)
+    rows = load_sia(sia)
+    scale, grads = fit_scaling(rows, get_gpu)
+    nv_eff, nv_used = nvlink_efficiency(nccl, get_gpu)
+    nv_lat, net_lat, lat_used = latency_anchors(nccl)
+    step_err = [abs(predict_sia_step(r, grads[(r.cluster, r.model)], scale,
+                                     get_gpu(SIA_CLUSTERS[r.cluster].gpu)) / r.step_s - 1)
+                for r in rows]
+    from gpucost.model.translate import calibration as shipped
+
+    old = shipped()["scaling"]
+    cal: dict[str, Any] = {
+        "provenance": {
+            "written_by": "scripts/fit_calibration.py",
+            "date": dt.date.today().isoformat(),
+            "data": {
+                str(lam.name): {"sha256_prefix": sha256_prefix(lam), "rows_used": len(obs),
+                                "gpus_unresolved": unresolved},
+                str(sia.name): {"sha256_prefix": sha256_prefix(sia), "rows_used": len(rows)},
+                str(nccl.name): {"sha256_prefix": sha256_prefix(nccl),
+                                 "anchors": nv_used + lat_used},
+            },
+            "method": "Levenberg-Marquardt least squares on log time; see the script's docstring",
+            "single_gpu_in_sample": {"rms_log_residual": round(single.residual_rms_log, 4),
+                                     "mean_abs_pct_error_by_version": single.residuals_pct},
+            "scaling_in_sample_mean_abs_pct_error": round(100 * statistics.mean(step_err), 2),
+            "sia_effective_gradient_bytes": {f"{c}/{m}": float(f"{b:.3g}")
+                                             for (c, m), b in grads.items()},
+        },
+        **single_calibration(single),
+        "scaling": {
+            "overlap_gamma": round(scale["overlap_gamma"], 3),
+            "nvlink_busbw_efficiency": round(nv_eff, 3),
+            "pcie_busbw_efficiency": round(scale["pcie_busbw_efficiency"], 4),
+            "host_busbw_factor": round(scale["host_busbw_factor"], 3),
+            "network_busbw_efficiency": round(scale["network_busbw_efficiency"], 4),
+            "nvlink_hop_latency_s": float(f"{nv_lat:.3g}"),
+            "pcie_hop_latency_s": float(f"{scale['pcie_hop_latency_s']:.3g}"),
+            "network_hop_latency_s": float(f"{net_lat:.3g}"),
+            "default_network_gbps": old["default_network_gbps"],
+        },
+    }
+    from gpucost._io import atomic_write_text
+
+    atomic_write_text(args.out, json.dumps(cal, indent=2) + "\n")
+    print(f"wrote {args.out}: single-GPU rms log residual {single.residual_rms_log:.3f}, "
+          f"scaling in-sample error {100 * statistics.mean(step_err):.1f} %")
+    if unresolved:
+        print("GPUs in the benchmark table the catalog does not resolve: " + ", ".join(unresolved))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
