@@ -29,7 +29,6 @@ _CU130 = ("sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120", "compute_120")
 _I182250 = ("github.com/pytorch/pytorch/issues/182250 (get_arch_list() of download.pytorch.org "
             "wheels)")
 _I167244 = "github.com/pytorch/pytorch/issues/167244 (torch's own warning: 2.7.0.dev20250310+cu124)"
-_P158700 = "github.com/pytorch/pytorch/pull/158700 (get_arch_list() of a 2.9 cu128 dev build)"
 _A17296 = ("github.com/AUTOMATIC1111/stable-diffusion-webui/issues/17296 (build_cuda.sh "
            "TORCH_CUDA_ARCH_LIST)")
 _W653 = "github.com/jhj0517/Whisper-WebUI/issues/653 (build_cuda.sh TORCH_CUDA_ARCH_LIST)"
@@ -54,8 +53,9 @@ def _row(version: str, archs: tuple[str, ...], basis: str, source: str) -> Build
 # Keyed by "major.minor+cuNNN": patch releases of one minor version share the build script.
 KNOWN_BUILDS: dict[str, BuildArchs] = {b.version: b for b in (
     _row("2.0+cu117", _CU117, "inferred", "torch 2.0 release build matrix; sm_37 still built"),
-    _row("2.0+cu118", (*_CU117, "sm_90"), "recorded",
-         "github.com/pytorch/pytorch/issues/95648 (torch's list on a cu118 build, 2023-02)"),
+    _row("2.0+cu118", (*_CU117, "sm_90"), "inferred",
+         "github.com/pytorch/pytorch/issues/95648 quotes this list from a cu118 build of "
+         "2023-02 without naming the release"),
     _row("2.1+cu118", _LEGACY, "inferred", _LINE),
     _row("2.1+cu121", _LEGACY, "build-script", _A17296),
     _row("2.2+cu118", _LEGACY, "inferred", _LINE),
@@ -79,7 +79,7 @@ KNOWN_BUILDS: dict[str, BuildArchs] = {b.version: b for b in (
     _row("2.8+cu128", _CU128_V, "build-script", _W653),
     _row("2.8+cu129", _CU128_V, "inferred", _LINE),
     _row("2.9+cu126", _LEGACY, "build-script", _C16438),
-    _row("2.9+cu128", _CU128_V, "recorded", _P158700),
+    _row("2.9+cu128", _CU128_V, "build-script", _C16438),
     _row("2.9+cu130", _CU130, "build-script", _C16438),
     _row("2.10+cu126", _LEGACY, "inferred", _LINE),
     _row("2.10+cu128", _CU128_V, "recorded", _I182250),
