@@ -55,6 +55,14 @@ def test_summary_format_matches_the_golden_file() -> None:
     assert not any(line.startswith("warning") for line in summary_lines(quiet))
 
 
+def test_the_cli_lists_every_builtin_model() -> None:
+    pytest.importorskip("torch")
+    from gpucost.cli.profile import MODELS
+    from gpucost.profiler.models import MODEL_NAMES
+
+    assert MODELS == MODEL_NAMES
+
+
 def test_nvml_degrades_silently_without_an_nvidia_gpu() -> None:
     pytest.importorskip("torch")
     import torch

@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 MODELS = ("mlp", "cnn", "vit", "transformer")  # gpucost.profiler.models.MODEL_NAMES, torch-free
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "amp")
 
 
 def register(sub: Any) -> None:
+    from gpucost.catalog.spec import PRECISIONS
+
     p = sub.add_parser(
         "profile",
         help="measure a training step (your script or a built-in model) and write a profile",
