@@ -14,7 +14,7 @@ import math
 import re
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -40,9 +40,10 @@ DISK_HEADROOM = 1.3  # logs, caches, pip wheels, a partial download: ~30 % over 
 # this many dollars over it) it no longer does.
 TIMEOUT_SLACK_FACTOR = 2.0
 TIMEOUT_SLACK_USD = 10.0
-# Data transfer out of a region to another continent, USD/GB, list prices (approximate, first
-# tier): AWS inter-region transfer 0.02; Azure inter-continental transfer 0.05; GCP inter-
-# continental 0.08 (to or from Asia; 0.05 NA-EU); anything else: internet egress, ~0.09.
+# Moving the data to another continent, USD/GB, list prices (approximate, first tier), assuming
+# it is stored with the compute provider: AWS inter-region transfer 0.02; Azure inter-continental
+# transfer 0.05; GCP inter-continental 0.08 (to or from Asia; 0.05 NA-EU). Data held anywhere
+# else leaves through its host's internet egress, ~0.09 at the big clouds.
 EGRESS_USD_PER_GB = {"aws": 0.02, "azure": 0.05, "gcp": 0.08}
 DEFAULT_EGRESS_USD_PER_GB = 0.09
 
@@ -632,6 +633,6 @@ def run_checks(ctx: Context) -> list[CheckResult]:
                                 "report it at the gpucost issue tracker", exit_code=3)
         if result.status == "fail" and result.severity == "warning" \
                 and ctx.policy.fail_on_warnings:
-            result = CheckResult(**{**result.__dict__, "exit_code": 1})
+            result = replace(result, exit_code=1)
         results.append(result)
     return results
