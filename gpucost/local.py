@@ -91,7 +91,7 @@ def detect(nvml: ModuleType | Any | None = None, *, power_w: float | None = None
     if name is None:
         raise InputError(
             f"this machine's GPU {raw_name!r} is not in the catalog",
-            hint="give --local-gpu with a catalog name (see `gpucost gpus`)",
+            hint="name it with --local-gpu (a catalog name, see `gpucost gpus`)",
         )
     if power_w is not None:
         power, source = power_w, "given"
@@ -144,6 +144,15 @@ def given_machine(gpu: str, gpu_count: int = 1, *, power_w: float | None = None)
         detected_by="given",
         description=f"{gpu_count}x {spec.name}",
     )
+
+
+def machine(
+    gpu: str | None = None, gpu_count: int = 1, *, power_w: float | None = None
+) -> LocalMachine:
+    """The machine the user named (``gpu``: a catalog name or "CPU"), else this one, detected."""
+    if gpu:
+        return given_machine(gpu, gpu_count, power_w=power_w)
+    return detect(power_w=power_w)
 
 
 def local_price_hr(

@@ -591,3 +591,59 @@ def test_python_api_compare_takes_the_job_economics(tmp_path: Path) -> None:
     assert heavy["setup_usd"].iloc[0] > bare["setup_usd"].iloc[0]
     assert heavy["storage_usd"].iloc[0] > bare["storage_usd"].iloc[0]
     assert heavy["disk_gb"].iloc[0] == math.ceil(500 * 1.3)
+
+
+def test_compare_ranks_a_named_local_machine_beside_the_cloud(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import datetime as dt
+
+    from gpucost.pricing.snapshot import Offers, Snapshot, write_snapshot
+
+    offers = Offers.from_records(
+        [
+            {
+                "provider": "lambda",
+                "region": "us-west-1",
+                "instance_type": "gpu_1x_a100_sxm4",
+                "gpu": "A100 SXM4 40GB",
+                "gpu_count": 1,
+                "price_hr": 1.29,
+            },
+        ]
+    )
+    path = write_snapshot(
+        Snapshot(source="tiny", fetched_at=dt.datetime.now(dt.UTC), offers=offers), tmp_path
+    )
+    assert (
+        main(
+            [
+                "compare",
+                "--prices",
+                str(path),
+                "--samples",
+                "1e7",
+                "--include-local",
+                "--local-gpu",
+                "RTX 4090",
+                "--local-gpus",
+                "2",
+                "--local-power-w",
+                "1000",
+                "--electricity-kwh",
+                "0.3",
+                "--amortisation-hr",
+                "0.1",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
+    doc = json.loads(capsys.readouterr().out)
+    local = next(p for p in doc["plans"] if p["provider"] == "local")
+    assert local["gpu"] == "RTX 4090" and local["gpu_count"] == 2
+    assert local["price_hr"] == pytest.approx(1.0 * 0.3 + 0.1)
+    assert local["setup_usd"] == 0 and local["storage_usd"] == 0
+    assert local["cost_usd"] == pytest.approx(local["hours"] * 0.4)
+    assert {s["source"] for s in doc["price_sources"]} == {"tiny", "local"}

@@ -89,6 +89,12 @@ def register(sub: Any) -> None:
         help="your electricity price, USD/kWh (default 0.20)",
     )
     e.add_argument(
+        "--local-gpu",
+        metavar="NAME",
+        help="plan for a machine you own rather than this one: its GPU (catalog name, or CPU)",
+    )
+    e.add_argument("--local-gpus", type=int, default=1, metavar="N", help="GPUs in it (default 1)")
+    e.add_argument(
         "--local-power-w",
         type=float,
         metavar="W",
@@ -157,12 +163,12 @@ def run(args: argparse.Namespace) -> int:
     )
     snapshots = load_snapshots(args.prices)
     if args.include_local:
-        from gpucost.local import detect, local_snapshot
+        from gpucost.local import local_snapshot, machine
 
         snapshots = [
             *snapshots,
             local_snapshot(
-                detect(power_w=args.local_power_w),
+                machine(args.local_gpu, args.local_gpus, power_w=args.local_power_w),
                 electricity_usd_kwh=args.electricity_kwh,
                 amortisation_usd_hr=args.amortisation_hr,
             ),

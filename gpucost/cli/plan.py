@@ -96,6 +96,12 @@ def add_job_arguments(p: argparse.ArgumentParser) -> None:
         help="your electricity price, USD/kWh (default 0.20)",
     )
     e.add_argument(
+        "--local-gpu",
+        metavar="NAME",
+        help="plan for a machine you own rather than this one: its GPU (catalog name, or CPU)",
+    )
+    e.add_argument("--local-gpus", type=int, default=1, metavar="N", help="GPUs in it (default 1)")
+    e.add_argument(
         "--local-power-w",
         type=float,
         metavar="W",
@@ -186,11 +192,10 @@ def build_advice(args: argparse.Namespace) -> tuple[Advice, Any]:
     )
     snapshots = load_snapshots(args.prices)
     if args.include_local:
-        from gpucost.local import detect, local_snapshot
+        from gpucost.local import local_snapshot, machine
 
-        machine = detect(power_w=args.local_power_w)
         local = local_snapshot(
-            machine,
+            machine(args.local_gpu, args.local_gpus, power_w=args.local_power_w),
             electricity_usd_kwh=args.electricity_kwh,
             amortisation_usd_hr=args.amortisation_hr,
         )

@@ -217,7 +217,7 @@ def breakeven(
     stopped = stopped_usd_per_hour(disk_gb, storage_usd_gb_month, month_hours)
     setup = running_usd_hr * setup_hours
     ingress = ingress_gb * ingress_usd_gb
-    rebuild = setup + ingress
+    rebuild = rebuild_usd(running_usd_hr, setup_hours, ingress_gb, ingress_usd_gb)
     lost = rebuild if lost_gpus_usd is None else lost_gpus_usd
     return Breakeven(
         running_usd_hr=running_usd_hr,

@@ -66,13 +66,6 @@ class RateRule:
     confidence: str
     source: str
 
-    def matches(self, provider: str, market: str, instance_type: str) -> bool:
-        return (
-            self.provider in ("*", provider)
-            and self.market == market
-            and fnmatch.fnmatchcase(instance_type, self.instance)
-        )
-
 
 @lru_cache(maxsize=1)
 def rules() -> tuple[RateRule, ...]:
@@ -98,13 +91,6 @@ def rules() -> tuple[RateRule, ...]:
             )
         )
     return tuple(out)
-
-
-def rule_for(provider: str, market: str, instance_type: str) -> RateRule:
-    for rule in rules():
-        if rule.matches(provider.lower(), market, instance_type):
-            return rule
-    raise InputError(f"market must be on-demand or spot, got {market!r}")
 
 
 def _pattern_mask(values: npt.NDArray[np.str_], pattern: str) -> npt.NDArray[np.bool_]:
