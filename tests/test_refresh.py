@@ -221,3 +221,14 @@ def test_sources_are_fetched_concurrently(clean_env: pytest.MonkeyPatch, tmp_pat
         clean_env.setenv("LAMBDA_API_KEY", "k")
         results = refresh(["lambda", "azure"], out_dir=tmp_path)
     assert [r.status for r in results] == ["updated", "updated"], results
+
+
+def test_aws_without_boto3_is_skipped_with_the_extra_to_install(
+        replay: ReplayServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "boto3" else real(name, *a))
+    (result,) = refresh(["aws"], out_dir=tmp_path)
+    assert result.status == "skipped" and "pip install 'gpucost[aws]'" in result.message

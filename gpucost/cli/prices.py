@@ -289,8 +289,7 @@ def _refresh(args: argparse.Namespace) -> int:
     if any(r.status == "failed" for r in results):
         return 3
     if not any(r.status == "updated" for r in results):
-        print("gpucost: nothing was refreshed: set the credentials named above",
-              file=sys.stderr)
+        print("gpucost: nothing was refreshed; the reasons are above", file=sys.stderr)
         return 2
     return 0
 

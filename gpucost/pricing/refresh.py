@@ -46,6 +46,9 @@ def refresh_one(source: PriceSource[Any], out_dir: Path, *, env: Mapping[str, st
     started = time.monotonic()
     previous = _previous(out_dir, source.name)
     kept = f"; kept {previous}" if previous else "; no previous snapshot"
+    missing = source.unavailable()
+    if missing:
+        return SourceResult(source.name, "skipped", missing, previous)
     secret = source.find_credentials(env, home)
     if secret is None:
         return SourceResult(source.name, "skipped", f"no credentials: {source.credentials_hint}",
@@ -120,5 +123,5 @@ def _summary(result: SourceResult) -> str:
     if result.status == "updated":
         return f"[green]updated[/] {result.offers} offers"
     if result.status == "skipped":
-        return "[yellow]skipped[/] (no credentials)"
+        return "[yellow]skipped[/]"
     return "[red]failed[/]"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import importlib.util
 import json
 import math
 import os
@@ -131,7 +132,13 @@ class AwsSource(PriceSource[AwsClients]):
     default_base_url = "https://api.pricing.us-east-1.amazonaws.com"
     ec2_url_env_var = "GPUCOST_AWS_EC2_URL"
 
+    def unavailable(self) -> str | None:
+        if importlib.util.find_spec("boto3") is None:
+            return "boto3 is not installed: pip install 'gpucost[aws]'"
+        return None
+
     def find_credentials(self, env: Mapping[str, str], home: Path) -> str | None:
+        """Whether the standard AWS chain finds credentials (it reads the process environment)."""
         import botocore.session
 
         session = botocore.session.Session()

@@ -58,6 +58,10 @@ class PriceSource(ABC, Generic[ClientT]):
         env = os.environ if env is None else env
         return env.get(self.url_env_var) or self.default_base_url
 
+    def unavailable(self) -> str | None:
+        """Why this source cannot run on this installation (a missing extra), or None."""
+        return None
+
     @abstractmethod
     def find_credentials(self, env: Mapping[str, str], home: Path) -> str | None:
         """The secret this source sends ("" for a public API), or None when none is set."""
