@@ -59,7 +59,7 @@ class ProfilingComplete(BaseException):
 
 
 @contextmanager
-def _quiet_stderr(quiet: bool = True) -> Iterator[None]:
+def quiet_stderr(quiet: bool = True) -> Iterator[None]:
     """Silence file descriptor 2: kineto logs "profiler_start/stop" lines there from C++."""
     if not quiet:
         yield
@@ -285,14 +285,14 @@ class StepProfiler:
             if ended == "trace":
                 self._trace_s = time.perf_counter() - self._trace_s
             active, self._active = self._active, None
-            with _quiet_stderr(active is self._trace):
+            with quiet_stderr(active is self._trace):
                 active.__exit__(None, None, None)
         if starting == "census":
             self._census = OpCensus(baseline_bytes=self._resident_bytes())
             self._active = self._census.__enter__()
         elif starting == "trace":
             self._trace = self._make_trace()
-            with _quiet_stderr():
+            with quiet_stderr():
                 self._active = self._trace.__enter__()
             if self._is_cuda:
                 torch.cuda.synchronize(self.device)
@@ -377,7 +377,7 @@ class StepProfiler:
         self._hooks.clear()
         if self._active is not None:
             active, self._active = self._active, None
-            with _quiet_stderr(active is self._trace):
+            with quiet_stderr(active is self._trace):
                 active.__exit__(None, None, None)
             if self._trace is active:  # an unfinished trace covers too few steps to use
                 self._trace = None
