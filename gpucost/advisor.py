@@ -22,12 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucost.errors import InputError, NoOffersError
-from gpucost.model.economics import (
-    DEFAULT_DOWNLOAD_GBPS,
-    DEFAULT_STORAGE_USD_GB_MONTH,
-    JobParams,
-    breakeven,
-)
+from gpucost.model.economics import JobParams, breakeven
 from gpucost.plan import (
     AssumptionsSection,
     CheckpointSection,
@@ -520,22 +515,19 @@ def to_plan(
         f"gpucost.model.perf from the {profile.gpu} profile {profile.name!r}"
         + (f" ({profile.source})" if profile.source else ""),
         f"job: {ranking.job.description} = {ranking.job.samples:,.0f} {profile.sample_unit}",
-        f"setup {row['setup_hours'] * 60:.0f} min: {params.setup_minutes:g} min provisioning "
-        f"and image + {params.data_gb:g} GB download at {row['download_gbps']:g} Gbit/s"
-        + (
-            " (assumed: the offer gives no bandwidth)"
-            if row["download_gbps"] == DEFAULT_DOWNLOAD_GBPS
-            else ""
+        (
+            "setup: none, your own machine is ready and holds the data"
+            if row["provider"] == "local"
+            else f"setup {row['setup_hours'] * 60:.0f} min: {params.setup_minutes:g} min "
+            f"provisioning and image + {params.data_gb:g} GB download at "
+            f"{row['download_gbps']:g} Gbit/s"
+            + (" (assumed: the offer gives no bandwidth)" if row["bandwidth_assumed"] else "")
         ),
         f"disk {row['disk_gb']:g} GB per node = data {params.data_gb:g} GB + "
         f"{params.checkpoints_kept} checkpoints x {params.checkpoint_gb:g} GB + results "
         f"{params.results_gb:g} GB, plus 30 % headroom; billed by allocated size at "
         f"${row['storage_gb_month']:g}/GB-month over {row['month_hours']:g} h months"
-        + (
-            " (assumed: the offer gives no storage price)"
-            if row["storage_gb_month"] == DEFAULT_STORAGE_USD_GB_MONTH
-            else ""
-        ),
+        + (" (assumed: the offer gives no disk price)" if row["storage_price_assumed"] else ""),
         f"interruptions {row['interruption_rate']:.4g}/h per node: {row['rate_source']}",
     ]
     if has_interval:

@@ -426,6 +426,8 @@ COST_UNITS: dict[str, str] = {
     "egress_gb": "USD per GB out",
     "ingress_gb": "USD per GB in",
     "download_gbps": "Gbit/s assumed for the data download",
+    "storage_price_assumed": "the offer gives no disk price: a typical one was used",
+    "bandwidth_assumed": "the offer gives no network bandwidth: a typical one was used",
 }
 
 
@@ -433,8 +435,6 @@ def job_costs(
     cols: dict[str, np.ndarray],
     compute_hours: FloatArray,
     params: JobParams,
-    *,
-    interruption_rate: FloatArray | None = None,
 ) -> dict[str, np.ndarray]:
     """The expected $/job and each of its terms, over plan columns.
 
@@ -450,26 +450,23 @@ def job_costs(
     running = nodes * price  # USD/h for the group
 
     net = _arr(cols["network_gbps"])
+    bandwidth_assumed = np.isnan(net) | (net <= 0)
     download_gbps = np.where(
-        np.isnan(net) | (net <= 0), DEFAULT_DOWNLOAD_GBPS, np.minimum(net, MAX_DOWNLOAD_GBPS)
+        bandwidth_assumed, DEFAULT_DOWNLOAD_GBPS, np.minimum(net, MAX_DOWNLOAD_GBPS)
     )
     setup_hours = params.setup_minutes / 60.0 + params.data_gb * 8.0 / download_gbps / 3600.0
     # your own machine is already set up and already holds the data
     setup_hours = np.where(cols["provider"] == "local", 0.0, setup_hours)
 
-    if interruption_rate is None:
-        from gpucost.model.interruptions import interruption_rates
+    from gpucost.model.interruptions import interruption_rates
 
-        rate, rate_source = interruption_rates(
-            cols["provider"],
-            cols["instance_type"],
-            cols["market"],
-            _arr(cols["reliability"]),
-            override=params.interruption_rate_per_hr,
-        )
-    else:
-        rate = _arr(interruption_rate)
-        rate_source = np.full(len(rate), "given")
+    rate, rate_source = interruption_rates(
+        cols["provider"],
+        cols["instance_type"],
+        cols["market"],
+        _arr(cols["reliability"]),
+        override=params.interruption_rate_per_hr,
+    )
     restart_hours = setup_hours + params.checkpoint_hours  # rebuild, then reload
     run = spot_run(
         w,
@@ -492,7 +489,8 @@ def job_costs(
 
     disk = params.allocated_disk_gb
     gb_month = _arr(cols["storage_gb_month"])
-    gb_month = np.where(np.isnan(gb_month), DEFAULT_STORAGE_USD_GB_MONTH, gb_month)
+    storage_assumed = np.isnan(gb_month)
+    gb_month = np.where(storage_assumed, DEFAULT_STORAGE_USD_GB_MONTH, gb_month)
     month = _arr(cols["month_hours"])
     month = np.where(np.isnan(month) | (month <= 0), MONTH_HOURS_CLOUD, month)
     storage = nodes * stopped_usd_per_hour(np.full(w.shape, disk), gb_month, month) * total_hours
@@ -546,4 +544,6 @@ def job_costs(
         "egress_gb": egress_price,
         "ingress_gb": ingress_price,
         "download_gbps": download_gbps,
+        "storage_price_assumed": storage_assumed,
+        "bandwidth_assumed": bandwidth_assumed & (cols["provider"] != "local"),
     }
