@@ -26,6 +26,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "plan",
     "explain",
     "tui",
+    "predict",
+    "scale",
 )
 
 

@@ -1,0 +1,118 @@
+"""`gpucost predict`: a profile's step time and throughput on another GPU and node count."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gpucost.model.perf import Prediction
+
+
+def add_group_arguments(p: argparse.ArgumentParser) -> None:
+    """Arguments shared with `gpucost scale`: the profile and the group's hardware."""
+    p.add_argument("--profile", "-p",
+                   help="profile JSON file or example name (default: resnet50-v100-amp)")
+    p.add_argument("--gpu", "-g", help="target GPU, any common spelling (default: the profile's)")
+    p.add_argument("--gpus-per-node", "-k", type=int, default=None, metavar="K",
+                   help="GPUs per node (default 1)")
+    p.add_argument("--network-gbps", type=float, metavar="GBIT",
+                   help="each node's network, Gbit/s (default: the offer's, else 50)")
+    p.add_argument("--link", choices=("nvlink", "pcie"),
+                   help="GPU-to-GPU link inside a node (default: the catalog's for the GPU)")
+    p.add_argument("--grad-accum", type=int, default=1, metavar="S",
+                   help="micro-steps per optimizer step; gradients sync once per S (default 1)")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "predict",
+        help="predict a profile's throughput on another GPU and node count",
+        description="Translate a measured training step to another GPU (roofline with "
+        "calibrated efficiencies) and node count (hierarchical ring all-reduce, partly hidden "
+        "behind backward). The per-GPU batch stays the profile's.",
+    )
+    add_group_arguments(p)
+    p.add_argument("--nodes", "-n", type=int, default=1, help="nodes (default 1)")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.set_defaults(handler=run)
+
+
+def prediction_dict(pred: Prediction) -> dict[str, Any]:
+    mem = pred.memory
+    return {
+        "profile": pred.profile.name,
+        "source_gpu": pred.profile.gpu,
+        "gpu": pred.gpu,
+        "member_gpus": list(pred.member_gpus),
+        "gpus_per_node": pred.gpus_per_node,
+        "nodes": pred.nodes,
+        "precision": pred.profile.precision,
+        "batch_size_per_gpu": pred.batch_size,
+        "grad_accum_steps": pred.grad_accum_steps,
+        "sample_unit": pred.profile.sample_unit,
+        "step_time_s": pred.step_time_s,
+        "throughput": pred.throughput,
+        "single_gpu_throughput": pred.single_gpu_throughput,
+        "efficiency": pred.efficiency,
+        "breakdown_s": pred.breakdown.as_dict(),
+        "allreduce_s": pred.allreduce_s,
+        "gradient_bytes": pred.profile.gradient_bytes,
+        "intra_node_link": pred.intra_node_link,
+        "intra_busbw_gbs": pred.intra_busbw_gbs,
+        "inter_busbw_gbs": pred.inter_busbw_gbs,
+        "memory": {
+            "fits": mem.fits,
+            "peak_gb": mem.peak_gb,
+            "usable_gb": mem.usable_gb,
+            "basis": mem.basis,
+            "micro_batch": mem.micro_batch,
+            "grad_accum_steps": mem.grad_accum_steps,
+            "advice": mem.advice,
+        },
+    }
+
+
+def render_table(pred: Prediction) -> str:
+    prof = pred.profile
+    unit = prof.sample_unit
+    b = pred.breakdown
+    group = f"{pred.nodes} x {pred.gpus_per_node} {pred.gpu}" if pred.nodes > 1 else (
+        f"{pred.gpus_per_node} x {pred.gpu}")
+    accum = f" x {pred.grad_accum_steps} accumulation steps" if pred.grad_accum_steps > 1 else ""
+    lines = [
+        f"{prof.name}: measured on {prof.device_count} x {prof.gpu}, {prof.precision}, "
+        f"batch {prof.batch_size}/GPU -> {group}{accum}",
+        f"  step time     {pred.step_time_s * 1e3:,.1f} ms  (compute {b.compute_s * 1e3:,.1f}, "
+        f"communication {b.communication_s * 1e3:,.1f}, data {b.data_s * 1e3:,.1f}, "
+        f"host {b.host_s * 1e3:,.1f} ms)",
+        f"  throughput    {pred.throughput:,.0f} {unit}/s  (one GPU "
+        f"{pred.single_gpu_throughput:,.0f} {unit}/s; scaling efficiency "
+        f"{100 * pred.efficiency:.0f} %)",
+    ]
+    if pred.gpu_count > 1:
+        lines.append(
+            f"  all-reduce    {prof.gradient_bytes / 1e6:,.0f} MB/step, "
+            f"{pred.allreduce_s * 1e3:,.1f} ms before overlap ({pred.intra_node_link} "
+            f"{pred.intra_busbw_gbs:,.1f} GB/s bus"
+            + (f", network {pred.inter_busbw_gbs:,.2f} GB/s" if pred.nodes > 1 else "") + ")")
+    lines.append(f"  memory        {pred.memory.advice}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpucost.model.perf import predict
+    from gpucost.profile import resolve_profile
+
+    profile = resolve_profile(args.profile)
+    pred = predict(profile, gpu=args.gpu, gpus_per_node=args.gpus_per_node or 1, nodes=args.nodes,
+                   inter_node_gbps=args.network_gbps, intra_node_link=args.link,
+                   grad_accum_steps=args.grad_accum)
+    if args.format == "json":
+        json.dump(prediction_dict(pred), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(render_table(pred))
+    return 0
