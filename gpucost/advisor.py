@@ -110,6 +110,8 @@ class Advice:
     pareto: npt.NDArray[np.int64]  # row indices of the (hours, cost) front of feasible plans
     cheapest: Choice | None
     fastest: Choice | None
+    fits: npt.NDArray[np.bool_]  # the profile's per-device batch fits the row's GPU
+    peak_gb: npt.NDArray[np.float64]  # predicted peak memory per GPU, GB (NaN: unknown)
     relax: list[str] = field(default_factory=list)  # non-empty when nothing is feasible
 
     @property
@@ -143,6 +145,29 @@ def pick(
     near_fastest = idx[hours[idx] <= hours[idx].min() * (1 + TIE_FRACTION)]
     fastest = int(near_fastest[np.lexsort((hours[near_fastest], cost[near_fastest]))[0]])
     return cheapest, fastest
+
+
+def memory_fit(
+    profile: Profile, gpu: npt.NDArray[np.str_]
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64]]:
+    """Per row: does the profile's per-device batch fit the GPU, and the predicted peak GB.
+
+    One estimate per distinct GPU (:func:`gpucost.model.memory.fit_memory`); a CPU row fits.
+    """
+    from gpucost.catalog import get_gpu
+    from gpucost.model.memory import fit_memory
+
+    names, inverse = np.unique(gpu, return_inverse=True)
+    fits = np.ones(len(names), dtype=bool)
+    peak = np.full(len(names), np.nan)
+    for j, name in enumerate(names.tolist()):
+        if name == "CPU":
+            continue
+        fit = fit_memory(profile, get_gpu(name))
+        fits[j] = fit.fits
+        if fit.peak_gb is not None:
+            peak[j] = fit.peak_gb
+    return fits[inverse], peak[inverse]
 
 
 def _row(ranking: Ranking, i: int) -> dict[str, Any]:
@@ -306,14 +331,15 @@ def advise(
         if constraints.budget_usd is None
         else cost <= constraints.budget_usd
     )
-    feasible = on_time & affordable
+    fits, peak = memory_fit(profile, cols["gpu"])
+    feasible = on_time & affordable & fits
     idx = np.flatnonzero(feasible)
     pareto = idx[pareto_front(hours[idx], cost[idx])]
     if not len(idx):
         relax = _relax(
-            profile, job, snapshots, constraints, params, now, ranking, on_time, affordable
+            profile, job, snapshots, constraints, params, now, ranking, on_time, affordable, fits
         )
-        return Advice(ranking, constraints, params, feasible, pareto, None, None, relax)
+        return Advice(ranking, constraints, params, feasible, pareto, None, None, fits, peak, relax)
     cheapest_i, fastest_i = pick(hours, cost, idx)
     cheap_row, fast_row = _row(ranking, cheapest_i), _row(ranking, fastest_i)
     same = cheapest_i == fastest_i
@@ -345,7 +371,7 @@ def advise(
             fastest_i,
         ),
     )
-    return Advice(ranking, constraints, params, feasible, pareto, cheapest, fastest)
+    return Advice(ranking, constraints, params, feasible, pareto, cheapest, fastest, fits, peak)
 
 
 def _relax(
@@ -358,13 +384,22 @@ def _relax(
     ranking: Ranking,
     on_time: npt.NDArray[np.bool_],
     affordable: npt.NDArray[np.bool_],
+    fits: npt.NDArray[np.bool_],
 ) -> list[str]:
     """Which constraint to relax, and by how much, when no plan meets them all."""
     cols = ranking.columns
     hours, cost = cols["total_hours"], cols["cost_usd"]
     out: list[str] = []
+    if not fits.any():
+        out.append(
+            f"the per-device batch of {ranking.profile.batch_size} fits none of these GPUs "
+            f"(predicted peak {np.nanmin(memory_fit(ranking.profile, cols['gpu'])[1]):.1f} GB "
+            "at best): use a smaller batch with gradient accumulation, or allow bigger GPUs"
+        )
+        fits = np.ones(len(hours), dtype=bool)
+    on_time, affordable = on_time & fits, affordable & fits
     if c.deadline_hours is not None:
-        pool = affordable if affordable.any() else np.ones(len(hours), dtype=bool)
+        pool = affordable if affordable.any() else fits
         need = float(hours[pool].min())
         if need > c.deadline_hours:
             within = " within the budget" if affordable.any() and c.budget_usd is not None else ""
@@ -374,7 +409,7 @@ def _relax(
                 f"{need:.1f} h"
             )
     if c.budget_usd is not None:
-        pool = on_time if on_time.any() else np.ones(len(cost), dtype=bool)
+        pool = on_time if on_time.any() else fits
         need = float(cost[pool].min())
         if need > c.budget_usd:
             meeting = (
@@ -500,6 +535,7 @@ def to_plan(
         policy = "destroy"  # no return planned: stopping would bill the disk for nothing
 
     cost, hours = float(row["cost_usd"]), float(row["total_hours"])
+    peak = float(advice.peak_gb[choice.index])
     cap = max(cost * BUDGET_CAP_FACTOR, float(row["worst_usd"]))
     if c.budget_usd is not None:
         cap = max(min(cap, c.budget_usd), cost)
@@ -535,6 +571,12 @@ def to_plan(
             f"checkpoint every {interval * 60:.1f} min of work: Young/Daly "
             f"sqrt(2 x {params.checkpoint_hours * 3600:.1f} s per checkpoint / "
             f"{row['interruption_rate'] * row['nodes']:.4g} interruptions per h)"
+        )
+    if math.isfinite(peak):
+        notes.append(
+            f"memory: predicted peak {peak:.1f} GB per GPU for batch {profile.batch_size} on "
+            f"{row['gpu']} ({int((~advice.fits).sum()):,} plans on GPUs it would not fit "
+            "were left out)"
         )
     notes.append(f"after the job: {be.advice(expected_return_hours)}")
     notes.append(
@@ -583,7 +625,7 @@ def to_plan(
             batch_size=profile.batch_size,
             sample_unit=profile.sample_unit,
             throughput_source=f"predicted from the {profile.gpu} profile {profile.name!r}",
-            peak_memory_gb=profile.peak_memory_gb,
+            peak_memory_gb=round(peak, 2) if math.isfinite(peak) else None,
             torch_version=(
                 str(profile.environment["torch"]) if "torch" in profile.environment else None
             ),

@@ -386,3 +386,34 @@ def test_plan_on_your_own_machine(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert plan.estimate.hours == pytest.approx(20 / 3600, rel=1e-4)
     assert plan.estimate.cost_usd == pytest.approx(20 / 3600 * 0.03, abs=1e-4)
     assert plan.idle.policy == "stop" and plan.spot.fallback == "none"
+
+
+def test_plans_whose_batch_does_not_fit_are_left_out() -> None:
+    bert = resolve_profile("bert-large-a100-fp16")
+    job = Job.from_args(bert, samples=1e5)
+    small = {
+        "provider": "aws",
+        "region": "us-east-1",
+        "instance_type": "g4dn.xlarge",
+        "gpu": "T4",
+        "gpu_count": 1,
+        "price_hr": 0.526,
+    }
+    big = {
+        "provider": "lambda",
+        "region": "us-west-1",
+        "instance_type": "gpu_1x_a100_sxm4",
+        "gpu": "A100 SXM4 40GB",
+        "gpu_count": 1,
+        "price_hr": 1.29,
+    }
+    both = Snapshot(source="tiny", fetched_at=FETCHED, offers=Offers.from_records([small, big]))
+    advice = advise(bert, job, [both], now=NOW)
+    assert advice.fits.tolist() == [g != "T4" for g in advice.ranking.columns["gpu"]]
+    assert advice.cheapest is not None and advice.cheapest.row["gpu"] == "A100 SXM4 40GB"
+    plan = to_plan(advice.cheapest, advice, profile_ref="bert-large-a100-fp16", now=NOW)
+    assert plan.workload.peak_memory_gb is not None and plan.workload.peak_memory_gb <= 40
+    only_small = Snapshot(source="tiny", fetched_at=FETCHED, offers=Offers.from_records([small]))
+    none = advise(bert, job, [only_small], now=NOW)
+    assert not none.ok
+    assert none.relax[0].startswith(f"the per-device batch of {bert.batch_size} fits none")
