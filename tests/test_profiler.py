@@ -257,3 +257,24 @@ def test_reference_models_train_and_profile(name: str) -> None:
     workload = build(name)
     assert profile.param_count == sum(p.numel() for p in workload.model.parameters())
     assert profile.sample_unit == ("sequences" if name == "transformer" else "images")
+
+
+@pytest.mark.parametrize(("weights", "autocast", "expected"), [
+    (torch.float32, False, "fp32"),
+    (torch.float32, True, "amp"),
+    (torch.bfloat16, False, "bf16"),
+])
+def test_precision_is_detected_from_the_dtypes_matmuls_run_at(
+        weights: torch.dtype, autocast: bool, expected: str) -> None:
+    model = nn.Sequential(nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 4)).to(weights)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(8, 16, dtype=weights), torch.randn(8, 4, dtype=weights)
+    with StepProfiler(steps=2, warmup=1, trace_steps=1, model=model, batch_size=8,
+                      calibrate=False) as prof:
+        while not prof.done:
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+                loss = nn.functional.mse_loss(model(x).float(), y.float())
+            _backward(loss)
+            opt.step()
+            prof.step()
+    assert prof.result().precision == expected

@@ -44,9 +44,10 @@ def register(sub: Any) -> None:
     p.add_argument("--warmup", type=int, default=3, help="discarded warm-up steps (default 3)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                    help="--model only: where to run (default: cuda when present)")
-    p.add_argument("--precision", choices=PRECISIONS, default="fp32",
-                   help="precision the step runs at (default fp32); --model: amp autocasts, "
-                   "fp16/bf16 cast the weights")
+    p.add_argument("--precision", choices=PRECISIONS,
+                   help="precision the step runs at. --model: default fp32; amp autocasts, "
+                   "fp16/bf16 cast the weights. Scripts: default detected from the dtypes "
+                   "their matmuls run at")
     p.add_argument("--probe-batch", action="store_true",
                    help="--model only: first find the largest power-of-two batch that fits")
     p.add_argument("--probe-max", type=int, default=4096,
@@ -143,7 +144,8 @@ def _run_model(args: argparse.Namespace, torch: Any) -> int:
     limit = int(args.memory_limit_gb * 1e9) if args.memory_limit_gb else None
     profile, found = profile_model(
         args.model, batch_size=args.batch if args.batch else (None if args.probe_batch else 32),
-        steps=args.steps, warmup=args.warmup, device=device, precision=args.precision,
+        steps=args.steps, warmup=args.warmup, device=device,
+        precision=args.precision or "fp32",
         probe=args.probe_batch, probe_max=args.probe_max, memory_limit_bytes=limit,
         device_count=args.devices, profile_name=args.name)
     profile = _with_job(args, profile)

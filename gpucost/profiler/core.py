@@ -137,21 +137,22 @@ class StepProfiler:
     step, when the loop does not fetch batches through :meth:`wrap` (else counted there).
     ``model``: for the parameter count when no optimizer is hooked. ``device``: where the step
     runs (default: the parameters' device). ``precision``: recorded, and the dtype of the
-    device calibration. ``stop_when_done``: raise :class:`ProfilingComplete` at the boundary
+    device calibration; None detects it from the dtypes the census step's matmuls ran at
+    (autocast shows as amp). ``stop_when_done``: raise :class:`ProfilingComplete` at the boundary
     after the last timed step (the script runner uses it to end a script it cannot edit).
     """
 
     def __init__(self, *, name: str = "unnamed", steps: int | None = None, warmup: int = 3,
                  trace_steps: int = 2, census: bool = True, batch_size: int | None = None,
                  model: torch.nn.Module | None = None, device: str | torch.device | None = None,
-                 precision: str = "fp32", sample_unit: str = "samples", description: str = "",
+                 precision: str | None = None, sample_unit: str = "samples", description: str = "",
                  source: str = "", device_count: int = 1, stop_when_done: bool = False,
                  calibrate: bool = True) -> None:
         if steps is not None and steps < MIN_TIMED_STEPS:
             raise ProfileError(f"steps must be at least {MIN_TIMED_STEPS}, got {steps}")
         if warmup < 0 or trace_steps < 0:
             raise ProfileError("warmup and trace_steps must be 0 or more")
-        if precision not in PRECISIONS:
+        if precision is not None and precision not in PRECISIONS:
             raise ProfileError(f"precision {precision!r} is not one of {', '.join(PRECISIONS)}")
         self.name = name
         self.steps = steps
@@ -429,8 +430,9 @@ class StepProfiler:
 
         from gpucost.profiler import environment
 
-        dtype = _DTYPES[self.precision]
-        if self.precision == "amp" and device.type == "cpu":
+        precision = self.precision or self._detect_precision(params, device)
+        dtype = _DTYPES[precision]
+        if precision == "amp" and device.type == "cpu":
             dtype = torch.bfloat16  # CPU autocast runs bf16
         env = environment.describe(device, dtype, calibrate=self.calibrate)
         floor_s = (env.get("launch_floor_us") or 0.0) * 1e-6
@@ -487,7 +489,7 @@ class StepProfiler:
             peak_gb = None
         return Profile(
             gpu=self._gpu_name(device),
-            precision=self.precision,
+            precision=precision,  # type: ignore[arg-type]
             batch_size=batch,
             step_time_s=step_s,
             param_count=float(param_count),
@@ -513,6 +515,22 @@ class StepProfiler:
             steps_measured=timed,
             partial=self.partial,
         )
+
+    def _detect_precision(self, params: list[torch.Tensor], device: torch.device) -> str:
+        """The precision the census step's matmuls ran at: their weights' dtype, compared
+        with the parameters' (a lower one under fp32 parameters is autocast: amp)."""
+        math: dict[torch.dtype, float] = self._census.matmul_dtypes if self._census else {}
+        if not math:
+            return "fp32"
+        dtype = max(math, key=lambda d: math[d])
+        param_dtypes = {p.dtype for p in params if p.is_floating_point()}
+        if dtype in (torch.float16, torch.bfloat16):
+            if param_dtypes and param_dtypes <= {dtype}:
+                return "fp16" if dtype == torch.float16 else "bf16"
+            return "amp"
+        if device.type == "cuda" and torch.backends.cuda.matmul.allow_tf32:
+            return "tf32"
+        return "fp32"
 
     @staticmethod
     def _gpu_name(device: torch.device) -> str:

@@ -80,7 +80,6 @@ def launch_floor_s(device: torch.device) -> float:
     """
     from gpucost.profiler.flops import OpCensus
 
-    torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(1, 1), torch.nn.ReLU(),
                                 torch.nn.Linear(1, 1)).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)

@@ -47,6 +47,13 @@ def _nbytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
 
 
+# the operators whose input dtype says which precision the step's math runs at
+_MATMULS = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm",
+                      "aten::convolution", "aten::_scaled_dot_product_flash_attention",
+                      "aten::_scaled_dot_product_efficient_attention",
+                      "aten::_scaled_dot_product_cudnn_attention"})
+
+
 def op_name(func: Any) -> str:
     """``aten::addmm`` for the overload ``aten.addmm.default`` (torch.profiler's spelling)."""
     return str(func._schema.name)
@@ -78,6 +85,7 @@ class OpCensus:
         self._flops = FlopCounterMode(display=False)
         self._mode = _CensusMode(self)
         self._flops_by_op: dict[str, float] = {}
+        self.matmul_dtypes: dict[torch.dtype, float] = defaultdict(float)  # dtype -> FLOPs
 
     # ---- results ------------------------------------------------------------------------
     @property
@@ -113,6 +121,8 @@ class OpCensus:
             return
         inputs = _tensors((args, kwargs))
         outputs = _tensors(out)
+        if name in _MATMULS and inputs:
+            self.matmul_dtypes[inputs[-1].dtype] += float(inputs[-1].numel())
         self.bytes_moved[name] += float(sum(_nbytes(t) for t in inputs)
                                         + sum(_nbytes(t) for t in outputs))
         seen = {t.untyped_storage().data_ptr() for t in inputs}

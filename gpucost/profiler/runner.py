@@ -97,7 +97,7 @@ def _timed_dataloaders(prof: StepProfiler) -> Iterator[None]:
 
 def run_script(script: str | os.PathLike[str], args: Sequence[str] = (), *,
                name: str | None = None, steps: int = 20, warmup: int = 3, trace_steps: int = 2,
-               precision: str = "fp32", batch_size: int | None = None,
+               precision: str | None = None, batch_size: int | None = None,
                sample_unit: str = "samples") -> ScriptRun:
     """Run ``script`` with ``args`` until ``steps`` timed optimizer steps are measured."""
     path = Path(script)
