@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 pytest.importorskip("textual")
 
 from textual.pilot import Pilot
+from textual.worker import WorkerCancelled
 
 from gpucost import paths
 from gpucost.cli import main
@@ -81,7 +82,10 @@ def make_app(snapshot: Snapshot, **kwargs: Any) -> GpuCostApp:
 async def settle(pilot: Pilot[None]) -> None:
     """Let every worker (loading, ranking, the scaling curve) finish and the UI catch up."""
     for _ in range(3):
-        await pilot.app.workers.wait_for_complete()
+        try:
+            await pilot.app.workers.wait_for_complete()
+        except WorkerCancelled:  # superseded by a newer request: wait for that one
+            continue
         await pilot.pause()
 
 

@@ -14,34 +14,34 @@ HELP = """\
 [b]gpucost tui[/b]: plans ranked by expected $ for the whole job, not $/hour
 
 [b]Anywhere[/b]
-  ?          this help            ctrl+p     command palette (every action)
-  o          offers               r          runs
-  q          quit
+  ?      this help                 ctrl+p  command palette (every action)
+  o      offers                    r       runs
+  q      quit
 
 [b]Offers[/b]
-  ↑/↓ enter  choose a plan, open its detail
-  w          write the highlighted plan to a file
-  f          edit the job (epochs or samples, deadline h, budget $, max nodes,
-             GPU and provider filters, spot allowed); tab moves, enter applies
-  esc        back to the table      x   allow/forbid spot
-  /          filter by GPU          s / S   next sort column / reverse
+  ↑/↓    choose a plan             enter   open its detail
+  w      write the highlighted plan to a file
+  f      edit the job: epochs or samples, deadline h, budget $, max nodes,
+         GPU and provider filters, spot allowed (tab moves, enter applies)
+  esc    back to the table         x       allow/forbid spot
+  /      filter by GPU             s / S   next sort column / reverse
   click a column header to sort by it (again: reversed)
 
-  A deadline keeps only plans whose expected wall clock (setup + compute +
-  checkpoints + spot rework) fits; a budget, those whose expected $/job fits.
-  Sorted by $/job, the first row is the cheapest plan that meets both.
+  A deadline keeps the plans whose expected wall clock (setup, compute,
+  checkpoints, spot rework) fits; a budget, those whose expected $/job
+  fits. Sorted by $/job, the first row is the cheapest plan meeting both.
 
 [b]Plan detail[/b]
-  w          write the plan file    esc   back to the offers
-  $/job terms, the scaling curve over 1-16 nodes with its knee, stop vs destroy
-  break-even after the job, and the spot expectation.
+  w      write the plan file       esc     back to the offers
+  The $/job terms, the scaling curve over 1-16 nodes with its knee, stop
+  vs destroy after the job, and what spot is expected to cost.
 
-[b]Runs[/b]  (refreshed every second from each run's status.json)
-  s          stop the selected run (its idle policy applies), after a yes
-  d          destroy the run's resources, after a yes
+[b]Runs[/b] (each run's status.json, re-read every second)
+  s      stop the selected run (its idle policy applies), after a yes
+  d      destroy the run's resources, after a yes
 
 Prices come from dated snapshots (the price date column); throughput is
-predicted from the profile's measurement.   Press esc or ? to close.
+predicted from the profile's measurement.      esc or ? closes this help.
 """
 
 

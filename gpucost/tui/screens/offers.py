@@ -115,10 +115,10 @@ class OffersScreen(Screen[None]):
         lines = [f"[b]{r.profile.name}[/] · {r.job.description}",
                  f"{view.meeting:,} of {view.total_plans:,} plans{meets} · by "
                  f"{SORT_LABELS[view.sort]} {arrow} · prices {dates}"]
-        if view.message:
-            lines.append(f"[b yellow]{view.message}[/]")
-        lines += [f"[yellow]{note}[/]" for note in r.notes]
-        return "\n".join(lines)
+        # what to relax comes first: it is the only thing to read when the table is empty
+        warnings = ([f"[b yellow]{view.message}[/]"] if view.message else []) + \
+            [f"[yellow]{note}[/]" for note in r.notes]
+        return "\n".join(warnings + lines)
 
     # ---- form and table events -------------------------------------------------------------
     @on(JobForm.Changed)

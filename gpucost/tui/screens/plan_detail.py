@@ -48,7 +48,7 @@ def breakdown_table(row: dict[str, Any]) -> Table:
     total = float(row["cost_usd"])
     for key, label in TERMS:
         value = float(row[key])
-        if value <= 0 and key != "compute_usd":
+        if value < 0.005 and key != "compute_usd":  # shows as $0.00: noise
             continue
         share = f"{value / total:.0%}" if total > 0 else ""
         table.add_row(fmt_usd(value), f"{label} {share}")

@@ -42,7 +42,8 @@ class RunStatus:
 
 
 def read_runs(root: Path | None = None) -> list[RunStatus]:
-    """Runs with a readable status.json, newest first (by the launcher's last update)."""
+    """Runs with a readable status.json: live ones first, then newest first (by the
+    launcher's last update)."""
     from gpucost.executor.rundir import RunDir
 
     root = root or paths.runs_dir()
@@ -53,7 +54,7 @@ def read_runs(root: Path | None = None) -> list[RunStatus]:
         status = RunDir(folder).read_status() if folder.is_dir() else None
         if status is not None:
             runs.append(RunStatus(folder.name, status))
-    runs.sort(key=lambda r: (-float(r.status.get("updated_at") or 0.0), r.run_id))
+    runs.sort(key=lambda r: (r.final, -float(r.status.get("updated_at") or 0.0), r.run_id))
     return runs
 
 

@@ -49,6 +49,9 @@ class JobForm(Vertical):
         self._initial = inputs
         self._default_epochs = default_epochs
         self._timer: Timer | None = None
+        # The values last posted: mounting the inputs posts Input.Changed too, and Enter on
+        # unchanged values must not re-rank for nothing.
+        self._last: JobInputs | None = inputs
 
     def compose(self) -> ComposeResult:
         values = {
@@ -104,9 +107,12 @@ class JobForm(Vertical):
         try:
             inputs = self.read()
         except ValueError as err:
+            self._last = None
             self.post_message(self.Invalid(str(err)))
             return
-        self.post_message(self.Changed(inputs))
+        if inputs != self._last:
+            self._last = inputs
+            self.post_message(self.Changed(inputs))
 
     @on(Input.Changed)
     def _typed(self, event: Input.Changed) -> None:
