@@ -92,6 +92,17 @@ def test_profile_a_builtin_model_end_to_end(workdir: Path, capsys: pytest.Captur
 
 
 @pytest.mark.slow
+def test_written_profiles_validate_against_the_json_schema(workdir: Path) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((REPO / "profiles" / "schema.json").read_text())
+    assert main(["profile", "--model", "cnn", "--batch", "4", "--steps", "2", "--warmup", "1",
+                 "--probe-batch", "--probe-max", "8"]) == 0
+    assert main(["profile", "train.py", "--steps", "2", "--warmup", "1"]) == 0
+    for path in (workdir / "profiles").glob("*.json"):
+        jsonschema.validate(json.loads(path.read_text()), schema)
+
+
+@pytest.mark.slow
 def test_probe_batch_under_an_imposed_limit(workdir: Path, capsys: pytest.CaptureFixture[str]
                                             ) -> None:
     code = main(["profile", "--model", "mlp", "--probe-batch", "--memory-limit-gb", "0.012",
