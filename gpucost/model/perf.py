@@ -17,10 +17,11 @@ plain float math over cached catalog lookups and a calibration loaded once.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gpucost.errors import InputError
 from gpucost.model import scaling, translate
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from gpucost.model.memory import MemoryFit
     from gpucost.profile import Profile
 
-__all__ = ["Prediction", "TimeBreakdown", "predict"]
+__all__ = ["Prediction", "TimeBreakdown", "predict", "using_calibration"]
 
 _BREAKDOWN_KEYS = ("compute", "communication", "data", "host")
 
@@ -164,6 +165,23 @@ def _target_compute_s(profile: Profile, source_compute_s: float, gpu: str) -> fl
 @lru_cache(maxsize=1024)
 def _canonical(name: str) -> str:
     return translate.gpu_spec(name).name
+
+
+def _clear_caches() -> None:
+    _CACHE.clear()
+    _links.cache_clear()
+
+
+@contextmanager
+def using_calibration(cal: Mapping[str, Any]) -> Iterator[None]:
+    """Predict with other coefficients inside the block (a refit, or a test's hand-set values)."""
+    previous = translate.set_calibration(cal)
+    _clear_caches()
+    try:
+        yield
+    finally:
+        translate.set_calibration(previous)
+        _clear_caches()
 
 
 def predict(

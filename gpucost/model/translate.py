@@ -36,11 +36,29 @@ PRECISION_CLASS: dict[str, str] = {
 
 
 @cache
-def calibration() -> Mapping[str, Any]:
-    """The fitted coefficients, loaded once."""
+def shipped_calibration() -> Mapping[str, Any]:
+    """The fitted coefficients of ``calibration.json``, loaded once."""
     with CALIBRATION_PATH.open(encoding="utf-8") as fh:
         data: dict[str, Any] = json.load(fh)
     return data
+
+
+# Set by gpucost.model.perf.using_calibration (tests, refits); None: the shipped file.
+_active: Mapping[str, Any] | None = None
+
+
+def calibration() -> Mapping[str, Any]:
+    """The coefficients in force."""
+    return shipped_calibration() if _active is None else _active
+
+
+def set_calibration(cal: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """Put ``cal`` (None: the shipped file) in force and return the one it replaces; callers
+    clear their own caches that depend on it."""
+    global _active
+    previous, _active = _active, cal
+    device_rates.cache_clear()
+    return previous
 
 
 @lru_cache(maxsize=1024)

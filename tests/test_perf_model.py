@@ -1,0 +1,302 @@
+"""The performance model: cross-GPU translation and the predict() API.
+
+Worked examples run under a hand-set calibration (every efficiency 0.5, memory 0.8, 0.01 bytes
+per flop) so the expected numbers can be checked with a pocket calculator; the properties run
+under the shipped calibration.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gpucost
+from gpucost.catalog import get_gpu
+from gpucost.errors import InputError, ProfileError, UnknownGpuError
+from gpucost.model import translate
+from gpucost.model.perf import Prediction, predict, using_calibration
+from gpucost.profile import OperatorStat, Profile, StepBreakdown
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data"
+
+HAND_CALIBRATION: dict[str, Any] = {
+    "launch_floor_s": 1e-6,
+    "compute_efficiency_gpu": {},
+    "compute_efficiency_class": {},
+    "compute_efficiency_default": {"fp32": 0.5, "tf32": 0.5, "fp16": 0.5, "bf16": 0.5},
+    "memory_efficiency_gpu": {},
+    "memory_efficiency_class": {},
+    "memory_efficiency_default": 0.8,
+    "families": [],
+    "default_bytes_per_flop": {"fp32": 0.01, "tf32": 0.01, "fp16": 0.01, "bf16": 0.01},
+    "scaling": {
+        "overlap_gamma": 1.0,
+        "nvlink_busbw_efficiency": 0.5,
+        "pcie_busbw_efficiency": 0.5,
+        "host_busbw_factor": 4.0,
+        "network_busbw_efficiency": 1.0,
+        "nvlink_hop_latency_s": 0.0,
+        "pcie_hop_latency_s": 0.0,
+        "network_hop_latency_s": 0.0,
+        "default_network_gbps": 100.0,
+    },
+}
+
+GPUS = ["T4", "V100 SXM2 16GB", "A100 SXM4 80GB", "A100 PCIe 40GB", "H100 SXM5 80GB",
+        "RTX 4090", "L40S", "A10G", "L4", "H200 SXM 141GB"]
+
+
+@pytest.fixture
+def hand() -> Iterator[None]:
+    with using_calibration(HAND_CALIBRATION):
+        yield
+
+
+def _specs_as_in_hand_calculation() -> None:
+    v100, a100 = get_gpu("V100 SXM2 16GB"), get_gpu("A100 SXM4 80GB")
+    assert (v100.fp16_tflops, v100.mem_bw_gbs) == (125, 900), "catalog changed: redo the sums"
+    assert (a100.fp16_tflops, a100.mem_bw_gbs, a100.nvlink_gbs) == (312, 2039, 600)
+
+
+def resnet(**changes: Any) -> Profile:
+    base = Profile.from_measurement(gpu="V100 SXM2 16GB", throughput=1200.0, batch_size=256,
+                                    precision="amp", param_count=25.6e6, flops_per_sample=None)
+    return base.with_changes(**changes) if changes else base
+
+
+def test_api_as_documented() -> None:
+    p = gpucost.Profile.from_measurement(gpu="V100 SXM2 16GB", throughput=1200.0, batch_size=256,
+                                         precision="amp", param_count=25.6e6,
+                                         flops_per_sample=None)
+    pred = gpucost.predict(p, gpu="A100 SXM4 80GB", gpus_per_node=8, nodes=2,
+                           intra_node_gbps=None, inter_node_gbps=None)
+    assert isinstance(pred, gpucost.Prediction)
+    assert pred.gpu == "A100 SXM4 80GB" and pred.nodes == 2 and pred.gpus_per_node == 8
+    assert pred.throughput == pytest.approx(16 * 256 / pred.step_time_s)
+    assert set(pred.breakdown.keys()) == {"compute", "communication", "data", "host"}
+    assert sum(pred.breakdown[k] for k in pred.breakdown.keys()) == pytest.approx(pred.step_time_s)
+    assert pred.breakdown.as_dict()["compute"] == pred.breakdown.compute_s
+    # An A100 is faster than the V100 the step was measured on; 16 of them more so.
+    assert pred.single_gpu_throughput > 1200.0
+    assert 0.5 < pred.efficiency <= 1.0
+    assert pred.memory.fits
+
+
+def test_worked_example_translation_and_scaling(hand: None) -> None:
+    _specs_as_in_hand_calculation()
+    pred = predict(resnet(), gpu="A100 SXM4 80GB", gpus_per_node=8, nodes=2,
+                   inter_node_gbps=100.0)
+    # Seconds per flop, two-term roofline at efficiency 0.5 (compute) and 0.8 (memory):
+    v100 = 1 / (125e12 * 0.5) + 0.01 / (900e9 * 0.8)  # 2.98889e-14
+    a100 = 1 / (312e12 * 0.5) + 0.01 / (2039e9 * 0.8)  # 1.25407e-14
+    compute = 256 / 1200.0 * a100 / v100  # 0.213333 s on the V100 -> 0.0895098 s
+    # Ring all-reduce of 4 B x 25.6e6 params: NVLink 600/2 GB/s per direction x 0.5, 8 per
+    # node; then 100 Gbit/s = 12.5 GB/s between 2 nodes; no latency, no overlap (gamma 1).
+    sync = 2 * 7 / 8 * 102.4e6 / 150e9 + 2 * 1 / 2 * 102.4e6 / 12.5e9  # 9.3867e-3 s
+    assert pred.breakdown.compute_s == pytest.approx(compute, rel=1e-12)
+    assert pred.allreduce_s == pytest.approx(sync, rel=1e-12)
+    assert pred.step_time_s == pytest.approx(compute + sync, rel=1e-12)  # 0.0988965 s
+    assert pred.throughput == pytest.approx(16 * 256 / (compute + sync), rel=1e-12)  # 41,419/s
+    assert pred.efficiency == pytest.approx(compute / (compute + sync), rel=1e-12)  # 0.905
+    assert pred.intra_node_link == "nvlink"
+
+
+def test_worked_example_operators(hand: None) -> None:
+    # One compute-bound and one memory-bound operator, measured 50 ms and 30 ms on a V100.
+    _specs_as_in_hand_calculation()
+    ops = (OperatorStat("matmul", calls=10, time_s=0.05, flops=1e12, bytes_moved=1e6),
+           OperatorStat("layernorm", calls=10, time_s=0.03, flops=1e6, bytes_moved=1e10))
+    p = resnet(step_time_s=0.08, operators=ops)
+    pred = predict(p, gpu="A100 SXM4 80GB")
+    # matmul scales with peak flops (125/312), layernorm with bandwidth (900/2039).
+    expected = 0.05 * 125 / 312 + 0.03 * 900 / 2039  # 0.0332751 s
+    assert pred.step_time_s == pytest.approx(expected, rel=1e-9)
+
+
+def test_tiny_operators_hit_the_launch_floor(hand: None) -> None:
+    # 1000 launches of a 1 Mflop kernel: both GPUs spend the 1 us floor per launch, so the
+    # operator does not speed up although the A100 has 2.5x the flops.
+    op = OperatorStat("tiny", calls=1000, time_s=0.004, flops=1e9, bytes_moved=1e6)
+    pred = predict(resnet(step_time_s=0.004, operators=(op,)), gpu="A100 SXM4 80GB")
+    assert pred.step_time_s == pytest.approx(0.004, rel=1e-9)
+
+
+def test_data_and_host_time_do_not_shrink(hand: None) -> None:
+    p = resnet(step_time_s=0.2, breakdown=StepBreakdown(data_s=0.05, host_s=0.02, compute_s=0.12,
+                                                         optimizer_s=0.01))
+    pred = predict(p, gpu="H100 SXM5 80GB")
+    assert pred.breakdown.data_s == 0.05 and pred.breakdown.host_s == 0.02
+    spec = get_gpu("H100 SXM5 80GB")
+    ratio = (1 / (spec.fp16_tflops * 1e12 * 0.5) + 0.01 / (spec.mem_bw_gbs * 1e9 * 0.8)) / (
+        1 / (125e12 * 0.5) + 0.01 / (900e9 * 0.8))
+    assert pred.breakdown.compute_s == pytest.approx(0.13 * ratio, rel=1e-12)
+    assert pred.step_time_s == pytest.approx(0.07 + 0.13 * ratio, rel=1e-12)
+
+
+def test_cpu_profile_needs_flops(hand: None) -> None:
+    cpu = Profile(gpu="CPU", precision="fp32", batch_size=32, step_time_s=2.0, param_count=1e6,
+                  name="tiny-cpu")
+    with pytest.raises(ProfileError, match="flops_per_sample"):
+        predict(cpu, gpu="A100 SXM4 80GB")
+    with pytest.raises(InputError, match="target gpu"):
+        predict(cpu.with_changes(flops_per_sample=1e9))
+    pred = predict(cpu.with_changes(flops_per_sample=1e9), gpu="A100 SXM4 80GB")
+    # fp32 on an A100 is measured against its TF32 rate (156 TFLOPS): 32 Gflop per step.
+    expected = 32e9 * (1 / (156e12 * 0.5) + 0.01 / (2039e9 * 0.8))
+    assert pred.step_time_s == pytest.approx(expected, rel=1e-12)
+
+
+def test_multi_gpu_measurement_has_its_sync_removed(hand: None) -> None:
+    # The same step measured on 8 GPUs of one node: 9,600 samples/s, gradient sync included.
+    eight = resnet(device_count=8)
+    back = predict(eight, gpu="V100 SXM2 16GB", gpus_per_node=8)
+    assert back.throughput == pytest.approx(eight.throughput, rel=1e-9)
+    # Alone, one of them skips the all-reduce: 2(8-1)/8 x 102.4 MB over NVLink at 300/2 x 0.5
+    # GB/s = 2.389 ms, not hidden (gamma 1).
+    alone = predict(eight, gpu="V100 SXM2 16GB")
+    sync = 2 * 7 / 8 * 102.4e6 / 75e9
+    assert alone.step_time_s == pytest.approx(eight.step_time_s - sync, rel=1e-9)
+
+
+def test_errors_are_input_errors() -> None:
+    p = resnet()
+    with pytest.raises(UnknownGpuError):
+        predict(p, gpu="Voodoo 5")
+    for kwargs in ({"nodes": 0}, {"gpus_per_node": -1}, {"grad_accum_steps": 0},
+                   {"overlap_gamma": 0.5}, {"inter_node_gbps": -5.0},
+                   {"intra_node_link": "infiniband"}, {"member_gpus": ["T4"], "nodes": 2}):
+        with pytest.raises(InputError):
+            predict(p, gpu="A100 SXM4 80GB", **kwargs)
+
+
+def test_heterogeneous_group_runs_at_the_slowest_member() -> None:
+    p = resnet()
+    mixed = predict(p, gpus_per_node=2, member_gpus=["H100 SXM5 80GB", "T4"])
+    slow = predict(p, gpu="T4", gpus_per_node=2)
+    assert mixed.gpu == "T4" and set(mixed.member_gpus) == {"H100 SXM5 80GB", "T4"}
+    assert mixed.step_time_s == pytest.approx(slow.step_time_s)
+    assert mixed.memory.gpu == "T4"
+
+
+@settings(max_examples=60, deadline=None)
+@given(gpu=st.sampled_from(GPUS), throughput=st.floats(1.0, 1e5),
+       batch=st.integers(1, 4096), precision=st.sampled_from(["fp32", "tf32", "fp16", "amp",
+                                                              "bf16"]))
+def test_same_gpu_one_gpu_reproduces_the_measurement(gpu: str, throughput: float, batch: int,
+                                                     precision: str) -> None:
+    p = Profile.from_measurement(gpu=gpu, throughput=throughput, batch_size=batch,
+                                 precision=precision, param_count=1e8)
+    pred = predict(p, gpu=gpu)
+    assert pred.throughput == pytest.approx(throughput, rel=1e-12)
+    assert pred.efficiency == pytest.approx(1.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(src=st.sampled_from(GPUS), dst=st.sampled_from(GPUS), k=st.integers(1, 8),
+       n=st.integers(1, 16), params=st.floats(1e5, 2e10), accum=st.integers(1, 8))
+def test_time_never_falls_below_compute_over_n(src: str, dst: str, k: int, n: int,
+                                               params: float, accum: int) -> None:
+    p = Profile.from_measurement(gpu=src, throughput=500.0, batch_size=64, precision="amp",
+                                 param_count=params)
+    one = predict(p, gpu=dst)
+    group = predict(p, gpu=dst, gpus_per_node=k, nodes=n, grad_accum_steps=accum)
+    # Job time per sample on N GPUs is never below one GPU's divided by N.
+    assert group.throughput <= k * n * one.throughput * (1 + 1e-12)
+    assert group.step_time_s >= group.breakdown.compute_s
+    assert 0.0 < group.efficiency <= 1.0 + 1e-12
+
+
+def test_predict_is_cheap_and_light() -> None:
+    # compare calls predict thousands of times per command: keep it plain float math.
+    p = resnet()
+    predict(p, gpu="A100 SXM4 80GB", gpus_per_node=8, nodes=2)
+    calls = 3000
+    t0 = time.perf_counter()
+    for i in range(calls):
+        predict(p, gpu=GPUS[i % len(GPUS)], gpus_per_node=8, nodes=1 + i % 4,
+                inter_node_gbps=100.0, intra_node_link="nvlink")
+    per_call_s = (time.perf_counter() - t0) / calls
+    assert per_call_s < 300e-6, f"{per_call_s * 1e6:.0f} us per call"
+    code = ("import sys, gpucost; p = gpucost.Profile.from_measurement(gpu='T4', throughput=10.0,"
+            " batch_size=8, precision='fp32', param_count=1e6); gpucost.predict(p, gpu='L4', "
+            "gpus_per_node=4, nodes=2); heavy = {'torch', 'pandas', 'textual', 'boto3', "
+            "'matplotlib'} & set(sys.modules); print(sorted(heavy))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_prediction_is_frozen_and_carries_its_profile() -> None:
+    pred = predict(resnet(), gpu="L4")
+    assert isinstance(pred, Prediction)
+    assert pred.profile.gpu == "V100 SXM2 16GB"
+    with pytest.raises(AttributeError):
+        pred.step_time_s = 1.0  # type: ignore[misc]
+
+
+def test_calibration_records_its_provenance() -> None:
+    cal = translate.shipped_calibration()
+    prov = cal["provenance"]
+    assert prov["written_by"] == "scripts/fit_calibration.py"
+    for name in ("lambda_throughput_calibration.csv", "sia_step_times_calibration.csv",
+                 "nccl_busbw_reference.csv"):
+        assert len(prov["data"][name]["sha256_prefix"]) == 16
+    for pclass in ("fp32", "tf32", "fp16", "bf16"):
+        assert 0.0 < cal["compute_efficiency_default"][pclass] < 2.0
+    assert cal["scaling"]["overlap_gamma"] >= 1.0
+
+
+def test_calibration_is_fitted_on_the_current_data() -> None:
+    import hashlib
+
+    if not (DATA / "benchmarks").is_dir():
+        pytest.skip("reference data (../shared/data) not present")
+    prov = translate.shipped_calibration()["provenance"]["data"]
+    for name, sub in (("lambda_throughput_calibration.csv", "benchmarks"),
+                      ("sia_step_times_calibration.csv", "benchmarks"),
+                      ("nccl_busbw_reference.csv", "")):
+        digest = hashlib.sha256((DATA / sub / name).read_bytes()).hexdigest()[:16]
+        assert prov[name]["sha256_prefix"] == digest, f"{name} changed: rerun the fit script"
+
+
+def test_every_benchmark_gpu_resolves_except_laptops() -> None:
+    import csv
+
+    if not (DATA / "benchmarks").is_dir():
+        pytest.skip("reference data (../shared/data) not present")
+    names: set[str] = set()
+    for path in (DATA / "benchmarks").glob("*.csv"):
+        with path.open(newline="") as fh:
+            names |= {row["gpu"] for row in csv.DictReader(fh)}
+    unresolved = []
+    for name in sorted(names):
+        try:
+            get_gpu(name)
+        except UnknownGpuError:
+            unresolved.append(name)
+    # Laptop parts are not rented; everything else must translate.
+    assert [n for n in unresolved if "laptop" not in n.lower()] == []
+
+
+def test_cli_predict_table_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+    from gpucost.cli import main
+
+    assert main(["predict", "--gpu", "a100 sxm4 80gb", "-k", "8", "-n", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "2 x 8 A100 SXM4 80GB" in out and "images/s" in out and "memory" in out
+    assert main(["predict", "--gpu", "L4", "--format", "json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["gpu"] == "L4" and body["throughput"] > 0
+    assert math.isclose(sum(body["breakdown_s"].values()), body["step_time_s"], rel_tol=1e-9)
+    assert main(["predict", "--gpu", "Voodoo 5"]) == 2
+    assert "unknown GPU" in capsys.readouterr().err
