@@ -85,7 +85,7 @@ def test_api_as_documented() -> None:
     assert pred.gpu == "A100 SXM4 80GB" and pred.nodes == 2 and pred.gpus_per_node == 8
     assert pred.throughput == pytest.approx(16 * 256 / pred.step_time_s)
     assert set(pred.breakdown.keys()) == {"compute", "communication", "data", "host"}
-    assert sum(pred.breakdown[k] for k in pred.breakdown.keys()) == pytest.approx(pred.step_time_s)
+    assert sum(pred.breakdown[k] for k in pred.breakdown) == pytest.approx(pred.step_time_s)
     assert pred.breakdown.as_dict()["compute"] == pred.breakdown.compute_s
     # An A100 is faster than the V100 the step was measured on; 16 of them more so.
     assert pred.single_gpu_throughput > 1200.0
@@ -138,6 +138,7 @@ def test_data_and_host_time_do_not_shrink(hand: None) -> None:
     pred = predict(p, gpu="H100 SXM5 80GB")
     assert pred.breakdown.data_s == 0.05 and pred.breakdown.host_s == 0.02
     spec = get_gpu("H100 SXM5 80GB")
+    assert spec.fp16_tflops is not None
     ratio = (1 / (spec.fp16_tflops * 1e12 * 0.5) + 0.01 / (spec.mem_bw_gbs * 1e9 * 0.8)) / (
         1 / (125e12 * 0.5) + 0.01 / (900e9 * 0.8))
     assert pred.breakdown.compute_s == pytest.approx(0.13 * ratio, rel=1e-12)

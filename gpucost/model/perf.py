@@ -55,6 +55,9 @@ class TimeBreakdown:
     def keys(self) -> tuple[str, ...]:
         return _BREAKDOWN_KEYS
 
+    def __iter__(self) -> Iterator[str]:
+        return iter(_BREAKDOWN_KEYS)
+
     def items(self) -> Iterator[tuple[str, float]]:
         return ((k, self[k]) for k in _BREAKDOWN_KEYS)
 
