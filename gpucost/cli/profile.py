@@ -167,13 +167,14 @@ def _run_script(args: argparse.Namespace, script_args: list[str]) -> int:
                      warmup=args.warmup, precision=args.precision, batch_size=args.batch,
                      sample_unit=args.sample_unit or "samples")
     code = {"complete": 0, "ended": 0, "crashed": 2, "interrupted": 130}[run.outcome]
-    if run.outcome == "crashed":
-        sys.stderr.write(run.traceback or f"{run.error!r}\n")
+    if run.traceback:
+        sys.stderr.write(run.traceback)
     prof = run.profiler
+    failure = (f"exited with status {run.error.code}" if isinstance(run.error, SystemExit)
+               else f"raised {type(run.error).__name__}")
     what = {"complete": None,
             "ended": f"the script ended after {prof.steps_timed} of {args.steps} timed steps",
-            "crashed": f"the script raised {type(run.error).__name__} after "
-                       f"{prof.steps_timed} timed steps",
+            "crashed": f"the script {failure} after {prof.steps_timed} timed steps",
             "interrupted": f"interrupted after {prof.steps_timed} timed steps"}[run.outcome]
     try:
         profile = prof.result()

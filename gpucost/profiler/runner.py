@@ -59,9 +59,9 @@ def _script_traceback(exc: BaseException, script: Path) -> str:
 
 @contextmanager
 def _script_context(script: Path, args: Sequence[str]) -> Iterator[None]:
-    saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [str(script), *args]
-    sys.path.insert(0, str(script.resolve().parent))
+    sys.path.insert(0, str(script.resolve().parent))  # as `python script.py` would
     previous_term: Any = None
     in_main = threading.current_thread() is threading.main_thread()
     if in_main:
@@ -73,8 +73,7 @@ def _script_context(script: Path, args: Sequence[str]) -> Iterator[None]:
         yield
     finally:
         sys.argv = saved_argv
-        if sys.path and sys.path[0] == str(script.resolve().parent) and saved_path0 is not None:
-            sys.path.pop(0)
+        sys.path[:] = saved_path
         if in_main:
             signal.signal(signal.SIGTERM, previous_term)
 
