@@ -143,7 +143,7 @@ def test_diff_reports_added_removed_and_changed_beyond_threshold() -> None:
     diff = diff_offers(old, new, threshold_pct=5)
     assert [r["instance_type"] for r in diff.added] == ["new"]
     assert [r["instance_type"] for r in diff.removed] == ["gone"]
-    assert {c.key[-1]: round(c.price_change_pct, 6) for c in diff.changed} == {"b": 0.0,
+    assert {c.key[4]: round(c.price_change_pct, 6) for c in diff.changed} == {"b": 0.0,
                                                                                 "c": 10.0}
     assert diff.unchanged == 1  # "a" moved 4% < 5%
     assert diff_offers(old, new, threshold_pct=3).unchanged == 0
@@ -164,7 +164,7 @@ def test_prices_diff_cli_matches_golden(tmp_path: Path,
     assert text == (GOLDEN / "prices_diff.txt").read_text()
     assert main(["prices", "diff", str(tmp_path / "old"), str(tmp_path / "new"), "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
-    assert [c["key"][-1] for c in payload["changed"]] == ["g5.2xlarge", "g5.xlarge"]
+    assert [c["key"][4] for c in payload["changed"]] == ["g5.2xlarge", "g5.xlarge"]
     assert main(["prices", "diff", str(old_path), str(tmp_path / "missing.json")]) == 2
 
 
@@ -232,3 +232,14 @@ def test_aws_without_boto3_is_skipped_with_the_extra_to_install(
                         lambda name, *a: None if name == "boto3" else real(name, *a))
     (result,) = refresh(["aws"], out_dir=tmp_path)
     assert result.status == "skipped" and "pip install 'gpucost[aws]'" in result.message
+
+
+def test_diff_keeps_one_machine_type_with_different_gpus_apart() -> None:
+    def n1(gpu: str, price: float) -> dict[str, object]:
+        return {"provider": "gcp", "region": "us-central1", "instance_type": "n1-standard-8",
+                "gpu": gpu, "gpu_count": 1.0, "price_hr": price, "source": "gcp"}
+
+    old = Offers.from_records([n1("T4", 0.73), n1("V100 SXM2 16GB", 2.86)])
+    new = Offers.from_records([n1("T4", 0.73), n1("V100 SXM2 16GB", 3.10)])
+    diff = diff_offers(old, new, threshold_pct=5)
+    assert [c.gpu for c in diff.changed] == ["V100 SXM2 16GB"] and diff.unchanged == 1

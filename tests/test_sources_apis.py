@@ -101,6 +101,11 @@ def test_gcp_composes_gpu_core_and_ram_skus_exactly(server: ReplayServer) -> Non
                                            rel=0, abs=1e-9)
     assert a3["spot_price_hr"] == pytest.approx(8 * 2.253 + 208 * 0.007392 + 1872 * 0.000741,
                                                 rel=0, abs=1e-9)
+    # T4 on N1: n1-standard-8 = 1 x 0.35 + 8 x 0.031611 + 30 x 0.004237 (composed SKUs)
+    n1 = offers[("europe-west4", "n1-standard-8")]
+    assert (n1["gpu"], n1["gpu_count"], n1["vcpus"], n1["ram_gb"]) == ("T4", 1, 8, 30)
+    assert n1["price_hr"] == pytest.approx(0.35 + 8 * 0.031611 + 30 * 0.004237, rel=0, abs=1e-12)
+    assert offers[("us-central1", "n1-standard-32")]["gpu_count"] == 4
     # Balanced PD is $0.10 per GiB-month in us-central1: $0.0931 per GB-month
     assert a2["storage_gb_month"] == pytest.approx(0.1 * 10**9 / 2**30)
     assert snap.provenance["skus_used"]["usage Commit1Yr"] == 1

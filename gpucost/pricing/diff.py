@@ -1,6 +1,7 @@
 """Price changes between two sets of offers: added, removed, and changed beyond a threshold.
 
-An offer is identified by (source, provider, region, zone, instance type). It *changed* when its
+An offer is identified by (source, provider, region, zone, instance type, GPU, GPU count): one
+GCP N1 machine type carries a T4 or a V100, so the GPU is part of the name. It *changed* when its
 on-demand or spot $/h moved by more than ``threshold_pct`` percent of the old price, or when a
 spot market appeared or disappeared. Duplicated keys inside one side keep the cheapest offer.
 """
@@ -15,8 +16,8 @@ from typing import Any
 
 from gpucost.pricing.snapshot import Offers, load_offers
 
-KEY_COLUMNS = ("source", "provider", "region", "zone", "instance_type")
-Key = tuple[str, str, str, str, str]
+KEY_COLUMNS = ("source", "provider", "region", "zone", "instance_type", "gpu", "gpu_count")
+Key = tuple[str, str, str, str, str, str, str]
 
 
 @dataclass(frozen=True)
@@ -104,10 +105,11 @@ def format_diff(diff: SnapshotDiff, *, limit: int | None = None) -> list[str]:
 
     def name(record: dict[str, Any] | PriceChange) -> str:
         if isinstance(record, PriceChange):
-            source, provider, region, zone, instance_type = record.key
+            source, provider, region, zone, instance_type = record.key[:5]
             gpu, count = record.gpu, record.gpu_count
         else:
-            source, provider, region, zone, instance_type = (str(record[c]) for c in KEY_COLUMNS)
+            source, provider, region, zone, instance_type = (str(record[c])
+                                                             for c in KEY_COLUMNS[:5])
             gpu, count = str(record["gpu"]), float(record["gpu_count"])
         where = f"{region}/{zone}" if zone else region
         return f"{provider} {where} {instance_type} ({count:g}x {gpu}) [{source}]"

@@ -8,11 +8,13 @@ attached to, which is priced per vCPU-hour ("<Series> Instance Core") and per Gi
 
 for every region in all three SKUs' ``serviceRegions``. ``MACHINES`` gives each accelerator-
 optimized machine type's GPUs, vCPUs and memory (cloud.google.com/compute/docs/gpus and
-/accelerator-optimized-machines). On-demand uses ``usageType == "OnDemand"`` SKUs and spot the
-``"Preemptible"`` ones; a region without all three spot SKUs has no spot price (NaN). Commitment
-SKUs are ignored. A price is ``units`` (an int64 as a string) + ``nanos`` / 1e9, summed in
-Decimal. "Balanced PD Capacity" SKUs (per GiB-month) give the region's disk price, converted to
-$/GB-month; regions without one take the rates table's figure.
+/accelerator-optimized-machines); T4 and V100 attach to N1 VMs ("N1 Predefined Instance Core"),
+priced on n1-standard-(8 x GPUs) as the SkyPilot importer does. On-demand uses
+``usageType == "OnDemand"`` SKUs and spot the ``"Preemptible"`` ones; a region without all three
+spot SKUs has no spot price (NaN). Commitment SKUs are ignored. A price is ``units`` (an int64 as
+a string) + ``nanos`` / 1e9, summed in Decimal. "Balanced PD Capacity" SKUs (per GiB-month) give
+the region's disk price, converted to $/GB-month; regions without one take the rates table's
+figure.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ MAX_PAGES = 1000
 GIB_PER_GB = Decimal(10**9) / Decimal(2**30)  # a $/GiB price times this is $/GB
 
 # machine type -> (series of its Core/Ram SKUs, GPU as the SKU describes it, GPUs, vCPUs, RAM GiB)
-MACHINES: dict[str, tuple[str, str, int, int, int]] = {
+_ACCELERATOR_OPTIMIZED: dict[str, tuple[str, str, int, int, int]] = {
     "a2-highgpu-1g": ("A2", "A100", 1, 12, 85),
     "a2-highgpu-2g": ("A2", "A100", 2, 24, 170),
     "a2-highgpu-4g": ("A2", "A100", 4, 48, 340),
@@ -69,13 +71,21 @@ MACHINES: dict[str, tuple[str, str, int, int, int]] = {
     "g2-standard-96": ("G2", "L4", 8, 96, 384),
 }
 # The GPU as the catalog names it, for each SKU spelling above (A2 boards are SXM4).
+# T4 and V100 attach to general-purpose N1 VMs; like the SkyPilot importer, gpucost prices them
+# on n1-standard-(8 x GPUs) (3.75 GB per vCPU), a common pairing that keeps data loading fed.
+_N1_ATTACHED = {"T4": (1, 2, 4), "V100": (1, 2, 4, 8)}
+MACHINES: tuple[tuple[str, str, str, int, int, int], ...] = (
+    *((machine, *shape) for machine, shape in _ACCELERATOR_OPTIMIZED.items()),
+    *((f"n1-standard-{8 * n}", "N1", model, n, 8 * n, int(8 * n * 3.75))
+      for model, counts in _N1_ATTACHED.items() for n in counts),
+)
 GPU_NAMES = {"A100": "A100 SXM4 40GB", "A100 80GB": "A100 SXM4 80GB", "H100 80GB": "H100 SXM5 80GB",
-             "L4": "L4"}
+             "L4": "L4", "T4": "T4", "V100": "V100 SXM2 16GB"}
 
 _PREFIX = r"^(?:Spot Preemptible |Preemptible )?"
 _GPU_SKU = re.compile(_PREFIX + r"Nvidia (?:Tesla )?(?P<model>.+?) GPU running in ", re.IGNORECASE)
-_CORE_SKU = re.compile(_PREFIX + r"(?P<series>[A-Z0-9]+) Instance Core running in ")
-_RAM_SKU = re.compile(_PREFIX + r"(?P<series>[A-Z0-9]+) Instance Ram running in ")
+_CORE_SKU = re.compile(_PREFIX + r"(?P<series>[A-Z0-9]+) (?:Predefined )?Instance Core running in ")
+_RAM_SKU = re.compile(_PREFIX + r"(?P<series>[A-Z0-9]+) (?:Predefined )?Instance Ram running in ")
 _DISK_SKU = re.compile(r"^Balanced PD Capacity in ")
 
 
@@ -180,7 +190,7 @@ class GcpSource(HttpPriceSource):
                 used["other"] += 1
 
         rows = []
-        for machine, (series, model, gpus, vcpus, ram_gib) in MACHINES.items():
+        for machine, series, model, gpus, vcpus, ram_gib in MACHINES:
             gpu = resolve_gpu(GPU_NAMES[model])
             if gpu is None:
                 continue
