@@ -1,0 +1,213 @@
+"""Scaling across GPUs and nodes: all-reduce, overlap, links, accumulation, `gpucost scale`."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpucost.catalog import get_gpu
+from gpucost.errors import InputError
+from gpucost.model import scaling
+from gpucost.model.perf import predict
+from gpucost.profile import Profile
+
+REPO = Path(__file__).resolve().parents[1]
+
+GPUS = ["T4", "V100 SXM2 16GB", "A100 SXM4 80GB", "A100 PCIe 40GB", "H100 SXM5 80GB",
+        "RTX 4090", "L40S", "A10G", "L4"]
+
+
+def links(intra: float, inter: float, host: float = math.inf, alpha: float = 0.0) -> scaling.Links:
+    return scaling.Links(intra_busbw_Bps=intra, inter_busbw_Bps=inter, intra_latency_s=alpha,
+                         inter_latency_s=2 * alpha, intra_kind="pcie", host_busbw_Bps=host)
+
+
+def profile(gpu: str = "A100 SXM4 80GB", params: float = 350e6) -> Profile:
+    return Profile.from_measurement(gpu=gpu, throughput=400.0, batch_size=32, precision="bf16",
+                                    param_count=params)
+
+
+def test_hierarchical_ring_by_hand() -> None:
+    # 1 GB per GPU, 8 GPUs per node at 100 GB/s bus, 2 nodes at 10 GB/s, 1 us and 2 us per hop:
+    # 2*7/8 * 1e9/100e9 + 14 * 1e-6  +  2*1/2 * 1e9/10e9 + 2 * 2e-6
+    t = scaling.allreduce_time_s(1e9, 8, 2, links(100e9, 10e9, alpha=1e-6))
+    assert t == pytest.approx(0.0175 + 14e-6 + 0.1 + 4e-6, rel=1e-12)
+    assert scaling.allreduce_time_s(1e9, 1, 1, links(100e9, 10e9)) == 0.0
+
+
+def test_pcie_host_contention_by_hand() -> None:
+    # Host path of 40 GB/s shared by 8 GPUs caps each at 5 GB/s, below the 20 GB/s link:
+    # 2*7/8 * 1e9 / 5e9 = 0.35 s; with 2 GPUs the link (20 GB/s) is the limit: 2*1/2 / 20 = 0.05.
+    assert scaling.allreduce_time_s(1e9, 8, 1, links(20e9, 1e9, host=40e9)) == pytest.approx(0.35)
+    assert scaling.allreduce_time_s(1e9, 2, 1, links(20e9, 1e9, host=40e9)) == pytest.approx(0.05)
+
+
+def test_overlap_limits() -> None:
+    assert scaling.overlapped_s(0.3, 0.1, 1.0) == pytest.approx(0.4)  # gamma 1: no overlap
+    assert scaling.overlapped_s(0.3, 0.1, 60.0) == pytest.approx(0.3, rel=1e-6)  # hidden
+    assert scaling.overlapped_s(0.3, 0.4, 2.0) == pytest.approx(0.5)  # sqrt(0.09 + 0.16)
+    assert scaling.overlapped_s(0.3, 0.0, 2.0) == 0.3
+
+
+@settings(max_examples=200, deadline=None)
+@given(c=st.floats(1e-6, 1e3), s=st.floats(0.0, 1e3), g=st.floats(1.0, 50.0))
+def test_overlap_bounds_and_inverse(c: float, s: float, g: float) -> None:
+    t = scaling.overlapped_s(c, s, g)
+    assert max(c, s) * (1 - 1e-12) <= t <= (c + s) * (1 + 1e-12)
+    if s < t * 0.9:  # well away from the clamp
+        assert scaling.compute_given_step_s(t, s, g) == pytest.approx(c, rel=1e-6)
+
+
+def test_link_resolution_from_catalog() -> None:
+    cal = {"nvlink_busbw_efficiency": 0.5, "pcie_busbw_efficiency": 0.25,
+           "host_busbw_factor": 2.0, "network_busbw_efficiency": 0.8,
+           "nvlink_hop_latency_s": 1e-6, "pcie_hop_latency_s": 2e-6,
+           "network_hop_latency_s": 1e-5, "default_network_gbps": 100.0}
+    h100 = get_gpu("H100 SXM5 80GB")
+    lk = scaling.resolve_links(h100, cal, intra_node_gbps=None, inter_node_gbps=None,
+                               intra_node_link=None)
+    assert lk.intra_kind == "nvlink" and math.isinf(lk.host_busbw_Bps)
+    assert lk.intra_busbw_Bps == pytest.approx(h100.nvlink_gbs / 2 * 1e9 * 0.5)
+    assert lk.inter_busbw_Bps == pytest.approx(100e9 / 8 * 0.8)  # default network
+    pcie = scaling.resolve_links(h100, cal, intra_node_gbps=None, inter_node_gbps=400.0,
+                                 intra_node_link="pcie")
+    assert pcie.intra_kind == "pcie" and pcie.intra_busbw_Bps == pytest.approx(
+        h100.pcie_gbs * 1e9 * 0.25)
+    assert pcie.host_busbw_Bps == pytest.approx(2.0 * h100.pcie_gbs * 1e9)
+    assert pcie.inter_busbw_Bps == pytest.approx(400e9 / 8 * 0.8)
+    l4 = scaling.resolve_links(get_gpu("L4"), cal, intra_node_gbps=None, inter_node_gbps=None,
+                               intra_node_link="nvlink")
+    assert l4.intra_kind == "pcie"  # an L4 has no NVLink whatever the offer says
+    explicit = scaling.resolve_links(h100, cal, intra_node_gbps=800.0, inter_node_gbps=None,
+                                     intra_node_link="")
+    assert explicit.intra_busbw_Bps == pytest.approx(800e9 / 8 * 0.5)
+    with pytest.raises(InputError):
+        scaling.resolve_links(h100, cal, intra_node_gbps=0.0, inter_node_gbps=None,
+                              intra_node_link=None)
+
+
+@settings(max_examples=80, deadline=None)
+@given(gpu=st.sampled_from(GPUS), k=st.integers(1, 8), n=st.integers(1, 32),
+       lo=st.floats(1.0, 400.0), factor=st.floats(1.0, 10.0), params=st.floats(1e6, 1e10))
+def test_more_bandwidth_never_slows_a_step(gpu: str, k: int, n: int, lo: float, factor: float,
+                                           params: float) -> None:
+    p = profile(params=params)
+    slow = predict(p, gpu=gpu, gpus_per_node=k, nodes=n, inter_node_gbps=lo, intra_node_gbps=lo)
+    fast_net = predict(p, gpu=gpu, gpus_per_node=k, nodes=n, inter_node_gbps=lo * factor,
+                       intra_node_gbps=lo)
+    fast_both = predict(p, gpu=gpu, gpus_per_node=k, nodes=n, inter_node_gbps=lo * factor,
+                        intra_node_gbps=lo * factor)
+    assert fast_net.step_time_s <= slow.step_time_s * (1 + 1e-12)
+    assert fast_both.step_time_s <= fast_net.step_time_s * (1 + 1e-12)
+
+
+@settings(max_examples=80, deadline=None)
+@given(gpu=st.sampled_from(GPUS), k=st.integers(1, 8), n=st.integers(1, 31),
+       params=st.floats(1e6, 1e10))
+def test_more_nodes_never_increase_per_step_compute(gpu: str, k: int, n: int,
+                                                    params: float) -> None:
+    p = profile(params=params)
+    a = predict(p, gpu=gpu, gpus_per_node=k, nodes=n)
+    b = predict(p, gpu=gpu, gpus_per_node=k, nodes=n + 1)
+    assert b.breakdown.compute_s <= a.breakdown.compute_s
+    assert b.step_time_s >= a.step_time_s * (1 - 1e-12)  # and sync never gets cheaper
+
+
+@settings(max_examples=80, deadline=None)
+@given(fast=st.sampled_from(GPUS), slow=st.sampled_from(GPUS), k=st.integers(2, 8),
+       n=st.integers(1, 4))
+def test_a_slower_member_never_speeds_a_group_up(fast: str, slow: str, k: int, n: int) -> None:
+    p = profile()
+    base = predict(p, gpu=fast, gpus_per_node=k, nodes=n)
+    members = [fast] * (k * n - 1) + [slow]
+    mixed = predict(p, gpus_per_node=k, nodes=n, member_gpus=members)
+    alone_slow = predict(p, gpu=slow)
+    alone_fast = predict(p, gpu=fast)
+    if alone_slow.step_time_s >= alone_fast.step_time_s:
+        assert mixed.step_time_s >= base.step_time_s * (1 - 1e-12)
+    assert mixed.step_time_s >= max(alone_slow.step_time_s, alone_fast.step_time_s) * (1 - 1e-12)
+
+
+def test_gradient_accumulation_syncs_once_per_step() -> None:
+    p = profile(params=7e9)
+    one = predict(p, gpu="L4", gpus_per_node=4, nodes=4, inter_node_gbps=25.0)
+    four = predict(p, gpu="L4", gpus_per_node=4, nodes=4, inter_node_gbps=25.0,
+                   grad_accum_steps=4)
+    micro = one.breakdown.compute_s
+    assert four.breakdown.compute_s == pytest.approx(4 * micro)
+    assert four.breakdown.communication_s == pytest.approx(one.breakdown.communication_s)
+    assert four.step_time_s == pytest.approx(3 * micro + one.step_time_s)
+    assert four.samples_per_step == 4 * one.samples_per_step
+    assert four.efficiency > one.efficiency
+
+
+def test_fit_vectorised_matches_the_model() -> None:
+    # The fit script evaluates the scaling model over numpy columns; it must equal scaling.py.
+    sys.path.insert(0, str(REPO / "scripts"))
+    import fit_calibration as fitc
+
+    params = {"pcie_busbw_efficiency": 0.4, "host_busbw_factor": 1.5,
+              "pcie_hop_latency_s": 3e-6, "network_busbw_efficiency": 0.7,
+              "network_hop_latency_s": 2e-5, "overlap_gamma": 1.8}
+    rows = [fitc.SiaRow("aws", "m", (1, 4, 2), 8, 1.0, 0.3),
+            fitc.SiaRow("azure", "m", (8,), 8, 1.0, 0.5),
+            fitc.SiaRow("azure", "m", (2, 2, 2, 2), 8, 1.0, 0.05)]
+    grads = np.array([4e8, 1e8, 2e9])
+    vec = fitc.predict_sia_steps(rows, grads, params, get_gpu)
+    one = [fitc.predict_sia_step(r, float(g), params, get_gpu(fitc.SIA_CLUSTERS[r.cluster].gpu))
+           for r, g in zip(rows, grads, strict=True)]
+    assert vec == pytest.approx(one, rel=1e-12)
+
+
+def test_knee_rule() -> None:
+    from gpucost.cli.scale import Point, find_knee
+
+    pred = predict(profile(), gpu="L4")
+    hours = {1: 8.0, 2: 4.2, 3: 3.0, 4: 2.4, 5: 2.2, 6: 2.0, 7: 2.0, 8: 1.9, 9: 1.9, 10: 1.9}
+    points = [Point(n, pred, hours[n], None) for n in range(1, 6)]
+    # 1 -> 2 cuts 47.5 %, 2 -> 4 cuts 43 %, 3 -> 6 cuts 33 %, 4 -> 8 cuts 21 %: knee at 4.
+    assert find_knee(points, hours) == 4
+    flat = {n: 8.0 / n for n in range(1, 11)}
+    assert find_knee([Point(n, pred, flat[n], None) for n in range(1, 6)], flat) is None
+
+
+def test_cli_scale_table_json_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpucost.cli import main
+
+    monkeypatch.setenv("GPUCOST_HOME", str(tmp_path / "home"))
+    png = tmp_path / "curve.png"
+    args = ["scale", "--profile", "bert-large-a100-fp16", "--gpu", "L4", "-k", "8",
+            "--max-nodes", "6", "--network-gbps", "10", "--price-hr", "5.5"]
+    assert main([*args, "--plot", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    lines = out.splitlines()
+    assert lines[0].startswith("bert-large-a100-fp16 on 8 x L4 per node")
+    assert "$5.50/h per node (--price-hr)" in lines[0]
+    assert sum(1 for ln in lines if ln.strip()[:1].isdigit()) == 6
+    assert "knee" in out and "25%" in out
+    assert main([*args, "--format", "json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    pts = body["points"]
+    assert [p["nodes"] for p in pts] == [1, 2, 3, 4, 5, 6]
+    for p in pts:
+        assert p["job_usd"] == pytest.approx(p["nodes"] * 5.5 * p["job_hours"])
+    knee = body["knee_nodes"]
+    if knee is not None:
+        for p in pts[: knee - 1]:
+            if 2 * p["nodes"] <= 6:
+                assert pts[2 * p["nodes"] - 1]["job_hours"] <= 0.75 * p["job_hours"]
+    # Without --price-hr the price is the cheapest on-demand offer of the embedded snapshots.
+    assert main(["scale", "--gpu", "A100 SXM4 80GB", "--max-nodes", "2"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "/h per node: " in first and "prices of 20" in first
+    assert main(["scale", "--gpu", "L4", "--max-nodes", "0", "--price-hr", "1"]) == 2
+    assert main(["scale", "--gpu", "L4", "--price-hr", "-1"]) == 2
