@@ -2,9 +2,10 @@
 tests/__snapshots__/ (regenerate after a deliberate change: ``pytest tests/test_tui_snapshots.py
 --snapshot-update``, then look at them).
 
-The data is fixed: the tiny snapshot of test_tui, a fixed "now", fixed run status files, and a
-stand-in for the performance model, so that recalibrating the model (which test_tui and the
-model's own tests follow) does not redraw these pictures. Layout is what they check.
+The data is fixed: the tiny snapshot of test_tui, a fixed "now", fixed run status files, and
+stand-ins for the performance and memory models, so that recalibrating the models (which
+test_tui and the models' own tests follow) does not redraw these pictures. Layout is what they
+check.
 """
 
 from __future__ import annotations
@@ -43,9 +44,16 @@ def fixed_predict(profile: Profile, gpu: str, gpus_per_node: int = 1, nodes: int
                            efficiency=efficiency)
 
 
+def fixed_memory(profile: Profile, spec: Any, **_: Any) -> SimpleNamespace:
+    """Peak memory: the profile's own, which fits any GPU with at least as much memory."""
+    peak = profile.peak_memory_gb or 10.0
+    return SimpleNamespace(fits=peak <= spec.memory_gb, peak_gb=peak)
+
+
 @pytest.fixture(autouse=True)
 def _fixed_model(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("gpucost.model.perf.predict", fixed_predict)
+    monkeypatch.setattr("gpucost.model.memory.fit_memory", fixed_memory)
 
 
 def app(**kwargs: Any) -> GpuCostApp:

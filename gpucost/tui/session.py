@@ -79,6 +79,15 @@ class View:
         return int(self.advice.feasible.sum())
 
     @property
+    def too_small(self) -> int:
+        """Plans left out because the profile's per-device batch does not fit the GPU."""
+        return int((~self.advice.fits).sum())
+
+    def peak_gb(self, index: int) -> float:
+        """Predicted peak memory per GPU of row ``index``, GB (NaN: unknown)."""
+        return float(self.advice.peak_gb[self.order[index]])
+
+    @property
     def message(self) -> str:
         """Empty, or which constraint to relax and by how much (the advisor's words)."""
         if self.advice.ok:

@@ -66,6 +66,7 @@ class OffersScreen(Screen[None]):
     # ---- ranking ---------------------------------------------------------------------------
     def request_ranking(self) -> None:
         self._generation += 1
+        self.sub_title = "ranking…"  # cleared when the newest result arrives
         self._rank(self.gpucost.inputs, self.sort, self.descending, self._generation)
 
     @work(thread=True, exclusive=True, group="rank")
@@ -84,6 +85,7 @@ class OffersScreen(Screen[None]):
     def _show(self, view: View, generation: int) -> None:
         if generation != self._generation:
             return
+        self.sub_title = "plans ranked by $/job"
         self.view = view
         table = self.query_one(OffersTable)
         table.loading = False
@@ -94,6 +96,7 @@ class OffersScreen(Screen[None]):
     def _failed(self, error: str, generation: int) -> None:
         if generation != self._generation:
             return
+        self.sub_title = "plans ranked by $/job"
         self.query_one(OffersTable).loading = False
         self.query_one("#offers-status", Static).update(f"[b red]error:[/] {error}")
 
@@ -112,6 +115,8 @@ class OffersScreen(Screen[None]):
         if view.inputs.budget_usd is not None:
             constraints.append(f"≤ {fmt_usd(view.inputs.budget_usd)}")
         meets = f" meet {' and '.join(constraints)}" if constraints else ""
+        if view.too_small:
+            meets += f" ({view.too_small:,} left out: the batch does not fit their GPU memory)"
         lines = [f"[b]{r.profile.name}[/] · {r.job.description}",
                  f"{view.meeting:,} of {view.total_plans:,} plans{meets} · by "
                  f"{SORT_LABELS[view.sort]} {arrow} · prices {dates}"]
@@ -129,6 +134,7 @@ class OffersScreen(Screen[None]):
     @on(JobForm.Invalid)
     def _inputs_invalid(self, event: JobForm.Invalid) -> None:
         self._generation += 1  # a result for the previous values would mislead
+        self.sub_title = "plans ranked by $/job"
         self.query_one("#offers-status", Static).update(f"[b red]{event.error}[/]")
 
     @on(Input.Submitted)

@@ -30,14 +30,16 @@ TERMS = (("compute_usd", "compute"), ("setup_usd", "setup (provisioning, data do
          ("spot_rework_usd", "spot rework (expected)"))
 
 
-def summary(row: dict[str, Any], unit: str) -> str:
+def summary(row: dict[str, Any], unit: str, peak_gb: float) -> str:
+    memory = "" if math.isnan(peak_gb) else (
+        f"; predicted peak memory {peak_gb:.1f} of {row['gpu_memory_gb']:g} GB per GPU")
     return (f"[b]{gpus_label(row['gpu'], row['gpu_count'], row['nodes'])}[/] "
             f"{row['provider']} {row['instance_type']} · {row['region']}"
             f"{' ' + row['zone'] if row['zone'] else ''} · {row['market']} "
             f"{fmt_usd(row['price_hr'])}/h per node ({row['source']}, {row['price_date']})\n"
             f"[b]{fmt_usd(row['cost_usd'])}[/] expected for the job in "
             f"[b]{fmt_hours(row['total_hours'])}[/] at {fmt_rate(row['throughput'])} {unit}/s "
-            f"({row['efficiency']:.0%} of linear scaling)")
+            f"({row['efficiency']:.0%} of linear scaling){memory}")
 
 
 def breakdown_table(row: dict[str, Any]) -> Table:
@@ -98,7 +100,8 @@ class PlanDetailScreen(Screen[None]):
         unit = self.view.ranking.profile.sample_unit
         yield Header()
         with VerticalScroll(id="detail"):
-            yield Static(summary(self.row, unit), id="detail-summary")
+            yield Static(summary(self.row, unit, self.view.peak_gb(self.index)),
+                         id="detail-summary")
             yield Static(breakdown_table(self.row), id="detail-breakdown")
             yield Static("[b]Scaling over node counts[/]", classes="section")
             yield ScalingChart(id="detail-scaling")
