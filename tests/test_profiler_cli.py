@@ -17,6 +17,7 @@ pytest.importorskip("torch")
 
 from gpucost.cli import main
 from gpucost.profile import Profile, resolve_profile
+from gpucost.profiler.runner import run_script
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -68,10 +69,35 @@ TRAIN_SCRIPT = textwrap.dedent('''
 ''')
 
 
+# A script that uses the library API itself, with a loop of its own (no DataLoader).
+LIBRARY_SCRIPT = textwrap.dedent('''
+    import torch
+    from torch import nn
+
+    from gpucost.profiler import StepProfiler
+
+    model = nn.Linear(12, 3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def batches():
+        while True:
+            yield torch.randn(6, 12), torch.randn(6, 3)
+
+    with StepProfiler(name="own", steps=3, warmup=1, model=model) as prof:
+        for x, y in prof.wrap(batches()):
+            nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+            opt.zero_grad()
+            prof.step()
+    prof.save("own.json")
+''')
+
+
 @pytest.fixture
 def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "train.py").write_text(TRAIN_SCRIPT)
+    (tmp_path / "own.py").write_text(LIBRARY_SCRIPT)
     return tmp_path
 
 
@@ -129,6 +155,25 @@ def test_profile_an_unmodified_script(workdir: Path, capsys: pytest.CaptureFixtu
     assert p.breakdown is not None and p.breakdown.optimizer_s > 0
     assert p.flops_per_sample is not None and p.flops_per_sample > 0
     assert sys.argv[0] != "train.py"  # the process's argv is restored
+
+
+@pytest.mark.slow
+def test_a_script_that_uses_the_library_api_itself(workdir: Path) -> None:
+    # on its own, the script profiles itself
+    assert subprocess.run([sys.executable, "own.py"], cwd=workdir, check=False,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}).returncode == 0
+    alone = Profile.load(workdir / "own.json")
+    assert (alone.batch_size, alone.steps_measured, alone.partial) == (6, 3, False)
+    (workdir / "own.json").unlink()
+    # under `gpucost profile`, its profiler defers to the runner's: one measurement, each
+    # step counted once although both optimizer.step() and prof.step() end it
+    assert main(["profile", "own.py", "--steps", "5", "--warmup", "1"]) == 0
+    p = Profile.load(workdir / "profiles" / "own.json")
+    assert (p.batch_size, p.steps_measured, p.partial) == (6, 5, False)
+    assert p.param_count == 12 * 3 + 3
+    run = run_script("own.py", steps=4, warmup=1)
+    assert run.outcome == "complete"
+    assert run.profiler._step_samples == [6, 6, 6, 6]  # one batch in every timed step
 
 
 def test_a_script_that_ends_early_gives_a_partial_profile(workdir: Path) -> None:

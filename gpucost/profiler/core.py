@@ -51,6 +51,21 @@ _DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "amp": torch.float16,
            "fp16": torch.float16, "bf16": torch.bfloat16}
 
 
+_driver: StepProfiler | None = None  # the profiler `gpucost profile SCRIPT` runs a script under
+
+
+@contextmanager
+def driving(profiler: StepProfiler) -> Iterator[None]:
+    """Make StepProfilers created meanwhile (by a script that uses this API itself) delegate
+    to ``profiler``, so one script run gives one consistent measurement."""
+    global _driver
+    previous, _driver = _driver, profiler
+    try:
+        yield
+    finally:
+        _driver = previous
+
+
 class ProfilingComplete(BaseException):
     """Raised at a step boundary once the planned steps are measured (``stop_when_done``).
 
@@ -196,16 +211,22 @@ class StepProfiler:
         self._started = False
         self._profile: Profile | None = None
         self._cuda_peak_bytes: int | None = None
+        # A profiler a script creates under `gpucost profile` forwards to the driver's.
+        self._delegate = _driver
+        self._explicit_marks = False  # a delegate's step() marks steps, not optimizer.step()
+        self._opt_marked = False  # the last boundary came from optimizer.step()
 
     # ---- phases -------------------------------------------------------------------------
     @property
     def done(self) -> bool:
         """True once the planned timed steps are recorded."""
+        if self._delegate is not None:
+            return self._delegate.done
         return self.steps is not None and len(self._step_s) >= self.steps
 
     @property
     def steps_timed(self) -> int:
-        return len(self._step_s)
+        return self._delegate.steps_timed if self._delegate is not None else len(self._step_s)
 
     def _phase(self, index: int) -> str:
         if index < self.warmup:
@@ -222,6 +243,9 @@ class StepProfiler:
     def step(self) -> None:
         """Mark the end of one optimizer step (and the start of the next)."""
         now = time.perf_counter()
+        if self._delegate is not None:
+            self._delegate._explicit_step()
+            return
         if self._closed or self.done:
             return
         phase = self._phase(self._completed)
@@ -235,21 +259,38 @@ class StepProfiler:
             self._switch(phase, self._phase(self._completed))
         self._data_s = self._opt_s = 0.0
         self._samples = 0
+        self._opt_marked = False
         if self.done and self.stop_when_done:
             self.close()
             raise ProfilingComplete
         self._t0 = time.perf_counter()
 
-    def wrap(self, iterable: Iterable[Any], *, stop_when_done: bool = True) -> _TimedLoader:
+    def _explicit_step(self) -> None:
+        """A step marked by a delegate: from now on those marks, not optimizer.step(), count."""
+        first = not self._explicit_marks
+        self._explicit_marks = True
+        if first and self._opt_marked and self._samples == 0:
+            return  # optimizer.step() already ended this step a moment ago
+        self.step()
+
+    def wrap(self, iterable: Iterable[Any], *, stop_when_done: bool = True) -> Iterable[Any]:
         """Wrap a data loader (any iterable of batches) to time the wait for each batch.
 
         With ``steps`` set the iteration ends once they are measured, so the loop around it
         ends by itself.
         """
+        if self._delegate is not None:
+            from torch.utils.data import DataLoader
+
+            if isinstance(iterable, DataLoader):
+                return iterable  # the driver times every DataLoader already
+            return self._delegate.wrap(iterable, stop_when_done=False)
         return _TimedLoader(self, iterable, stop_when_done=stop_when_done)
 
     def hook_optimizer(self, optimizer: torch.optim.Optimizer, *, mark_steps: bool = True) -> None:
         """Time ``optimizer.step()`` and (with ``mark_steps``) end a step after each call."""
+        if self._delegate is not None:
+            return  # the driver's global hooks time every optimizer
         self._hooks.append(optimizer.register_step_pre_hook(self._pre_opt))
         post = self._post_opt_mark if mark_steps else self._post_opt
         self._hooks.append(optimizer.register_step_post_hook(post))
@@ -257,6 +298,8 @@ class StepProfiler:
 
     def hook_all_optimizers(self) -> None:
         """Like :meth:`hook_optimizer` for every optimizer in the process (global hooks)."""
+        if self._delegate is not None:
+            return
         from torch.optim.optimizer import (
             register_optimizer_step_post_hook,
             register_optimizer_step_pre_hook,
@@ -274,7 +317,9 @@ class StepProfiler:
     def _post_opt_mark(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self._opt_s += time.perf_counter() - self._opt_start
         self._optimizers.setdefault(id(optimizer), optimizer)
-        self.step()
+        if not self._explicit_marks:
+            self.step()
+            self._opt_marked = True
 
     # ---- phase switches (not timed) -----------------------------------------------------
     def _switch(self, ended: str, starting: str) -> None:
@@ -368,7 +413,8 @@ class StepProfiler:
 
     def close(self) -> None:
         """Leave any census or trace still open and stop sampling. Safe to call twice."""
-        if self._closed:
+        if self._closed or self._delegate is not None:
+            self._closed = True
             return
         self._closed = True
         if self.steps is not None and len(self._step_s) < self.steps:
@@ -390,6 +436,8 @@ class StepProfiler:
     # ---- the result ---------------------------------------------------------------------
     def result(self) -> Profile:
         """The profile of the steps measured so far (closing the profiler if still open)."""
+        if self._delegate is not None:
+            return self._delegate.result()
         self.close()
         if self._profile is None:
             self._profile = self._build()

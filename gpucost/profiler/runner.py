@@ -8,6 +8,10 @@ its own arguments, after two hooks are installed:
 - ``torch.utils.data.DataLoader.__iter__`` returns the profiler's timing wrapper, so the wait
   for each batch and its sample count are measured.
 
+A script that uses :class:`StepProfiler` itself also works: profilers it creates delegate to
+the runner's (see :func:`~gpucost.profiler.core.driving`), and once it marks steps with
+``prof.step()`` those marks, not ``optimizer.step()``, end the steps.
+
 After warm-up, detail and ``steps`` timed steps the profiler raises
 :class:`~gpucost.profiler.core.ProfilingComplete` out of ``optimizer.step()``; it unwinds the
 script and is caught here. A script that ends early, raises, or is interrupted (SIGINT, or
@@ -31,7 +35,7 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from gpucost.errors import InputError
-from gpucost.profiler.core import ProfilingComplete, StepProfiler
+from gpucost.profiler.core import ProfilingComplete, StepProfiler, driving
 
 OUTCOMES = ("complete", "ended", "crashed", "interrupted")
 
@@ -111,7 +115,7 @@ def run_script(script: str | os.PathLike[str], args: Sequence[str] = (), *,
     prof.hook_all_optimizers()
     prof.start()
     try:
-        with _script_context(path, args), _timed_dataloaders(prof):
+        with _script_context(path, args), _timed_dataloaders(prof), driving(prof):
             runpy.run_path(str(path), run_name="__main__")
     except ProfilingComplete:
         run.outcome = "complete"
