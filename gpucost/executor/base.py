@@ -41,6 +41,9 @@ class ProvisionRequest:
     user_data: str = ""  # bootstrap script for remote machines
     offer_id: str = ""  # marketplace offer (Vast ask id)
     image: str = ""  # machine or container image
+    # What the machine does when the job's bootstrap shuts it down: "stop" keeps the disk (the
+    # stop idle policy), "terminate" releases everything.
+    shutdown_behavior: Literal["terminate", "stop"] = "terminate"
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,8 @@ class Provider(abc.ABC):
     name: str = ""
     #: operation -> why this provider cannot do it, in words for users
     unsupported: ClassVar[Mapping[str, str]] = {}
+    #: the job runs on this machine (the launcher resumes it); remote bootstraps resume themselves
+    runs_locally: ClassVar[bool] = False
 
     def config(self) -> dict[str, Any]:
         """What `gpucost cleanup` needs to reach the same provider later (no secrets)."""

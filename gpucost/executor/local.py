@@ -53,6 +53,8 @@ class LocalProvider(Provider):
         "stop": "stopping a local run ends the job; there is no machine to keep",
     }
 
+    runs_locally = True
+
     def __init__(self) -> None:
         self._procs: dict[int, subprocess.Popen[bytes]] = {}
 

@@ -124,6 +124,8 @@ class Runner:
         self.run_dir = RunDir.for_run(self.run_id)
         self.token = f"gpucost-{self.run_id}"
         self.messages: list[str] = []
+        self.hardware: dict[str, Any] | None = None  # the on-arrival matmul's report
+        self._verification: VerifyResult | None = None
         self._started = 0.0
 
     # -- description ---------------------------------------------------------------------------
@@ -143,7 +145,10 @@ class Runner:
         ck = p.checkpoint
         if ck.enabled:
             store = self._checkpoints()
-            latest = store.latest_epoch()
+            try:
+                latest = store.latest_epoch()
+            except GpuCostError:
+                latest = None
             lines.append(f"checkpoints: every {ck.every_epochs or 1:g} epoch(s) to "
                          f"{store.resolved_target}/{p.job.name}"
                          + (f"; resumes from epoch {latest}" if ck.resume and latest else ""))
@@ -171,17 +176,35 @@ class Runner:
             gpu_count=max(1, round(o.gpu_count)), nodes=o.nodes,
             market="spot" if o.market == "spot" else "on-demand", region=o.region, zone=o.zone,
             price_hr=o.price_hr, disk_gb=self.plan.disk.size_gb,
-            user_data=self._user_data(), offer_id=o.instance_type)
+            user_data=self._user_data(), offer_id=o.instance_type,
+            shutdown_behavior="stop" if (self.plan.idle.policy == "stop"
+                                         and o.market == "on-demand") else "terminate")
         row = self.ledger.intent(run_id=self.run_id, provider=self.provider.name,
                                  token=self.token, kind="instance", region=o.region,
                                  price_hr=o.price_hr, config=self.provider.config())
         try:
             resources = self.provider.provision(request)
         except BaseException:
-            self.ledger.set_state(row, "failed")
+            self._recover(row)
             raise
         ids = self.ledger.record(row, resources, "pending")
         return list(zip(ids, resources, strict=True))
+
+    def _recover(self, row: int) -> None:
+        """After a failed create, destroy whatever the provider made anyway (found by token)."""
+        try:
+            found = self.provider.find(self.token)
+            for res in found:
+                self.provider.destroy(res)
+        except GpuCostError as err:
+            # The intent row stays live, so `gpucost cleanup` retries the search later.
+            self._say(f"could not check for half-created resources ({err}); run `gpucost "
+                      "cleanup` when the provider is reachable")
+            return
+        if found:
+            self._say(f"the failed create had made {len(found)} resource(s): destroyed "
+                      + ", ".join(r.resource_id for r in found))
+        self.ledger.set_state(row, "failed")
 
     def _user_data(self) -> str:
         builder = getattr(self.provider, "bootstrap_script", None)
@@ -243,7 +266,7 @@ class Runner:
         else:
             self._say(f"verify: CPU matmul ok (torch {result.get('torch')}); no CUDA device here, "
                       "so CUDA was not checked")
-        self._verify_info: dict[str, Any] | None = result
+        self.hardware = result
 
     def _start_job(self, nodes: Sequence[Resource]) -> tuple[int, Resource]:
         plan = self.plan
@@ -254,7 +277,7 @@ class Runner:
             env.update(GPUCOST_CHECKPOINT_TARGET=store.resolved_target,
                        GPUCOST_CHECKPOINT_NAMESPACE=plan.job.name,
                        GPUCOST_CHECKPOINT_EVERY=f"{plan.checkpoint.every_epochs or 1:g}")
-            if plan.checkpoint.resume:
+            if plan.checkpoint.resume and self.provider.runs_locally:
                 latest = store.fetch_latest(self.run_dir.scratch_checkpoints)
                 if latest is not None:
                     env["GPUCOST_RESUME_FROM"] = str(latest)
@@ -295,9 +318,9 @@ class Runner:
             self._status("running", progress=progress, job_started=job_started)
             if state not in ("running", "pending", "unknown"):
                 code = self.provider.exit_code(job)
-                if code in (0, None) and state == "exited":
+                if code == 0 or (code is None and state == "exited"):
                     self._say("job finished" + ("" if code is None else f" (exit code {code})"))
-                    return "succeeded" if code == 0 or code is None else "failed"
+                    return "succeeded"
                 self._say(f"job ended with exit code {code}; see {self.run_dir.log_path}")
                 return "failed"
             if elapsed >= timeout_s:
@@ -335,7 +358,7 @@ class Runner:
                           throughput=progress.get("throughput"),
                           checkpoint=progress.get("checkpoint"))
             status["eta_s"] = self._eta(progress, job_started)
-        check = getattr(self, "_verification", None)
+        check = self._verification
         if check is not None:
             status["verify"] = {"deviation_pct": check.deviation_pct,
                                 "within_margin": check.within_margin,
@@ -359,7 +382,11 @@ class Runner:
             row, res = job
             try:
                 if self.provider.status(res) in ("running", "pending", "unknown"):
-                    self.provider.destroy(res)
+                    # `gpucost stop` on a kept machine stops it; anything else ends the job.
+                    if outcome == "stopped" and self.plan.idle.policy == "stop":
+                        self.provider.stop(res)
+                    else:
+                        self.provider.destroy(res)
                 self.ledger.set_state(row, "exited")
             except GpuCostError as err:
                 errors.append(err)
@@ -409,11 +436,12 @@ def _destroy_rows(ledger: Ledger, run: RunRow, *, include_stopped: bool,
 
 
 def cleanup(ledger: Ledger | None = None, *, include_stopped: bool = False) -> list[str]:
-    """Destroy every live resource whose launcher is gone (found by token if its id was lost)."""
+    """Destroy every live resource whose launcher is gone or has finished with the run (found
+    by token when its id never reached the ledger)."""
     ledger = ledger or Ledger()
     done = []
     for run in ledger.runs():
-        if run.owner_alive:
+        if run.owner_alive and run.ended_at is None:  # still supervised by its launcher
             continue
         acted = _destroy_rows(ledger, run, include_stopped=include_stopped)
         if run.ended_at is None:
