@@ -502,7 +502,7 @@ class StepProfiler:
                 # each kernel is the "self" device time of exactly one ATen operator
                 kernel_s = sum(op.time_s for op in operator_table(
                     averages, steps=self.trace_steps, on_device=True, flops={},
-                    bytes_moved={}, max_rows=None))
+                    bytes_moved={}, max_rows=None)) or None  # None: CUPTI saw no kernels
                 env["kernel_s_per_step"] = kernel_s
             env["trace_step_s"] = self._trace_s / self.trace_steps
 
