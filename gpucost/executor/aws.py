@@ -14,21 +14,19 @@ the instance metadata service.
 from __future__ import annotations
 
 import math
-import shlex
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucost.errors import CapacityError, CredentialsError, ProviderError
 from gpucost.executor.base import (
-    VERIFY_SNIPPET,
     JobSpec,
     Provider,
     ProvisionRequest,
     Resource,
     ResourceState,
 )
-from gpucost.executor.torchrun import RDZV_PORT, torchrun_argv
+from gpucost.executor.torchrun import RDZV_PORT, remote_script
 
 if TYPE_CHECKING:
     from gpucost.plan import Plan
@@ -127,51 +125,18 @@ class AwsProvider(Provider):
 
     # -- bootstrap -----------------------------------------------------------------------------
     def bootstrap_script(self, plan: Plan, run_id: str) -> str:
-        """User data: verify the GPU, run the job under a hard timeout, shut the machine down."""
-        o, ck = plan.offer, plan.checkpoint
-        nproc = max(1, round(o.gpu_count))
-        argv = torchrun_argv(plan.job.command, nproc_per_node=nproc, nnodes=o.nodes,
-                             rdzv_endpoint="RDZV_PLACEHOLDER" if o.nodes > 1 else "",
-                             run_id=run_id, python="python3")
-        command = shlex.join(argv).replace("RDZV_PLACEHOLDER", '"$GPUCOST_RDZV"')
-        timeout_s = math.ceil(plan.safety.timeout_hours * 3600)
-        env = {"GPUCOST_RUN_ID": run_id, "GPUCOST_TOKEN": f"gpucost-{run_id}",
-               "GPUCOST_RUN_DIR": "/var/lib/gpucost/run",
-               "GPUCOST_CHECKPOINT_DIR": "/var/lib/gpucost/run/checkpoints"}
-        if ck.enabled:
-            env.update(GPUCOST_CHECKPOINT_TARGET=ck.target,
-                       GPUCOST_CHECKPOINT_NAMESPACE=plan.job.name,
-                       GPUCOST_CHECKPOINT_EVERY=f"{ck.every_epochs or 1:g}")
-        lines = [
-            "#!/bin/bash",
-            f"# gpucost bootstrap for run {run_id}: verify the GPU, run the job, shut down.",
-            "set -u",
-            "exec >>/var/log/gpucost-train.log 2>&1",
-            "trap 'shutdown -h now' EXIT  # the machine ends itself whatever happens",
-            *(f"export {k}={shlex.quote(v)}" for k, v in env.items()),
-            'mkdir -p "$GPUCOST_CHECKPOINT_DIR"',
-            "python3 - <<'GPUCOST_VERIFY' || exit 1",
-            VERIFY_SNIPPET.rstrip("\n"),
-            "GPUCOST_VERIFY",
-        ]
-        if o.nodes > 1:
-            lines += [
+        """User data: verify the GPU, run the job under a hard timeout, shut the machine down
+        (which terminates it, or stops it under the stop idle policy)."""
+        rendezvous = []
+        if plan.offer.nodes > 1:
+            rendezvous = [
                 'IMDS=$(curl -sX PUT http://169.254.169.254/latest/api/token '
                 '-H "X-aws-ec2-metadata-token-ttl-seconds: 21600")',
                 f'until GPUCOST_RDZV=$(curl -sf -H "X-aws-ec2-metadata-token: $IMDS" '
                 f'http://169.254.169.254/latest/meta-data/tags/instance/{RDZV_TAG}); '
                 "do sleep 5; done",
             ]
-        if ck.enabled and ck.resume and ck.target.startswith("s3://"):
-            lines.append("export GPUCOST_RESUME_FROM=$(python3 -c 'from gpucost.executor."
-                         "checkpoints import CheckpointStore as S; import pathlib; "
-                         "p = S.from_env().fetch_latest(pathlib.Path(\"/var/lib/gpucost\")); "
-                         "print(p or \"\")' 2>/dev/null)")
-        lines += [
-            f"cd {shlex.quote(plan.job.workdir)} 2>/dev/null || true",
-            f"timeout --signal=TERM --kill-after=60 {timeout_s} {command}",
-        ]
-        return "\n".join(lines) + "\n"
+        return remote_script(plan, run_id, on_exit="shutdown -h now", rendezvous=rendezvous)
 
     # -- lifecycle -------------------------------------------------------------------------------
     def provision(self, request: ProvisionRequest) -> list[Resource]:

@@ -9,15 +9,21 @@ remote providers put in their bootstrap scripts.
 
 from __future__ import annotations
 
+import math
+import shlex
 import sys
 from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from gpucost.errors import InputError
-from gpucost.executor.base import JobSpec
+from gpucost.executor.base import VERIFY_SNIPPET, JobSpec
 from gpucost.executor.local import LocalProvider, python_argv
 
+if TYPE_CHECKING:
+    from gpucost.plan import Plan
+
 RDZV_PORT = 29400
+REMOTE_RUN_DIR = "/var/lib/gpucost/run"
 
 
 def script_args(argv: Sequence[str]) -> list[str]:
@@ -59,3 +65,45 @@ class TorchrunProvider(LocalProvider):
 
     def job_argv(self, job: JobSpec) -> list[str]:
         return torchrun_argv(job.argv, nproc_per_node=job.nproc_per_node)
+
+
+def remote_script(plan: Plan, run_id: str, *, on_exit: str, rendezvous: Sequence[str] = (),
+                  log_path: str = "/var/log/gpucost-train.log") -> str:
+    """The bootstrap a remote machine runs at boot: verify the GPU with a real matmul, resume
+    from the newest S3 checkpoint, run the job through torchrun under a hard ``timeout``, and
+    run ``on_exit`` (shut down, stop itself) whatever happened. ``rendezvous`` lines must set
+    ``GPUCOST_RDZV`` (host:port of the first node) for multi-node plans."""
+    o, ck = plan.offer, plan.checkpoint
+    multi = o.nodes > 1
+    argv = torchrun_argv(plan.job.command, nproc_per_node=max(1, round(o.gpu_count)),
+                         nnodes=o.nodes, rdzv_endpoint="RDZV_PLACEHOLDER" if multi else "",
+                         run_id=run_id, python="python3")
+    command = shlex.join(argv).replace("RDZV_PLACEHOLDER", '"$GPUCOST_RDZV"')
+    env = {"GPUCOST_RUN_ID": run_id, "GPUCOST_TOKEN": f"gpucost-{run_id}",
+           "GPUCOST_RUN_DIR": REMOTE_RUN_DIR, "GPUCOST_CHECKPOINT_DIR": f"{REMOTE_RUN_DIR}/ckpt"}
+    if ck.enabled:
+        env.update(GPUCOST_CHECKPOINT_TARGET=ck.target, GPUCOST_CHECKPOINT_NAMESPACE=plan.job.name,
+                   GPUCOST_CHECKPOINT_EVERY=f"{ck.every_epochs or 1:g}")
+    lines = [
+        "#!/bin/bash",
+        f"# gpucost bootstrap for run {run_id}: verify the GPU, run the job, then: {on_exit}",
+        "set -u",
+        f"exec >>{shlex.quote(log_path)} 2>&1",
+        f"trap {shlex.quote(on_exit)} EXIT  # the machine is released whatever happens",
+        *(f"export {k}={shlex.quote(v)}" for k, v in env.items()),
+        'mkdir -p "$GPUCOST_CHECKPOINT_DIR"',
+        "python3 - <<'GPUCOST_VERIFY' || exit 1",
+        VERIFY_SNIPPET.rstrip("\n"),
+        "GPUCOST_VERIFY",
+        *(rendezvous if multi else ()),
+    ]
+    if ck.enabled and ck.resume and ck.target.startswith("s3://"):
+        lines.append("export GPUCOST_RESUME_FROM=$(python3 -c 'import pathlib; from gpucost."
+                     "executor.checkpoints import CheckpointStore as S; p = S.from_env()."
+                     f"fetch_latest(pathlib.Path(\"{REMOTE_RUN_DIR}\")); print(p or \"\")')")
+    lines += [
+        f"cd {shlex.quote(plan.job.workdir)} 2>/dev/null || true",
+        f"timeout --signal=TERM --kill-after=60 {math.ceil(plan.safety.timeout_hours * 3600)} "
+        f"{command}",
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,208 @@
+"""The `vast` provider: Vast.ai instances through its REST API (httpx).
+
+Create is ``PUT /api/v0/asks/{offer_id}/`` (the plan's ``instance_type`` holds the offer id);
+an offer someone else rented first answers 404 ``no_such_ask``, which becomes a CapacityError.
+Stop is ``PUT /api/v0/instances/{id}/ {"state": "stopped"}``, destroy is ``DELETE``. Requests
+are retried with exponential backoff on 429 (Vast sends no Retry-After), 5xx and network
+timeouts. Every instance carries the run's token as its ``label``, which is how
+:meth:`VastProvider.find` recovers instances whose ids never reached the ledger. The container's
+``onstart`` script verifies the GPU, runs the job under a hard timeout and then stops its own
+instance with the per-container key Vast injects (``CONTAINER_ID``, ``CONTAINER_API_KEY``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from gpucost.errors import CapacityError, CredentialsError, InputError, ProviderError
+from gpucost.executor.base import JobSpec, Provider, ProvisionRequest, Resource, ResourceState
+from gpucost.executor.torchrun import remote_script
+
+if TYPE_CHECKING:
+    import httpx
+
+    from gpucost.plan import Plan
+
+DEFAULT_URL = "https://console.vast.ai"
+DEFAULT_IMAGE = "pytorch/pytorch:latest"
+_RETRY_STATUS = {429, 500, 502, 503, 504}
+_STATES: dict[str, ResourceState] = {
+    "created": "pending", "loading": "pending", "scheduling": "pending", "running": "running",
+    "stopped": "stopped", "exited": "exited", "offline": "unknown",
+}
+_SELF_STOP = ('curl -s -X PUT "${GPUCOST_VAST_URL:-https://console.vast.ai}/api/v0/instances/'
+              '$CONTAINER_ID/" -H "Authorization: Bearer $CONTAINER_API_KEY" '
+              "-H 'Content-Type: application/json' -d '{\"state\": \"stopped\"}'")
+
+
+def _api_key() -> str:
+    key = os.environ.get("VAST_API_KEY", "")
+    if not key:
+        for path in (Path.home() / ".config" / "vastai" / "vast_api_key",
+                     Path.home() / ".vast_api_key"):
+            if path.is_file():
+                key = path.read_text().strip()
+                break
+    if not key:
+        raise CredentialsError("no Vast.ai API key found",
+                               hint="set VAST_API_KEY or run `vastai set api-key KEY`")
+    return key
+
+
+class VastProvider(Provider):
+    name = "vast"
+    unsupported: ClassVar[Mapping[str, str]] = {
+        "multi-node": "Vast rents single machines with no private network between them",
+        "logs": "the job's log stays in the container (/var/log/gpucost-train.log); progress "
+                "reaches this machine through the checkpoint target",
+        "workdir-sync": "the job's code is not uploaded: use an image that has it or a command "
+                        "that fetches it",
+    }
+
+    def __init__(self, base_url: str = DEFAULT_URL, *, api_key: str | None = None,
+                 image: str = DEFAULT_IMAGE, timeout_s: float = 30.0, max_attempts: int = 5,
+                 backoff_s: float = 2.0, poll_s: float = 10.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._key = api_key
+        self.image = image
+        self.timeout_s = timeout_s
+        self.max_attempts = max_attempts
+        self.backoff_s = backoff_s
+        self.poll_s = poll_s
+        self._client: httpx.Client | None = None
+
+    def config(self) -> dict[str, Any]:
+        return {} if self.base_url == DEFAULT_URL else {"base_url": self.base_url}
+
+    def _http(self) -> httpx.Client:
+        if self._client is None:
+            import httpx
+
+            self._client = httpx.Client(
+                base_url=self.base_url, timeout=self.timeout_s,
+                headers={"Authorization": f"Bearer {self._key or _api_key()}",
+                         "Accept": "application/json"})
+        return self._client
+
+    def _request(self, method: str, path: str, what: str,
+                 json: Mapping[str, Any] | None = None) -> httpx.Response:
+        """One API call with retries on 429, 5xx and network errors; 4xx other than 429 return."""
+        import httpx
+
+        last = ""
+        for attempt in range(self.max_attempts):
+            if attempt:
+                time.sleep(self.backoff_s * 2 ** (attempt - 1))
+            try:
+                answer = self._http().request(method, path, json=json)
+            except httpx.TransportError as err:  # connect errors and timeouts
+                last = f"{type(err).__name__}: {err}"
+                continue
+            if answer.status_code not in _RETRY_STATUS:
+                if answer.status_code in (401, 403):
+                    raise CredentialsError(f"vast {what}: HTTP {answer.status_code}",
+                                           hint="check VAST_API_KEY")
+                return answer
+            last = f"HTTP {answer.status_code}: {answer.text[:120]}"
+        raise ProviderError(f"vast {what} failed after {self.max_attempts} attempts ({last})",
+                            hint="Vast is rate-limiting or unavailable; retry later, then "
+                                 "`gpucost cleanup`")
+
+    @staticmethod
+    def _body(answer: httpx.Response, what: str) -> dict[str, Any]:
+        try:
+            body = answer.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            raise ProviderError(f"vast {what}: HTTP {answer.status_code}, not a JSON object")
+        return body
+
+    def bootstrap_script(self, plan: Plan, run_id: str) -> str:
+        return remote_script(plan, run_id, on_exit=_SELF_STOP)
+
+    def provision(self, request: ProvisionRequest) -> list[Resource]:
+        if request.nodes != 1:
+            raise InputError(f"vast cannot provide {request.nodes} connected nodes",
+                             hint=self.unsupported["multi-node"])
+        offer = request.offer_id or request.instance_type
+        if not offer.isdigit():
+            raise InputError(f"vast offer id {offer!r} is not a number",
+                             hint="set [offer] instance_type to the offer (ask) id from search")
+        payload: dict[str, Any] = {
+            "client_id": "me", "image": request.image or self.image, "label": request.token,
+            "disk": max(10.0, request.disk_gb), "runtype": "ssh", "onstart": request.user_data,
+            "env": {"GPUCOST_RUN_ID": request.run_id},
+        }
+        if request.market == "spot":
+            payload["price"] = request.price_hr  # an interruptible (bid) rental at this price
+        answer = self._request("PUT", f"/api/v0/asks/{offer}/", "create", json=payload)
+        body = self._body(answer, "create")
+        if answer.status_code == 404 or "no_such_ask" in str(body.get("msg", "")):
+            raise CapacityError(f"vast offer {offer} is already taken: {body.get('msg')}",
+                                hint="search again (`gpucost compare --provider vast`) and "
+                                     "plan with a current offer")
+        if answer.status_code >= 400 or not body.get("success"):
+            raise ProviderError(f"vast create failed: HTTP {answer.status_code} "
+                                f"{body.get('error')}: {body.get('msg')}")
+        return [Resource(provider=self.name, resource_id=str(body["new_contract"]),
+                         token=request.token, region=request.region, price_hr=request.price_hr,
+                         meta={"offer": offer})]
+
+    def _instance(self, resource_id: str) -> dict[str, Any] | None:
+        answer = self._request("GET", f"/api/v0/instances/{resource_id}/", "show instance")
+        if answer.status_code == 404:
+            return None
+        found = self._body(answer, "show instance").get("instances")
+        return found if isinstance(found, dict) and found else None
+
+    def wait(self, resources: Sequence[Resource], timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            states = {r.resource_id: self.status(r) for r in resources}
+            if all(s == "running" for s in states.values()):
+                return
+            if any(s in ("exited", "destroyed") for s in states.values()):
+                raise CapacityError(f"vast instance(s) ended before running: {states}")
+            if time.monotonic() >= deadline:
+                raise ProviderError(f"vast instances not running after {timeout_s:g} s: "
+                                    f"{states}", hint="the host may be slow to pull the image")
+            time.sleep(self.poll_s)
+
+    def run(self, resources: Sequence[Resource], job: JobSpec) -> Resource:
+        # The onstart script started the job when the container came up.
+        first = resources[0]
+        return Resource(provider=self.name, resource_id=first.resource_id, token=first.token,
+                        region=first.region, kind="job", meta=first.meta)
+
+    def status(self, resource: Resource) -> ResourceState:
+        found = self._instance(resource.resource_id)
+        if found is None:
+            return "destroyed"
+        if found.get("intended_status") == "stopped":
+            return "stopped"
+        return _STATES.get(str(found.get("actual_status")), "unknown")
+
+    def stop(self, resource: Resource) -> None:
+        answer = self._request("PUT", f"/api/v0/instances/{resource.resource_id}/", "stop",
+                               json={"state": "stopped"})
+        if answer.status_code >= 400:
+            raise ProviderError(f"vast stop {resource.resource_id}: HTTP {answer.status_code}")
+
+    def destroy(self, resource: Resource) -> None:
+        answer = self._request("DELETE", f"/api/v0/instances/{resource.resource_id}/",
+                               "destroy")
+        if answer.status_code >= 400 and answer.status_code != 404:  # 404: already gone
+            raise ProviderError(f"vast destroy {resource.resource_id}: HTTP "
+                                f"{answer.status_code}")
+
+    def find(self, token: str) -> list[Resource]:
+        answer = self._request("GET", "/api/v0/instances/", "list instances")
+        found = self._body(answer, "list instances").get("instances") or []
+        return [Resource(provider=self.name, resource_id=str(i["id"]), token=token,
+                         meta={"offer": str(i.get("ask_contract_id", ""))})
+                for i in found if i.get("label") == token]
