@@ -117,8 +117,9 @@ class OffersScreen(Screen[None]):
         meets = f" meet {' and '.join(constraints)}" if constraints else ""
         if view.too_small:
             meets += f" ({view.too_small:,} left out: the batch does not fit their GPU memory)"
+        first = f" (first {len(r)} shown)" if len(r) < view.meeting else ""
         lines = [f"[b]{r.profile.name}[/] · {r.job.description}",
-                 f"{view.meeting:,} of {view.total_plans:,} plans{meets} · by "
+                 f"{view.meeting:,} of {view.total_plans:,} plans{meets}{first} · by "
                  f"{SORT_LABELS[view.sort]} {arrow} · prices {dates}"]
         # what to relax comes first: it is the only thing to read when the table is empty
         warnings = ([f"[b yellow]{view.message}[/]"] if view.message else []) + \
