@@ -465,20 +465,25 @@ def test_help_and_a_palette_command_per_action(snapshot: Snapshot) -> None:
 
 # ---- the pure parts ----------------------------------------------------------------------------
 
-@given(st.lists(st.floats(0.1, 1e6), min_size=1, max_size=20))
-def test_knee_is_a_node_count_before_which_every_node_paid(throughput: list[float]) -> None:
-    knee = knee_nodes(throughput)
-    assert 1 <= knee <= len(throughput)
-    for n in range(1, knee):
-        assert throughput[n] - throughput[n - 1] >= 0.5 * throughput[0]
-    if knee < len(throughput):
-        assert throughput[knee] - throughput[knee - 1] < 0.5 * throughput[0]
+@given(st.lists(st.floats(0.01, 1e4), min_size=2, max_size=40))
+def test_knee_is_where_doubling_the_nodes_stops_paying(hours: list[float]) -> None:
+    knee = knee_nodes(hours)
+    judged = len(hours) // 2
+    before = knee - 1 if knee is not None else judged
+    for n in range(1, before + 1):  # every count before the knee still scales
+        assert hours[2 * n - 1] <= 0.75 * hours[n - 1]
+    if knee is not None:
+        assert 1 <= knee <= judged
+        assert hours[2 * knee - 1] > 0.75 * hours[knee - 1]
 
 
-def test_knee_of_linear_and_flat_curves() -> None:
-    assert knee_nodes([100.0 * n for n in range(1, 9)]) == 8
-    assert knee_nodes([100.0] * 8) == 1
-    assert knee_nodes([100, 190, 260, 280]) == 3
+def test_knee_of_linear_flat_and_bending_curves() -> None:
+    assert knee_nodes([10.0 / n for n in range(1, 17)]) is None  # linear: never
+    assert knee_nodes([10.0] * 16) == 1  # flat: at once
+    # 10 h on one node, then communication bounds it near 2.5 h
+    hours = [10.0 / n + 0.15 * n for n in range(1, 17)]
+    knee = knee_nodes(hours)
+    assert knee is not None and 2 <= knee <= 8
 
 
 @given(st.floats(0.0, 1.0), st.integers(1, 40))

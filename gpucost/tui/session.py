@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from gpucost.advisor import Advice, Choice, Constraints, advise, to_plan
+from gpucost.cli.scale import KNEE_TIME_CUT
 from gpucost.errors import InputError
 from gpucost.model.economics import Breakeven, JobParams, breakeven
 from gpucost.plan import Plan
@@ -30,7 +31,6 @@ SORTABLE: tuple[str, ...] = ("cost_usd", "total_hours", "usd_per_hour_total", "g
 BEST_FIRST_DESCENDING = frozenset({"throughput"})
 MAX_ROWS = 100  # rows handed to the table: it measures every cell on each refresh (~0.4 ms)
 SCALING_MAX_NODES = 16
-KNEE_MARGINAL = 0.5  # the knee: past it, one more node adds under half a node's throughput
 DEFAULT_COMMAND = "python train.py"
 
 
@@ -177,45 +177,46 @@ class ScalePoint:
 
 @dataclass(frozen=True)
 class Scaling:
-    points: tuple[ScalePoint, ...]
-    knee: int  # node count past which one more node adds < KNEE_MARGINAL of a node's throughput
+    points: tuple[ScalePoint, ...]  # 1..max_nodes
+    knee: int | None  # as `gpucost scale` defines it; None: no knee up to max_nodes
     cheapest: int  # node count with the lowest $/job
 
 
-def knee_nodes(throughput: Sequence[float], marginal: float = KNEE_MARGINAL) -> int:
-    """The last node count whose node still added at least ``marginal`` of one node's
-    throughput (1-based). Past the knee, nodes mostly add communication and cost."""
-    if not throughput:
+def knee_nodes(compute_hours: Sequence[float], cut: float = KNEE_TIME_CUT) -> int | None:
+    """The knee of `gpucost scale`: the first node count n from which doubling to 2n cuts the
+    job's compute time by less than ``cut`` (the bill doubles, the job ends only a little
+    sooner). ``compute_hours[i]`` is the time on i + 1 nodes; counts up to half its length are
+    judged. None: every judged count still scales."""
+    if not compute_hours:
         raise InputError("a scaling curve needs at least one point")
-    one = throughput[0]
-    knee = 1
-    for n in range(1, len(throughput)):
-        if throughput[n] - throughput[n - 1] < marginal * one:
-            break
-        knee = n + 1
-    return knee
+    for n in range(1, len(compute_hours) // 2 + 1):
+        if compute_hours[2 * n - 1] > (1.0 - cut) * compute_hours[n - 1]:
+            return n
+    return None
 
 
 def scaling_curve(profile: Profile, job: Job, snapshots: Sequence[Snapshot],
                   row: dict[str, Any], *, max_nodes: int = SCALING_MAX_NODES,
                   now: dt.datetime | None = None, params: JobParams | None = None) -> Scaling:
-    """The plan's offer at 1..max_nodes nodes, same market: throughput, hours, $/job."""
+    """The plan's offer at 1..max_nodes nodes, same market: throughput, hours, $/job (ranked
+    up to twice that, which judging the knee at max_nodes needs)."""
     mine = [s for s in snapshots if s.source == row["source"]]
     filters = make_filters(gpu=row["gpu"], provider=row["provider"], market=row["market"],
-                           max_nodes=max_nodes)
+                           max_nodes=2 * max_nodes)
     full = rank(profile, job, mine, filters, now=now, job_params=params)
     c = full.columns
     mask = ((c["instance_type"] == row["instance_type"]) & (c["region"] == row["region"])
             & (c["zone"] == row["zone"]) & (c["market"] == row["market"]))
     idx = np.flatnonzero(mask)
-    idx = idx[np.argsort(c["nodes"][idx], kind="stable")]
+    compute_hours: dict[int, float] = {}
     seen: dict[int, ScalePoint] = {}
-    for i in idx:
+    for i in idx[np.argsort(c["nodes"][idx], kind="stable")]:
         n = int(c["nodes"][i])
+        compute_hours.setdefault(n, float(c["hours"][i]))
         seen.setdefault(n, ScalePoint(n, float(c["throughput"][i]), float(c["efficiency"][i]),
                                       float(c["total_hours"][i]), float(c["cost_usd"][i])))
-    points = tuple(seen[n] for n in sorted(seen))
-    knee = knee_nodes([p.throughput for p in points])
+    points = tuple(seen[n] for n in sorted(seen) if n <= max_nodes)
+    knee = knee_nodes([compute_hours[n] for n in sorted(compute_hours)])
     cheapest = min(points, key=lambda p: p.cost_usd).nodes
     return Scaling(points, knee, cheapest)
 

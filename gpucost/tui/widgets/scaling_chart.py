@@ -8,7 +8,8 @@ from rich.text import Text
 from textual.widgets import Static
 
 from gpucost.cli.render import fmt_hours, fmt_rate, fmt_usd
-from gpucost.tui.session import KNEE_MARGINAL, Scaling
+from gpucost.cli.scale import KNEE_TIME_CUT
+from gpucost.tui.session import Scaling
 
 BLOCKS = " ▏▎▍▌▋▊▉█"  # eighths of a cell
 
@@ -35,14 +36,20 @@ def render_scaling(scaling: Scaling, chosen: int, unit: str, *, bar_width: int =
             marks.append("chosen")
         line = Text(f"{p.nodes:>5} ")
         line.append(bar(p.throughput / top, bar_width),
-                    style="green" if p.nodes <= scaling.knee else "yellow")
+                    style="green" if scaling.knee is None or p.nodes <= scaling.knee
+                    else "yellow")
         line.append(f" {fmt_rate(p.throughput):>8} {p.efficiency:>4.0%} "
                     f"{fmt_hours(p.hours):>7} {fmt_usd(p.cost_usd):>7}")
         if marks:
             line.append(" " + ", ".join(marks), style="bold")
         lines.append(line)
-    lines.append(Text(f"knee: past {scaling.knee} node(s) each added node brings under "
-                      f"{KNEE_MARGINAL:.0%} of one node's throughput", style="dim"))
+    if scaling.knee is None:
+        note = (f"no knee up to {scaling.points[-1].nodes} nodes: doubling the nodes still cuts "
+                f"the time by at least {KNEE_TIME_CUT:.0%}")
+    else:
+        note = (f"knee: {scaling.knee} node(s) - from there, doubling the nodes cuts the time by "
+                f"less than {KNEE_TIME_CUT:.0%} while $/job rises by more than half")
+    lines.append(Text(note, style="dim"))
     return Group(*lines)
 
 
