@@ -79,6 +79,9 @@ def main() -> None:
         start_epoch = int(state["epoch"]) + 1
         if rank == 0:
             print(f"resumed from {source} (epoch {state['epoch']})", flush=True)
+    if start_epoch > args.epochs and rank == 0:
+        print(f"nothing to do: the checkpoint is at epoch {start_epoch - 1} of {args.epochs}; "
+              "raise --epochs or delete the checkpoints to train again", flush=True)
     if distributed:
         model = nn.parallel.DistributedDataParallel(model)
     loss_fn = nn.MSELoss()

@@ -326,3 +326,34 @@ def test_hard_limits_stop_the_run_and_tear_down(tmp_path: Path, limits: dict[str
         assert status["cost_usd"] >= 2.0
     with Ledger() as ledger:
         assert ledger.resources(live_only=True) == []
+
+
+@pytest.mark.slow
+def test_detach_status_logs_stop_resume_and_down_as_a_user_would(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = write_plan(tmp_path, epochs=40)
+    assert main(["launch", str(plan), "--detach"]) == 0
+    first = capsys.readouterr().out.strip()
+    rd = RunDir.for_run(first)
+    wait_for(lambda: epochs_in(rd.path), what="a reported epoch")
+    assert main(["status", first]) == 0
+    assert "state     running" in capsys.readouterr().out
+    assert main(["logs", first]) == 0
+    assert "epoch 1/40" in capsys.readouterr().out
+    assert main(["stop", first]) == 0
+    assert f"{first}: stopped by its launcher" in capsys.readouterr().out
+    assert (rd.read_status() or {})["state"] == "stopped"
+    assert not pids_with_token(f"gpucost-{first}")
+
+    assert main(["launch", str(plan), "--detach"]) == 0
+    second = capsys.readouterr().out.strip()
+    rd2 = RunDir.for_run(second)
+    wait_for(lambda: epochs_in(rd2.path), what="an epoch of the resumed run")
+    assert "resumed from" in rd2.log_path.read_text()
+    assert epochs_in(rd2.path)[0] > max(epochs_in(rd.path)) - 1
+    assert main(["down", "--all"]) == 0
+    assert f"{second}: interrupted; its launcher tore it down" in capsys.readouterr().out
+    assert (rd2.read_status() or {})["state"] == "interrupted"
+    assert not pids_with_token(f"gpucost-{second}")
+    assert main(["ps"]) == 0
+    assert capsys.readouterr().out.strip() == "no live resources"

@@ -64,7 +64,12 @@ class VerifyResult:
         word = "within" if self.within_margin else "outside"
         return (f"verify: measured {self.measured:.1f} samples/s vs planned {self.planned:.1f} "
                 f"({self.deviation_pct:+.0f}%, {word} the {margin_pct:g}% margin); re-estimated "
-                f"$/job {self.reestimated_cost_usd:.4f} over {self.reestimated_hours:.3g} h")
+                f"$/job {_usd(self.reestimated_cost_usd)} USD over {self.reestimated_hours:.3g} h")
+
+
+def _usd(amount: float) -> str:
+    """Cents for real money, significant digits for the tiny sums of local test runs."""
+    return f"{amount:,.2f}" if amount >= 1 else f"{amount:.2g}"
 
 
 def verify_throughput(plan: Plan, measured: float) -> VerifyResult:
@@ -136,8 +141,8 @@ class Runner:
             f"run {self.run_id}: {p.job.name} on {o.provider} {o.instance_type} x{o.nodes} "
             f"({o.gpu_count:g} x {o.gpu} per node, {o.market}, {o.price_hr:.4f} USD/h per node)",
             f"command: {' '.join(p.job.command)} (in {p.workdir(self.plan_path)})",
-            f"limits: timeout {s.timeout_hours:g} h, budget cap {s.budget_cap_usd:.2f} USD "
-            f"(estimate {p.estimate.cost_usd:.4f} USD over {p.estimate.hours:.3g} h)",
+            f"limits: timeout {s.timeout_hours:g} h, budget cap {_usd(s.budget_cap_usd)} USD "
+            f"(estimate {_usd(p.estimate.cost_usd)} USD over {p.estimate.hours:.3g} h)",
             f"verify on arrival: matmul on the device, then throughput within "
             f"{s.verify_margin_pct:g}% of {p.workload.throughput:g} samples/s, else "
             f"{s.verify_action}",
@@ -328,8 +333,8 @@ class Runner:
                           "limit; stopping the run")
                 return "timed-out"
             if cost >= safety.budget_cap_usd:
-                self._say(f"budget cap: {cost:.4f} USD spent reached the "
-                          f"{safety.budget_cap_usd:.2f} USD cap; stopping the run")
+                self._say(f"budget cap: {_usd(cost)} USD spent reached the "
+                          f"{_usd(safety.budget_cap_usd)} USD cap; stopping the run")
                 return "budget-exceeded"
             if (self.run_dir.path / STOP_REQUEST).exists():
                 self._say("stop requested (`gpucost stop`): stopping the run")
@@ -470,11 +475,14 @@ def down(run_id: str, ledger: Ledger | None = None, *, wait_s: float = 60.0) -> 
     """Stop a run's job and destroy all its resources, stopped ones included."""
     ledger = ledger or Ledger()
     run = ledger.run(run_id)
-    if not _signal_launcher(run, wait_s):
-        raise ExecutorError(f"the launcher of {run.run_id} (pid {run.launcher_pid}) did not exit "
-                            f"within {wait_s:g} s", hint="try again, or kill it and run "
-                            "`gpucost cleanup`")
-    done = _destroy_rows(ledger, ledger.run(run.run_id), include_stopped=True)
+    done = []
+    if run.owner_alive:
+        if not _signal_launcher(run, wait_s):
+            raise ExecutorError(f"the launcher of {run.run_id} (pid {run.launcher_pid}) did not "
+                                f"exit within {wait_s:g} s", hint="try again, or kill it and "
+                                "run `gpucost cleanup`")
+        done.append(f"{run.run_id}: interrupted; its launcher tore it down")
+    done += _destroy_rows(ledger, ledger.run(run.run_id), include_stopped=True)
     if ledger.run(run.run_id).ended_at is None:
         ledger.set_run_state(run.run_id, "destroyed", ended=True)
     return done
