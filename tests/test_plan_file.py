@@ -195,3 +195,30 @@ def test_schema_and_syntax_errors(tmp_path: Path) -> None:
 def test_constructing_an_invalid_plan_raises() -> None:
     with pytest.raises(PlanFileError, match=r"\[offer\] nodes = 0"):
         dataclasses.replace(_plan(), offer=dataclasses.replace(_plan().offer, nodes=0))
+
+
+GOLDEN = REPO_ROOT / "tests" / "golden"
+
+
+def _golden(name: str, text: str) -> None:
+    """Compare with tests/golden/<name>; GPUCOST_UPDATE_GOLDENS=1 rewrites it after a change."""
+    import os
+
+    from gpucost._io import atomic_write_text
+
+    golden = GOLDEN / name
+    if os.environ.get("GPUCOST_UPDATE_GOLDENS") == "1":
+        atomic_write_text(golden, text)
+    assert golden.exists(), f"{golden} missing: run with GPUCOST_UPDATE_GOLDENS=1"
+    assert text == golden.read_text(encoding="utf-8")
+
+
+def test_plan_toml_format_is_stable() -> None:
+    _golden("plan_file.toml", _plan().to_toml())
+
+
+def test_explain_format_is_stable() -> None:
+    from gpucost.cli.explain import explain_lines
+
+    _golden("explain_plan.txt", "\n".join(explain_lines(_plan())) + "\n")
+    _golden("explain_example_plan.txt", "\n".join(explain_lines(load_plan(EXAMPLE))) + "\n")
