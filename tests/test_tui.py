@@ -532,3 +532,59 @@ def test_registering_the_command_imports_no_textual() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "False"
+
+
+@pytest.mark.slow
+def test_runs_screen_follows_and_stops_a_real_local_run(
+        snapshot: Snapshot, tmp_path: Path) -> None:
+    """A real run of examples/train_tiny.py launched in the background by the executor: the runs
+    screen shows its live status.json, and s, y stops it through the executor."""
+    import dataclasses
+    import os
+    import shutil
+    import time
+
+    from gpucost.executor.runner import down
+    from gpucost.plan import save_plan
+
+    pytest.importorskip("torch")
+    example = Path(__file__).resolve().parents[1] / "examples"
+    shutil.copy(example / "train_tiny.py", tmp_path / "train_tiny.py")
+    plan = load_plan(example / "plan.toml")
+    epochs = 500  # long enough to be stopped, not finished
+    plan = dataclasses.replace(plan, job=dataclasses.replace(
+        plan.job, command=["python", "train_tiny.py", "--epochs", str(epochs)], epochs=epochs,
+        samples=epochs * (plan.job.dataset_size or 4096.0)))
+    plan_path = save_plan(plan, tmp_path / "plan.toml")
+    launched = subprocess.run([sys.executable, "-m", "gpucost", "launch", str(plan_path),
+                               "--detach"], capture_output=True, text=True, check=True,
+                              env=os.environ.copy(), timeout=60)
+    run_id = launched.stdout.strip()
+    status_path = paths.runs_dir() / run_id / "status.json"
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            status = json.loads(status_path.read_text()) if status_path.exists() else {}
+            if status.get("epoch"):
+                break
+            time.sleep(0.2)
+        assert status.get("epoch"), f"the run did not report an epoch: {status}"
+        app = make_app(snapshot, runs_refresh_s=0.1)
+
+        async def scenario(pilot: Pilot[None]) -> None:
+            await pilot.press("r")
+            await settle(pilot)
+            screen = app.screen
+            assert isinstance(screen, RunsScreen)
+            assert [r.run_id for r in screen.runs] == [run_id]
+            assert screen.runs[0].state == "running" and not screen.runs[0].final
+            await pilot.press("s", "y")
+            await settle(pilot)  # request_stop returns once the launcher has exited
+            await pilot.pause(0.3)
+            assert screen.runs[0].final and screen.runs[0].state == "stopped"
+            messages = [n.message for n in app._notifications]
+            assert any(f"{run_id}: stopped by its launcher" in m for m in messages)
+
+        drive(app, scenario)
+    finally:
+        down(run_id, wait_s=30)

@@ -149,6 +149,8 @@ class RunsScreen(Screen[None]):
 
         def answered(yes: bool | None) -> None:
             if yes:
+                verb = "stopping" if action == "stop" else "destroying"
+                self.notify(f"{verb} {run.run_id}: waiting for its launcher…")
                 self._act(action, run.run_id)
 
         self.app.push_screen(ConfirmScreen(question.format(id=run.run_id),
