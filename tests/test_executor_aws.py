@@ -42,7 +42,7 @@ _EC2_ERROR = ('<?xml version="1.0" encoding="UTF-8"?><Response><Errors><Error><C
 class FaultProxy:
     """Forwards EC2 query calls to moto; ``rules[action]`` lists faults to apply, one per call:
     ``"500-after"`` (forwarded, then a 500: the create happened but the caller never hears),
-    ``"503"`` (not forwarded), ``"delay:<s>"`` (forwarded, answered late)."""
+    ``"503"`` or ``"error:<Code>"`` (not forwarded), ``"delay:<s>"`` (forwarded, answered late)."""
 
     def __init__(self, upstream: str) -> None:
         self.upstream = urlsplit(upstream)
@@ -62,6 +62,8 @@ class FaultProxy:
                 fault = pending.pop(0) if pending else ""
                 if fault == "503":
                     return self._reply(503, _EC2_ERROR.format(code="Unavailable").encode())
+                if fault.startswith("error:"):
+                    return self._reply(400, _EC2_ERROR.format(code=fault[6:]).encode())
                 conn = http.client.HTTPConnection(proxy.upstream.hostname or "127.0.0.1",
                                                   proxy.upstream.port, timeout=30)
                 headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
@@ -148,7 +150,8 @@ def aws_env(proxy: FaultProxy, ami: str, monkeypatch: pytest.MonkeyPatch) -> Fau
 
 
 def aws_plan(tmp_path: Path, *, nodes: int = 1, market: str = "on-demand",
-             price_hr: float = 32.77, budget: float = 100.0, name: str = "aws-job") -> Path:
+             price_hr: float = 32.77, budget: float = 100.0, name: str = "aws-job",
+             on_demand_price_hr: float | None = None, fallback: str = "on-demand") -> Path:
     plan: dict[str, Any] = {
         "schema": "gpucost-plan", "schema_version": 1,
         "job": {"name": name, "command": ["python", "train.py", "--epochs", "3"],
@@ -160,8 +163,11 @@ def aws_plan(tmp_path: Path, *, nodes: int = 1, market: str = "on-demand",
         "safety": {"timeout_hours": 2.0, "budget_cap_usd": budget},
         "checkpoint": {"enabled": True, "every_epochs": 1.0, "target": "s3://ckpt-bucket/runs"},
         "disk": {"size_gb": 200.0},
+        "spot": {"max_wait_capacity_hours": 0.0, "fallback": fallback},
         "estimate": {"hours": 0.5, "cost_usd": min(budget, 16.4)},
     }
+    if on_demand_price_hr is not None:
+        plan["offer"]["on_demand_price_hr"] = on_demand_price_hr
     path = tmp_path / "plan.toml"
     path.write_text(tomli_w.dumps(plan))
     return path
@@ -237,6 +243,30 @@ def test_runner_stops_at_the_budget_cap_and_terminates(ec2: Any, aws_env: FaultP
         assert row.config == {"region": REGION, "endpoint_url": aws_env.url,
                               "image_id": row.config["image_id"]}
         assert job.kind == "job" and job.resource_id == row.resource_id
+
+
+@pytest.mark.parametrize("fallback", ["on-demand", "none"])
+def test_no_spot_capacity_falls_back_to_on_demand_when_the_plan_allows(
+        ec2: Any, aws_env: FaultProxy, tmp_path: Path, fallback: str) -> None:
+    aws_env.rules["RunInstances"] = ["error:InsufficientInstanceCapacity"]
+    # Spot at 1800 USD/h, on-demand at 3600 USD/h (1 USD/s): the 2 USD cap ends the run.
+    path = aws_plan(tmp_path, market="spot", price_hr=1800.0, on_demand_price_hr=3600.0,
+                    budget=2.0, fallback=fallback)
+    runner = Runner(load_plan(path), path, poll_s=0.1)
+    result = runner.launch()
+    made = instances(ec2, runner.token)
+    if fallback == "none":
+        assert result.state == "failed" and made == []
+        assert any("InsufficientInstanceCapacity" in m for m in result.messages)
+        return
+    assert result.state == "budget-exceeded", result.messages
+    assert any("falling back to on-demand at 3600 USD/h" in m for m in result.messages)
+    (node,) = made
+    assert "InstanceLifecycle" not in node and node["State"]["Name"] == "terminated"
+    with Ledger() as ledger:
+        assert ledger.run(runner.run_id).price_hr == 3600.0
+        assert [r.price_hr for r in ledger.resources(runner.run_id) if r.kind == "instance"] == [
+            1800.0, 3600.0]  # the failed spot request, then the on-demand node
 
 
 def test_provider_error_mid_create_destroys_what_was_made(ec2: Any, aws_env: FaultProxy,

@@ -166,7 +166,8 @@ class AwsProvider(Provider):
             params["InstanceMarketOptions"] = {"MarketType": "spot", "SpotOptions": {
                 "SpotInstanceType": "one-time", "InstanceInterruptionBehavior": "terminate"}}
         answer = self._call("run_instances", ec2.run_instances, **params)
-        resources = [self._resource(i, request.token) for i in answer["Instances"]]
+        resources = [self._resource(i, request.token, price_hr=request.price_hr)
+                     for i in answer["Instances"]]
         if request.nodes > 1:
             first_ip = answer["Instances"][0].get("PrivateIpAddress", "")
             self._call("create_tags", ec2.create_tags,

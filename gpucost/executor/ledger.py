@@ -202,6 +202,10 @@ class Ledger:
             else:
                 db.execute("UPDATE runs SET state=? WHERE run_id=?", (state, run_id))
 
+    def set_run_price(self, run_id: str, price_hr: float) -> None:
+        with self._tx() as db:
+            db.execute("UPDATE runs SET price_hr=? WHERE run_id=?", (price_hr, run_id))
+
     def run(self, run_id: str) -> RunRow:
         """A run by id or unique id prefix (or job name, latest run first)."""
         rows = self._db.execute("SELECT * FROM runs WHERE run_id=?", (run_id,)).fetchall()

@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from gpucost.errors import ExecutorError, GpuCostError
+from gpucost.errors import CapacityError, ExecutorError, GpuCostError
 from gpucost.executor import get_provider, provider_config
 from gpucost.executor.base import JobSpec, Provider, ProvisionRequest, Resource
 from gpucost.executor.checkpoints import CheckpointStore
@@ -33,6 +33,7 @@ from gpucost.executor.rundir import RunDir
 from gpucost.plan import Plan
 
 POLL_S = 0.5
+CAPACITY_RETRY_S = 60.0  # between attempts to get spot capacity
 STOP_REQUEST = "stop-requested"  # a file in the run dir: `gpucost stop` asks the launcher to stop
 
 # Final run states and the CLI exit code each maps to (0 ok, 1 policy, 3 failure, 130 interrupt).
@@ -72,15 +73,17 @@ def _usd(amount: float) -> str:
     return f"{amount:,.2f}" if amount >= 1 else f"{amount:.2g}"
 
 
-def verify_throughput(plan: Plan, measured: float) -> VerifyResult:
-    """Compare the job's measured throughput with the plan's and re-estimate $/job from it."""
+def verify_throughput(plan: Plan, measured: float,
+                      price_hr: float | None = None) -> VerifyResult:
+    """Compare the job's measured throughput with the plan's and re-estimate $/job from it
+    (at ``price_hr`` USD/h per node when it differs from the plan's, after a spot fallback)."""
     planned = plan.workload.throughput
     deviation = (measured - planned) / planned * 100.0
     samples = plan.total_samples or 0.0
     est = plan.estimate
     setup_hours = max(0.0, est.hours - samples / planned / 3600.0)
     hours = setup_hours + samples / measured / 3600.0
-    compute = plan.offer.nodes * plan.offer.price_hr * hours
+    compute = plan.offer.nodes * (plan.offer.price_hr if price_hr is None else price_hr) * hours
     # Only the compute term scales with throughput; storage, egress, setup stay as planned.
     cost = est.cost_usd - est.compute_usd + compute if est.compute_usd > 0 else max(
         est.cost_usd * planned / measured, compute)
@@ -132,6 +135,8 @@ class Runner:
         self.hardware: dict[str, Any] | None = None  # the on-arrival matmul's report
         self._verification: VerifyResult | None = None
         self._started = 0.0
+        self._price_hr = plan.offer.price_hr  # USD/h per node; on-demand after a spot fallback
+        self.capacity_retry_s = CAPACITY_RETRY_S
 
     # -- description ---------------------------------------------------------------------------
     def describe(self) -> list[str]:
@@ -175,18 +180,42 @@ class Runner:
 
     # -- provider calls, each bracketed by ledger writes -------------------------------------------
     def _provision(self) -> list[tuple[int, Resource]]:
+        """Create the nodes; without spot capacity, retry until the plan's longest wait for it,
+        then fall back to on-demand if the plan allows (the cost model priced that in)."""
+        offer, spot = self.plan.offer, self.plan.spot
+        market: Literal["spot", "on-demand"] = "spot" if offer.market == "spot" else "on-demand"
+        deadline = time.monotonic() + spot.max_wait_capacity_hours * 3600.0
+        while True:
+            try:
+                return self._provision_once(market)
+            except CapacityError as err:
+                if market != "spot":
+                    raise
+                if time.monotonic() + self.capacity_retry_s < deadline:
+                    self._say(f"no spot capacity ({err.message}); retrying in "
+                              f"{self.capacity_retry_s:g} s")
+                    time.sleep(self.capacity_retry_s)
+                    continue
+                if spot.fallback != "on-demand" or offer.on_demand_price_hr is None:
+                    raise
+                self._price_hr = offer.on_demand_price_hr
+                self.ledger.set_run_price(self.run_id, self._price_hr)
+                self._say(f"no spot capacity within {spot.max_wait_capacity_hours:g} h: falling "
+                          f"back to on-demand at {self._price_hr:g} USD/h per node")
+                market = "on-demand"
+
+    def _provision_once(self, market: Literal["spot", "on-demand"]) -> list[tuple[int, Resource]]:
         o = self.plan.offer
         request = ProvisionRequest(
             run_id=self.run_id, token=self.token, instance_type=o.instance_type,
-            gpu_count=max(1, round(o.gpu_count)), nodes=o.nodes,
-            market="spot" if o.market == "spot" else "on-demand", region=o.region, zone=o.zone,
-            price_hr=o.price_hr, disk_gb=self.plan.disk.size_gb,
+            gpu_count=max(1, round(o.gpu_count)), nodes=o.nodes, market=market, region=o.region,
+            zone=o.zone, price_hr=self._price_hr, disk_gb=self.plan.disk.size_gb,
             user_data=self._user_data(), offer_id=o.instance_type,
             shutdown_behavior="stop" if (self.plan.idle.policy == "stop"
-                                         and o.market == "on-demand") else "terminate")
+                                         and market == "on-demand") else "terminate")
         row = self.ledger.intent(run_id=self.run_id, provider=self.provider.name,
                                  token=self.token, kind="instance", region=o.region,
-                                 price_hr=o.price_hr, config=self.provider.config())
+                                 price_hr=self._price_hr, config=self.provider.config())
         try:
             resources = self.provider.provision(request)
         except BaseException:
@@ -314,7 +343,7 @@ class Runner:
             cost = self._cost(elapsed)
             if progress and not verified and progress.get("throughput"):
                 verified = True
-                check = verify_throughput(plan, float(progress["throughput"]))
+                check = verify_throughput(plan, float(progress["throughput"]), self._price_hr)
                 self._verification = check
                 self._say(check.message(safety.verify_margin_pct))
                 if not check.within_margin and safety.verify_action == "stop":
@@ -342,7 +371,7 @@ class Runner:
             time.sleep(self.poll_s)
 
     def _cost(self, elapsed_s: float) -> float:
-        return self.plan.offer.nodes * self.plan.offer.price_hr * elapsed_s / 3600.0
+        return self.plan.offer.nodes * self._price_hr * elapsed_s / 3600.0
 
     def _status(self, state: str, *, progress: dict[str, Any] | None = None,
                 job_started: float | None = None, final: bool = False) -> None:
