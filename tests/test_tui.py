@@ -205,6 +205,29 @@ def test_gpu_filter_and_spot_toggle(snapshot: Snapshot) -> None:
     drive(app, scenario)
 
 
+def test_fewer_epochs_or_given_samples_shorten_every_plan(snapshot: Snapshot) -> None:
+    app = make_app(snapshot)
+
+    async def scenario(pilot: Pilot[None]) -> None:
+        def compute_hours() -> dict[tuple[str, str, str, int], float]:
+            cols = shown(app)
+            return {key_of(cols, i): float(cols["hours"][i]) for i in range(len(cols["hours"]))}
+
+        full = compute_hours()  # the profile's default job: 90 epochs
+        await set_field(pilot, "epochs", "45")
+        half = compute_hours()
+        assert half.keys() == full.keys()
+        for key, hours in half.items():
+            assert hours == pytest.approx(full[key] / 2, rel=1e-9)
+        samples = 1_281_167 * 9  # 9 epochs' worth, given as samples
+        await set_field(pilot, "samples", str(samples))
+        assert "11,530,503 images" in plain(app.screen.query_one("#offers-status"))
+        for key, hours in compute_hours().items():
+            assert hours == pytest.approx(full[key] / 10, rel=1e-9)
+
+    drive(app, scenario)
+
+
 def test_typing_reranks_after_a_pause_without_enter(snapshot: Snapshot) -> None:
     app = make_app(snapshot)
 
