@@ -38,8 +38,8 @@ def parse_args() -> argparse.Namespace:
 
 
 def latest_checkpoint(folder: Path) -> Path | None:
-    found = sorted(folder.glob("epoch-*.pt"))
-    return found[-1] if found else None
+    found = [p for p in folder.glob("epoch-*.pt") if p.stem[6:].isdigit()]
+    return max(found, key=lambda p: int(p.stem[6:])) if found else None
 
 
 def main() -> None:

@@ -4,6 +4,7 @@ verify-on-arrival, SIGTERM) enforced with teardown."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -15,6 +16,8 @@ from typing import Any
 
 import pytest
 import tomli_w
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpucost.cli import main
 from gpucost.executor.checkpoints import CheckpointStore
@@ -100,6 +103,54 @@ def test_verify_throughput_reestimates_cost_from_measured_speed(tmp_path: Path) 
     close = verify_throughput(plan, 110.0)
     assert close.within_margin and close.deviation_pct == pytest.approx(10.0)
     assert close.reestimated_cost_usd < plan.estimate.cost_usd
+
+
+@settings(max_examples=60, deadline=None)
+@given(planned=st.floats(1.0, 1e5), ratio=st.floats(0.05, 20.0), nodes=st.integers(1, 16),
+       price=st.floats(0.01, 100.0), setup_h=st.floats(0.0, 2.0),
+       margin=st.floats(0.0, 100.0))
+def test_reestimate_matches_the_plan_at_planned_speed_and_falls_with_speed(
+        tmp_path_factory: pytest.TempPathFactory, planned: float, ratio: float, nodes: int,
+        price: float, setup_h: float, margin: float) -> None:
+    samples = 1e6
+    compute_h = samples / planned / 3600
+    compute, setup = nodes * price * compute_h, nodes * price * setup_h
+    plan = load_plan(write_plan(
+        tmp_path_factory.mktemp("p"), throughput=planned, price_hr=price, margin=margin,
+        est_hours=compute_h + setup_h, est_cost=compute + setup + 1.0, budget=1e9,
+        timeout_h=1e6))
+    plan = dataclasses.replace(
+        plan, job=dataclasses.replace(plan.job, epochs=None, dataset_size=None, samples=samples),
+        offer=dataclasses.replace(plan.offer, nodes=nodes),
+        estimate=dataclasses.replace(plan.estimate, compute_usd=compute + setup, setup_usd=0.0,
+                                     storage_usd=1.0))
+    same = verify_throughput(plan, planned)
+    assert same.within_margin and same.reestimated_cost_usd == pytest.approx(
+        plan.estimate.cost_usd, rel=1e-9)
+    other = verify_throughput(plan, planned * ratio)
+    assert other.within_margin == (abs(ratio - 1) * 100 <= margin)
+    faster = ratio > 1
+    assert (other.reestimated_cost_usd < same.reestimated_cost_usd) == faster or ratio == 1
+    # Only compute scales: the fixed 1 USD (storage) and the setup hours stay.
+    assert other.reestimated_cost_usd >= 1.0 + setup - 1e-9
+    assert other.reestimated_hours == pytest.approx(setup_h + compute_h / ratio)
+
+
+@settings(max_examples=40, deadline=None)
+@given(epochs=st.lists(st.integers(0, 10**6), min_size=1, max_size=12))
+def test_local_store_resumes_from_the_highest_epoch_shipped(
+        tmp_path_factory: pytest.TempPathFactory, epochs: list[int]) -> None:
+    base = tmp_path_factory.mktemp("store")
+    store = CheckpointStore("local:t", namespace="job", base_dir=base)
+    src = base / "c.pt"
+    for epoch in epochs:
+        src.write_bytes(str(epoch).encode())
+        store.ship(src, epoch)
+    assert store.latest_epoch() == max(epochs)
+    kept = list((base / "t" / "job").iterdir())
+    assert len(kept) <= 3 and not [p for p in kept if p.name.startswith(".")]
+    latest = store.fetch_latest(base)
+    assert latest is not None and latest.read_bytes() == str(store.latest_epoch()).encode()
 
 
 def test_report_is_a_no_op_outside_runs_and_on_other_ranks(tmp_path: Path,

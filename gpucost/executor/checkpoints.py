@@ -18,7 +18,7 @@ from typing import Any
 
 from gpucost.errors import InputError, ProviderError
 
-_NAME = re.compile(r"^epoch-(\d{6})\.pt$")
+_NAME = re.compile(r"^epoch-(\d{6,})\.pt$")
 KEEP_LOCAL = 3  # checkpoints kept in a local target; older ones are deleted
 
 
