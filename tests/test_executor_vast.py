@@ -171,7 +171,7 @@ def request(offer: str = "24768912", token: str = "tok") -> ProvisionRequest:
 
 
 def vast_plan(tmp_path: Path, *, offer: str = "24768912", price_hr: float = 0.39,
-              budget: float = 10.0) -> Path:
+              budget: float = 10.0, policy: str = "destroy") -> Path:
     plan: dict[str, Any] = {
         "schema": "gpucost-plan", "schema_version": 1,
         "job": {"name": "vast-job", "command": ["python", "train.py"], "workdir": "/workspace",
@@ -180,6 +180,7 @@ def vast_plan(tmp_path: Path, *, offer: str = "24768912", price_hr: float = 0.39
                   "price_hr": price_hr},
         "workload": {"throughput": 1000.0},
         "safety": {"timeout_hours": 1.0, "budget_cap_usd": budget},
+        "idle": {"policy": policy},
         "estimate": {"hours": 0.3, "cost_usd": min(budget, 0.12)},
     }
     path = tmp_path / "plan.toml"
@@ -324,3 +325,36 @@ def test_multi_node_is_refused_in_words(vast: VastEmulator) -> None:
     with pytest.raises(InputError, match="single machines"):
         fast(vast.url).provision(ProvisionRequest(run_id="r", token="t", instance_type="1",
                                                   gpu_count=8, nodes=2))
+
+
+@pytest.mark.parametrize("policy", ["destroy", "stop"])
+def test_a_job_that_stops_its_instance_succeeds_and_the_idle_policy_applies(
+        vast: VastEmulator, tmp_path: Path, policy: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import httpx
+
+    def container_stops_itself() -> None:
+        # What the onstart script's exit trap does with the container's own key.
+        while 1234568 not in vast.instances:
+            time.sleep(0.01)
+        time.sleep(0.3)
+        httpx.put(f"{vast.url}/api/v0/instances/1234568/", json={"state": "stopped"},
+                  headers={"Authorization": f"Bearer {KEY}"})
+
+    path = vast_plan(tmp_path, policy=policy)
+    threading.Thread(target=container_stops_itself, daemon=True).start()
+    runner = Runner(load_plan(path), path, provider=fast(vast.url), poll_s=0.05)
+    result = runner.launch()
+    assert result.state == "succeeded" and result.exit_code == 0, result.messages
+    if policy == "destroy":
+        assert vast.alive() == []
+        return
+    assert vast.alive() == [1234568]  # kept, stopped, for a return within the break-even
+    assert vast.instances[1234568]["intended_status"] == "stopped"
+    assert main(["ps"]) == 0
+    assert "stopped" in capsys.readouterr().out
+    assert main(["cleanup"]) == 0  # leaves machines an idle policy kept
+    assert vast.alive() == [1234568]
+    assert main(["down", runner.run_id]) == 0
+    assert "destroy vast instance 1234568" in capsys.readouterr().out
+    assert vast.alive() == []

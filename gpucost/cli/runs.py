@@ -190,7 +190,7 @@ def _logs(args: argparse.Namespace) -> int:
         if not args.follow:
             return 0
         status = rd.read_status() or {}
-        if status.get("final") or not run.owner_alive:
+        if status.get("final") or not run.supervised:
             return 0
         time.sleep(0.5)
 
@@ -214,7 +214,7 @@ def _down(args: argparse.Namespace) -> int:
         if args.all:
             targets = sorted({r.run_id for r in ledger.resources(live_only=True)}
                              | {r.run_id for r in ledger.runs()
-                                if r.ended_at is None and r.owner_alive})
+                                if r.supervised})
         else:
             targets = [ledger.run(args.run).run_id]
         done = [line for run_id in targets for line in down(run_id, ledger)]

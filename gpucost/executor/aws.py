@@ -215,7 +215,8 @@ class AwsProvider(Provider):
         return _STATES.get(found[0]["State"]["Name"], "unknown") if found else "exited"
 
     def exit_code(self, resource: Resource) -> int | None:
-        """0 when the bootstrap shut the machine down, 1 when something else ended it."""
+        """0 when the bootstrap shut the machine down after the job, 1 when something else ended
+        it (a spot reclaim, a user); the job's own exit status is in its log on the machine."""
         found = self._describe([resource.resource_id])
         if not found or found[0]["State"]["Name"] in ("pending", "running"):
             return None

@@ -108,6 +108,11 @@ class RunRow:
     def owner_alive(self) -> bool:
         return process_start(self.launcher_pid) == self.launcher_start
 
+    @property
+    def supervised(self) -> bool:
+        """Its launcher is alive and has not finished with it (an API caller outlives runs)."""
+        return self.ended_at is None and self.owner_alive
+
     def cost_usd(self, now: float | None = None) -> float:
         """Compute cost so far: nodes x price_hr x elapsed hours."""
         end = self.ended_at if self.ended_at is not None else (now or time.time())

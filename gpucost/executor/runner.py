@@ -475,7 +475,7 @@ def cleanup(ledger: Ledger | None = None, *, include_stopped: bool = False) -> l
     ledger = ledger or Ledger()
     done = []
     for run in ledger.runs():
-        if run.owner_alive and run.ended_at is None:  # still supervised by its launcher
+        if run.supervised:
             continue
         acted = _destroy_rows(ledger, run, include_stopped=include_stopped)
         if run.ended_at is None:
@@ -484,20 +484,25 @@ def cleanup(ledger: Ledger | None = None, *, include_stopped: bool = False) -> l
     return done
 
 
-def _signal_launcher(run: RunRow, wait_s: float) -> bool:
-    """SIGTERM a live launcher and wait for it to finish its teardown; True if it exited."""
-    if not run.owner_alive:
+def _wait_unsupervised(ledger: Ledger, run_id: str, wait_s: float) -> bool:
+    """Wait until the run's launcher has finished with it (ended, or died); True if it did."""
+    deadline = time.monotonic() + wait_s
+    while ledger.run(run_id).supervised:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def _signal_launcher(ledger: Ledger, run: RunRow, wait_s: float) -> bool:
+    """SIGTERM a run's launcher and wait for it to finish its teardown; True if it did."""
+    if not run.supervised:
         return True
     try:
         os.kill(run.launcher_pid, signal.SIGTERM)
     except ProcessLookupError:
         return True
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        if not run.owner_alive:
-            return True
-        time.sleep(0.1)
-    return False
+    return _wait_unsupervised(ledger, run.run_id, wait_s)
 
 
 def down(run_id: str, ledger: Ledger | None = None, *, wait_s: float = 60.0) -> list[str]:
@@ -505,8 +510,8 @@ def down(run_id: str, ledger: Ledger | None = None, *, wait_s: float = 60.0) -> 
     ledger = ledger or Ledger()
     run = ledger.run(run_id)
     done = []
-    if run.owner_alive:
-        if not _signal_launcher(run, wait_s):
+    if run.supervised:
+        if not _signal_launcher(ledger, run, wait_s):
             raise ExecutorError(f"the launcher of {run.run_id} (pid {run.launcher_pid}) did not "
                                 f"exit within {wait_s:g} s", hint="try again, or kill it and "
                                 "run `gpucost cleanup`")
@@ -522,12 +527,9 @@ def request_stop(run_id: str, ledger: Ledger | None = None, *, wait_s: float = 6
     its machines directly."""
     ledger = ledger or Ledger()
     run = ledger.run(run_id)
-    if run.owner_alive:
+    if run.supervised:
         (Path(run.run_dir) / STOP_REQUEST).touch()
-        deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline and run.owner_alive:
-            time.sleep(0.1)
-        if run.owner_alive:
+        if not _wait_unsupervised(ledger, run.run_id, wait_s):
             raise ExecutorError(f"{run.run_id} did not stop within {wait_s:g} s",
                                 hint=f"`gpucost down {run.run_id}` stops it by force")
         return [f"{run.run_id}: stopped by its launcher"]

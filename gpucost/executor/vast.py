@@ -187,6 +187,14 @@ class VastProvider(Provider):
             return "stopped"
         return _STATES.get(str(found.get("actual_status")), "unknown")
 
+    def exit_code(self, resource: Resource) -> int | None:
+        """0 once the onstart script has stopped its own instance (the launcher never stops a
+        running job's instance); the job's own exit status is in its log in the container."""
+        found = self._instance(resource.resource_id)
+        if found is None:
+            return 1  # destroyed under the run: not by the job
+        return 0 if found.get("intended_status") == "stopped" else None
+
     def stop(self, resource: Resource) -> None:
         answer = self._request("PUT", f"/api/v0/instances/{resource.resource_id}/", "stop",
                                json={"state": "stopped"})
