@@ -12,6 +12,7 @@ import json
 import math
 import subprocess
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,15 @@ async def settle(pilot: Pilot[None]) -> None:
         except WorkerCancelled:  # superseded by a newer request: wait for that one
             continue
         await pilot.pause()
+
+
+async def wait_until(pilot: Pilot[None], done: Callable[[], bool], timeout_s: float = 15.0) -> None:
+    """Pause until ``done()`` (timers and file polls run on the app's clock, not the test's)."""
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        assert time.monotonic() < deadline, "timed out waiting for the app"
+        await pilot.pause(0.05)
+    await settle(pilot)
 
 
 def drive(app: GpuCostApp, scenario: Callable[[Pilot[None]], Awaitable[None]]) -> None:
@@ -234,9 +244,10 @@ def test_typing_reranks_after_a_pause_without_enter(snapshot: Snapshot) -> None:
     async def scenario(pilot: Pilot[None]) -> None:
         app.screen.query_one("#job-max-nodes").focus()
         await pilot.press("backspace", "4")
-        await pilot.pause(0.6)  # the debounce
-        await settle(pilot)
-        assert app.inputs.max_nodes == 4
+        # no Enter: the form re-ranks once typing pauses
+        await wait_until(pilot, lambda: app.inputs.max_nodes == 4)
+        await wait_until(pilot, lambda: app.offers.view is not None
+                         and app.offers.view.inputs.max_nodes == 4)
         assert int(shown(app)["nodes"].max()) > 1
 
     drive(app, scenario)
@@ -422,8 +433,7 @@ def test_runs_screen_refreshes_live_and_stops_only_after_yes(
         assert [r.run_id for r in screen.runs] == ["resnet-20261201-a", "tiny-20261130-b"]
         assert "2 run(s), 1 live" in plain(screen.query_one("#runs-status"))
         write_status("resnet-20261201-a", epoch=2, cost_usd=2.5)
-        await pilot.pause(0.3)
-        assert screen.runs[0].status["epoch"] == 2
+        await wait_until(pilot, lambda: screen.runs[0].status["epoch"] == 2)
         table = screen.query_one("#runs-table")
         row = [str(c) for c in table.get_row_at(0)]  # type: ignore[attr-defined]
         assert row[2] == "2/3" and row[5] == "$2.50" and "loss=0.4321" in row[8]
@@ -565,7 +575,6 @@ def test_runs_screen_follows_and_stops_a_real_local_run(
     import dataclasses
     import os
     import shutil
-    import time
 
     from gpucost.executor.runner import down
     from gpucost.plan import save_plan
@@ -603,8 +612,8 @@ def test_runs_screen_follows_and_stops_a_real_local_run(
             assert screen.runs[0].state == "running" and not screen.runs[0].final
             await pilot.press("s", "y")
             await settle(pilot)  # request_stop returns once the launcher has exited
-            await pilot.pause(0.3)
-            assert screen.runs[0].final and screen.runs[0].state == "stopped"
+            await wait_until(pilot, lambda: screen.runs[0].final)
+            assert screen.runs[0].state == "stopped"
             messages = [n.message for n in app._notifications]
             assert any(f"{run_id}: stopped by its launcher" in m for m in messages)
 
