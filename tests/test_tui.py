@@ -253,7 +253,17 @@ def test_typing_reranks_after_a_pause_without_enter(snapshot: Snapshot) -> None:
     drive(app, scenario)
 
 
-def test_sorting_by_keys_and_by_header_clicks(snapshot: Snapshot) -> None:
+def test_sorting_by_keys_and_by_header_clicks(snapshot: Snapshot,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import gpucost.tui.screens.offers as offers
+
+    rankings: list[JobInputs] = []
+
+    def counting_rank_view(*args: Any, **kwargs: Any) -> Any:
+        rankings.append(args[2])
+        return rank_view(*args, **kwargs)
+
+    monkeypatch.setattr(offers, "rank_view", counting_rank_view)
     app = make_app(snapshot)
 
     async def scenario(pilot: Pilot[None]) -> None:
@@ -274,6 +284,7 @@ def test_sorting_by_keys_and_by_header_clicks(snapshot: Snapshot) -> None:
         await pilot.click(OffersTable, offset=(x, 0))
         await settle(pilot)
         assert np.all(np.diff(shown(app)["usd_per_hour_total"]) <= 0)
+        assert len(rankings) == 1  # re-sorting the same plans ranks nothing again
 
     drive(app, scenario)
 

@@ -17,7 +17,14 @@ from textual.widgets import Footer, Header, Input, Static
 
 from gpucost.cli.render import fmt_hours, fmt_usd
 from gpucost.errors import GpuCostError
-from gpucost.tui.session import SORTABLE, JobInputs, View, rank_view
+from gpucost.tui.session import (
+    BEST_FIRST_DESCENDING,
+    SORTABLE,
+    JobInputs,
+    View,
+    rank_view,
+    resort,
+)
 from gpucost.tui.widgets.job_form import JobForm
 from gpucost.tui.widgets.offers_table import COLUMNS, OffersTable
 
@@ -159,8 +166,14 @@ class OffersScreen(Screen[None]):
         if column == self.sort:
             self.descending = not self.descending
         else:
-            self.sort, self.descending = column, column == "throughput"
-        self.request_ranking()
+            self.sort, self.descending = column, column in BEST_FIRST_DESCENDING
+        view = self.view
+        if view is not None and view.inputs == self.gpucost.inputs:
+            # same plans, new order: no need to rank again
+            self._generation += 1
+            self._show(resort(view, self.sort, self.descending), self._generation)
+        else:
+            self.request_ranking()
 
     def action_next_sort(self) -> None:
         keys = [k for k, _ in COLUMNS if k in SORTABLE]
