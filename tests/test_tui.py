@@ -553,10 +553,13 @@ def test_view_rows_meet_the_constraints(deadline: float, budget: float, spot: bo
 
 # ---- the command ------------------------------------------------------------------------------
 
-def test_cli_bad_profile_is_one_line_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["tui", "--profile", "no-such-profile"]) == 2
+@pytest.mark.parametrize("argv, named", [(["--profile", "no-such-profile"], "no-such-profile"),
+                                          (["--prices", "/no/such/prices"], "/no/such/prices")])
+def test_cli_bad_input_is_one_line_exit_2(argv: list[str], named: str,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tui", *argv]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "no-such-profile" in err
+    assert err.count("\n") == 1 and named in err
 
 
 def test_cli_without_textual_says_how_to_install(
