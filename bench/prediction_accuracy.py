@@ -34,6 +34,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 import fit_calibration as fitc  # noqa: E402
 
 from gpucost.model import translate  # noqa: E402
+from gpucost.model.perf import predict, using_calibration  # noqa: E402
 from gpucost.profile import Profile  # noqa: E402
 
 
@@ -49,7 +50,7 @@ def single_gpu(data: Path) -> dict[str, list[float]]:
                                        get_gpu)
     errors: dict[str, list[float]] = {"model": [], "flops ratio": [], "bandwidth ratio": []}
     per_gpu: dict[str, list[float]] = {}
-    shipped = dict(translate.calibration())
+    shipped = dict(translate.shipped_calibration())
     for held in sorted({o.gpu for o in obs}):
         fit = fitc.fit_single([o for o in obs if o.gpu != held], get_gpu)
         cal: dict[str, Any] = {**shipped, **fitc.single_calibration(fit)}
@@ -64,11 +65,8 @@ def single_gpu(data: Path) -> dict[str, list[float]]:
                                   batch_size=src.batch_size,
                                   step_time_s=src.batch_size / src.throughput, param_count=1.0,
                                   name=src.model)
-                kappa = translate.workload_bytes_per_flop(profile, cal)
-                ratio = translate.compute_ratio(
-                    profile, translate.rates_for(source_spec, src.precision, cal),
-                    translate.rates_for(target_spec, tgt.precision, cal), kappa)
-                predicted = src.throughput / ratio
+                with using_calibration(cal):  # gpucost's own predict, with the refit
+                    predicted = predict(profile, gpu=held).throughput
                 flops = src.throughput * (translate.peak_tflops(target_spec, src.precision)
                                           / translate.peak_tflops(source_spec, src.precision))
                 bandwidth = src.throughput * target_spec.mem_bw_gbs / source_spec.mem_bw_gbs

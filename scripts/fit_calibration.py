@@ -4,11 +4,12 @@
 
 Single GPU (lambda_throughput_calibration.csv, 1-GPU rows, one median per bench version, model,
 precision and GPU; versions are never compared with each other): time per sample is modelled
-as W * (1 / (peak_flops * eff) + kappa / (mem_bw * eff_bw)), W the workload's flops per sample
+as W * (1 / (peak_flops * eff) + kappa / (mem_bw * eff_bw) + eta), W the workload's flops per sample
 (one per version x model x precision, with a weak prior at its published flop count), eff per
 compute capability and precision class plus a shrunk per-GPU correction, eff_bw likewise per
-class and GPU, kappa (bytes per flop) per model family and precision class. Least squares on
-log time, Levenberg-Marquardt (numpy only).
+class and GPU, kappa (bytes per flop) and eta (host seconds per flop: launch and framework time
+that no GPU speeds up) per model family and precision class. Least squares on log time,
+Levenberg-Marquardt (numpy only).
 
 Scaling (sia_step_times_calibration.csv, multi-GPU rows): step = compute + exposed sync, where
 exposed sync = Pollux overlap of the hierarchical ring all-reduce with the measured 1-GPU step
@@ -155,6 +156,8 @@ class SingleFit:
     memory_default: float
     bytes_per_flop: dict[str, dict[str, float]]  # family -> precision class -> kappa
     default_bytes_per_flop: dict[str, float]
+    host_s_per_flop: dict[str, dict[str, float]]  # family -> precision class -> eta
+    default_host_s_per_flop: dict[str, float]
     residual_rms_log: float
     residuals_pct: dict[str, float]
 
@@ -168,7 +171,7 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
     fams = sorted({(o.model, PRECISION_CLASS[o.precision]) for o in obs})
     idx: dict[tuple[str, Any], int] = {}
     for tag, keys in (("w", works), ("c", classes), ("g", gpus_p), ("m", mclasses),
-                      ("b", gpus), ("k", fams)):
+                      ("b", gpus), ("k", fams), ("h", fams)):
         for key in keys:
             idx[(tag, key)] = len(idx)
     n = len(idx)
@@ -181,6 +184,7 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
         x0[idx[("m", m)]] = math.log(0.8)
     for f in fams:
         x0[idx[("k", f)]] = math.log(0.02)
+        x0[idx[("h", f)]] = math.log(3e-15)
     rows = []
     for o in obs:
         s = spec(o.gpu)
@@ -188,11 +192,11 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
         rows.append((idx[("w", (o.version, o.model, o.precision))],
                      idx[("c", (device_class(s), pc))], idx[("g", (o.gpu, pc))],
                      idx[("m", device_class(s))], idx[("b", o.gpu)], idx[("k", (o.model, pc))],
-                     peak_tflops(s, o.precision) * 1e12, s.mem_bw_gbs * 1e9,
-                     math.log(1.0 / o.throughput)))
+                     idx[("h", (o.model, pc))], peak_tflops(s, o.precision) * 1e12,
+                     s.mem_bw_gbs * 1e9, math.log(1.0 / o.throughput)))
     arr = np.array(rows)
-    iw, ic, ig, im, ib, ik = (arr[:, j].astype(int) for j in range(6))
-    peak, bw, y = arr[:, 6], arr[:, 7], arr[:, 8]
+    iw, ic, ig, im, ib, ik, ih = (arr[:, j].astype(int) for j in range(7))
+    peak, bw, y = arr[:, 7], arr[:, 8], arr[:, 9]
     prior_mu = x0.copy()
     prior_sd = np.full(n, 10.0)
     for w in works:
@@ -207,8 +211,8 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
     def model(x: Vector) -> Vector:
         eff = np.exp(x[ic] + x[ig])
         eff_bw = np.exp(x[im] + x[ib])
-        return np.asarray(x[iw] + np.log(1.0 / (peak * eff) + np.exp(x[ik]) / (bw * eff_bw)),
-                          dtype=float)
+        device = 1.0 / (peak * eff) + np.exp(x[ik]) / (bw * eff_bw)
+        return np.asarray(x[iw] + np.log(device + np.exp(x[ih])), dtype=float)
 
     def resid(x: Vector) -> Vector:
         return np.asarray(np.concatenate([model(x) - y, (x - prior_mu) / prior_sd]), dtype=float)
@@ -230,15 +234,8 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
         vals = [v for k, v in cls.items() if k.endswith(f"|{pc}")]
         defaults[pc] = statistics.median(vals) if vals else statistics.median(cls.values())
     mcls = {m: math.exp(x[idx[("m", m)]]) for m in mclasses}
-    kap: dict[str, dict[str, float]] = defaultdict(dict)
-    for model_key, pc in fams:
-        kap[model_key][pc] = math.exp(x[idx[("k", (model_key, pc))]])
-    kdef = {}
-    for pc in ("fp32", "tf32", "fp16", "bf16"):
-        vals = [v[pc] for v in kap.values() if pc in v]
-        if not vals:
-            vals = [v.get("fp16", v.get("fp32", 0.0)) for v in kap.values()]
-        kdef[pc] = statistics.median(vals)
+    kap = _by_family(fams, lambda f: math.exp(x[idx[("k", f)]]))
+    host = _by_family(fams, lambda f: math.exp(x[idx[("h", f)]]))
     return SingleFit(
         compute_gpu={f"{g}|{p}": math.exp(x[idx[("c", (device_class(spec(g)), p))]]
                                           + x[idx[("g", (g, p))]]) for g, p in gpus_p},
@@ -248,11 +245,31 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
                     for g in gpus},
         memory_class=mcls,
         memory_default=statistics.median(mcls.values()),
-        bytes_per_flop=dict(kap),
-        default_bytes_per_flop=kdef,
+        bytes_per_flop=kap,
+        default_bytes_per_flop=_family_median(kap),
+        host_s_per_flop=host,
+        default_host_s_per_flop=_family_median(host),
         residual_rms_log=float(np.sqrt(np.mean(res**2))),
         residuals_pct={v: round(statistics.mean(r), 2) for v, r in sorted(by_version.items())},
     )
+
+
+def _by_family(fams: Iterable[tuple[str, str]], value: Callable[[tuple[str, str]], float]
+               ) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = defaultdict(dict)
+    for model_key, pc in fams:
+        out[model_key][pc] = value((model_key, pc))
+    return dict(out)
+
+
+def _family_median(by_family: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+    """Per precision class, the median over families (tf32/bf16 borrow fp32/fp16's when unseen)."""
+    out = {}
+    for pc, fallback in (("fp32", "fp16"), ("tf32", "fp32"), ("fp16", "fp32"), ("bf16", "fp16")):
+        vals = [v[pc] for v in by_family.values() if pc in v]
+        out[pc] = statistics.median(vals or [v[fallback] for v in by_family.values()
+                                             if fallback in v])
+    return out
 
 
 def single_calibration(fit: SingleFit) -> dict[str, Any]:
@@ -267,17 +284,22 @@ def single_calibration(fit: SingleFit) -> dict[str, Any]:
         "memory_efficiency_default": round(fit.memory_default, 4),
         "families": [
             {"key": key, "match": FAMILY_MATCH[key],
-             "bytes_per_flop": {p: float(f"{v:.4g}") for p, v in fit.bytes_per_flop[key].items()}}
+             "bytes_per_flop": _sig(fit.bytes_per_flop[key]),
+             "host_s_per_flop": _sig(fit.host_s_per_flop[key])}
             for key in FAMILY_MATCH if key in fit.bytes_per_flop
         ],
-        "default_bytes_per_flop": {p: float(f"{v:.4g}")
-                                   for p, v in fit.default_bytes_per_flop.items()},
+        "default_bytes_per_flop": _sig(fit.default_bytes_per_flop),
+        "default_host_s_per_flop": _sig(fit.default_host_s_per_flop),
     }
 
 
 # A kernel launch plus its synchronisation costs a few microseconds on any recent GPU; this
 # floors tiny operators (not fitted: the benchmark tables have no operator data).
 LAUNCH_FLOOR_S = 4e-6
+
+
+def _sig(d: Mapping[str, float]) -> dict[str, float]:
+    return {k: float(f"{v:.4g}") for k, v in sorted(d.items())}
 
 
 def _rounded(d: Mapping[str, float]) -> dict[str, float]:

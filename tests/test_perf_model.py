@@ -40,6 +40,7 @@ HAND_CALIBRATION: dict[str, Any] = {
     "memory_efficiency_default": 0.8,
     "families": [],
     "default_bytes_per_flop": {"fp32": 0.01, "tf32": 0.01, "fp16": 0.01, "bf16": 0.01},
+    "default_host_s_per_flop": {"fp32": 0.0, "tf32": 0.0, "fp16": 0.0, "bf16": 0.0},
     "scaling": {
         "overlap_gamma": 1.0,
         "nvlink_busbw_efficiency": 0.5,
@@ -110,6 +111,22 @@ def test_worked_example_translation_and_scaling(hand: None) -> None:
     assert pred.throughput == pytest.approx(16 * 256 / (compute + sync), rel=1e-12)  # 41,419/s
     assert pred.efficiency == pytest.approx(compute / (compute + sync), rel=1e-12)  # 0.905
     assert pred.intra_node_link == "nvlink"
+
+
+def test_worked_example_host_share() -> None:
+    # With 1e-14 s of host time per flop, a V100 step (2.98889e-14 s/flop on the device) is
+    # 1 / 3.98889 = 25.07 % host: 0.053482 of 0.213333 s. The host part stays on the A100.
+    _specs_as_in_hand_calculation()
+    eta = {"fp32": 1e-14, "tf32": 1e-14, "fp16": 1e-14, "bf16": 1e-14}
+    with using_calibration({**HAND_CALIBRATION, "default_host_s_per_flop": eta}):
+        pred = predict(resnet(), gpu="A100 SXM4 80GB")
+    v100 = 1 / (125e12 * 0.5) + 0.01 / (900e9 * 0.8)
+    a100 = 1 / (312e12 * 0.5) + 0.01 / (2039e9 * 0.8)
+    step = 256 / 1200.0
+    host = step * 1e-14 / (v100 + 1e-14)
+    assert pred.breakdown.host_s == pytest.approx(host, rel=1e-12)  # 0.053482 s
+    assert pred.breakdown.compute_s == pytest.approx((step - host) * a100 / v100, rel=1e-12)
+    assert pred.step_time_s == pytest.approx(host + (step - host) * a100 / v100, rel=1e-12)
 
 
 def test_worked_example_operators(hand: None) -> None:

@@ -140,9 +140,11 @@ def test_gradient_accumulation_syncs_once_per_step() -> None:
     one = predict(p, gpu="L4", gpus_per_node=4, nodes=4, inter_node_gbps=25.0)
     four = predict(p, gpu="L4", gpus_per_node=4, nodes=4, inter_node_gbps=25.0,
                    grad_accum_steps=4)
-    micro = one.breakdown.compute_s
-    assert four.breakdown.compute_s == pytest.approx(4 * micro)
-    assert four.breakdown.communication_s == pytest.approx(one.breakdown.communication_s)
+    b = one.breakdown
+    micro = b.compute_s + b.data_s + b.host_s  # a micro-step that does not sync
+    assert four.breakdown.compute_s == pytest.approx(4 * b.compute_s)
+    assert four.breakdown.host_s == pytest.approx(4 * b.host_s)
+    assert four.breakdown.communication_s == pytest.approx(b.communication_s)
     assert four.step_time_s == pytest.approx(3 * micro + one.step_time_s)
     assert four.samples_per_step == 4 * one.samples_per_step
     assert four.efficiency > one.efficiency

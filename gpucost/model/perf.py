@@ -118,20 +118,29 @@ def _links(gpu: str, intra_node_gbps: float | None, inter_node_gbps: float | Non
 
 
 def _source_parts(profile: Profile, gamma: float) -> tuple[float, float, float]:
-    """(device compute, data, host) seconds of one measured step on its source GPU."""
+    """(device compute, data, host) seconds of one measured step on its source GPU
+    (``gamma``: the overlap exponent, to take a multi-GPU measurement's sync back out)."""
     b = profile.breakdown
     if b is not None:
         compute = b.compute_s + b.optimizer_s
         if compute <= 0.0:
             compute = max(profile.step_time_s - b.data_s - b.host_s - b.communication_s, 0.0)
         return compute, b.data_s, b.host_s
-    if profile.device_count > 1 and profile.gpu != "CPU":
+    kappa, eta = translate.workload_mix(profile)
+    if profile.gpu == "CPU":
+        return profile.step_time_s, 0.0, (profile.flops_per_step or 0.0) * eta
+    step = profile.step_time_s
+    if profile.device_count > 1:
         # A multi-GPU measurement includes gradient sync: remove what the model says it cost
         # (one node of device_count GPUs on the source's default link).
         links = _links(profile.gpu, None, None, None)
         sync = scaling.allreduce_time_s(profile.gradient_bytes, profile.device_count, 1, links)
-        return scaling.compute_given_step_s(profile.step_time_s, sync, gamma), 0.0, 0.0
-    return profile.step_time_s, 0.0, 0.0
+        step = scaling.compute_given_step_s(step, sync, gamma)
+    # No measured breakdown: split the step into device time and the calibrated host share.
+    device_per_flop = translate.time_per_flop_s(
+        translate.device_rates(profile.gpu, profile.precision), kappa)
+    host = step * eta / (device_per_flop + eta)
+    return step - host, 0.0, host
 
 
 # id(profile) -> (profile, source compute s, data s, host s, {target gpu: compute s}); profiles
@@ -156,7 +165,7 @@ def _entry(profile: Profile, gamma: float) -> _CacheEntry:
 def _target_compute_s(profile: Profile, source_compute_s: float, gpu: str) -> float:
     """Device compute of one micro-step on ``gpu`` (canonical name)."""
     rates = translate.device_rates(gpu, profile.precision)
-    kappa = translate.workload_bytes_per_flop(profile)
+    kappa, _ = translate.workload_mix(profile)
     if profile.gpu == "CPU":
         return translate.compute_from_flops_s(profile, rates, kappa)
     if gpu == profile.gpu:

@@ -5,10 +5,13 @@ workload of F flops that moves kappa * F bytes of device memory takes
 
     t(g) = F / (peak_flops(g, p) * eff(g, p)) + kappa * F / (mem_bw(g) * eff_bw(g))
 
+plus eta * F of host time (Python, kernel launches) that is the same on every GPU; a profile
+that measured its host time (``breakdown``) uses that instead.
 where ``eff`` and ``eff_bw`` are achievable fractions of the spec sheet, fitted per compute
 capability and precision on public training benchmarks (``calibration.json``, written by
 ``scripts/fit_calibration.py``), and kappa (bytes per flop) is the workload's mix: from the
-profile when it records both flops and bytes, else fitted per model family. A measured step is
+profile when it records both flops and bytes, else fitted per model family, as is eta. A
+measured step is
 translated by the ratio t(target) / t(source), so the same GPU reproduces the measurement
 exactly. With a per-operator table each operator is translated by what bounds it on each GPU
 (arithmetic intensity against the ridge point, with a per-launch floor for small kernels).
@@ -150,19 +153,26 @@ def device_rates(gpu: str, precision: str) -> DeviceRates:
     return rates_for(gpu_spec(gpu), precision)
 
 
-def workload_bytes_per_flop(profile: Profile, cal: Mapping[str, Any] | None = None) -> float:
-    """kappa: device-memory bytes per flop of the workload (its compute/memory mix)."""
-    if profile.bytes_per_step is not None and profile.flops_per_sample is not None:
-        return profile.bytes_per_step / (profile.flops_per_sample * profile.batch_size)
+def workload_mix(profile: Profile, cal: Mapping[str, Any] | None = None) -> tuple[float, float]:
+    """(kappa, eta) of the workload: device-memory bytes per flop (its compute/memory mix), and
+    host seconds per flop (launch and framework time no GPU speeds up). From the profile's own
+    counts when it has them, else fitted for its model family, else the median family."""
     cal = calibration() if cal is None else cal
     pclass = PRECISION_CLASS[profile.precision]
+    kappa = eta = None
     text = f"{profile.name} {profile.description}".lower()
     for family in cal["families"]:
         if any(token in text for token in family["match"]):
             kappa = family["bytes_per_flop"].get(pclass)
-            if kappa is not None:
-                return float(kappa)
-    return float(cal["default_bytes_per_flop"][pclass])
+            eta = family["host_s_per_flop"].get(pclass)
+            break
+    if profile.bytes_per_step is not None and profile.flops_per_sample is not None:
+        kappa = profile.bytes_per_step / (profile.flops_per_sample * profile.batch_size)
+    if kappa is None:
+        kappa = cal["default_bytes_per_flop"][pclass]
+    if eta is None:
+        eta = cal["default_host_s_per_flop"][pclass]
+    return float(kappa), float(eta)
 
 
 def time_per_flop_s(rates: DeviceRates, bytes_per_flop: float) -> float:
