@@ -494,7 +494,8 @@ def test_help_and_a_palette_command_per_action(snapshot: Snapshot) -> None:
         await settle(pilot)
         titles = {c.title: c for c in app.get_system_commands(app.screen)}
         for title in ("Offers", "Runs", "Help", "Plan detail", "Write plan file", "Edit job",
-                      "Filter by GPU", "Toggle spot", "Sort by $/job", "Sort by time"):
+                      "Filter by GPU", "Toggle spot", "Sort by $/job", "Sort by time",
+                      "Reverse the order"):
             assert title in titles, title
         titles["Sort by time"].callback()
         await settle(pilot)

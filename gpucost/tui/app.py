@@ -162,6 +162,8 @@ class GpuCostApp(App[None]):
                            ("price_date", "price date")):
             yield SystemCommand(f"Sort by {label}", f"Order the plans by {label} (again: "
                                 "reversed)", lambda key=key: offers.sort_by(key))
+        yield SystemCommand("Reverse the order", "The same plans, the other way round",
+                            offers.action_reverse_sort)
         if isinstance(screen, RunsScreen):
             yield SystemCommand("Stop run", "Stop the selected run", screen.action_stop)
             yield SystemCommand("Destroy run", "Destroy the selected run's resources",
