@@ -98,6 +98,21 @@ def new_run_id(name: str) -> str:
 
 
 @contextmanager
+def _signals_ignored() -> Iterator[None]:
+    """A second Ctrl-C (or SIGTERM) must not cut a teardown short and leak what it releases."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in sigs}
+    try:
+        yield
+    finally:
+        for sig, h in old.items():
+            signal.signal(sig, h)
+
+
+@contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM (and SIGHUP) raise KeyboardInterrupt, so the same teardown path runs."""
     if threading.current_thread() is not threading.main_thread():
@@ -278,7 +293,8 @@ class Runner:
                     outcome = "failed"
                     self._say(f"error: {err}")
                 finally:
-                    self._teardown(nodes, job, outcome)
+                    with _signals_ignored():
+                        self._teardown(nodes, job, outcome)
         finally:
             self.ledger.set_run_state(self.run_id, outcome, ended=True)
             self._status(outcome, final=True)
