@@ -85,6 +85,12 @@ def test_link_resolution_from_catalog() -> None:
     l4 = scaling.resolve_links(get_gpu("L4"), cal, intra_node_gbps=None, inter_node_gbps=None,
                                intra_node_link="nvlink")
     assert l4.intra_kind == "pcie"  # an L4 has no NVLink whatever the offer says
+    # A PCIe A100's NVLink bridge joins a pair: it counts for 2 GPUs (if the offer has it).
+    a100 = get_gpu("A100 PCIe 40GB")
+    for k, link, kind in ((2, "nvlink", "nvlink"), (4, "nvlink", "pcie"), (2, None, "pcie")):
+        lk = scaling.resolve_links(a100, cal, intra_node_gbps=None, inter_node_gbps=None,
+                                   intra_node_link=link, gpus_per_node=k)
+        assert lk.intra_kind == kind, (k, link)
     explicit = scaling.resolve_links(h100, cal, intra_node_gbps=800.0, inter_node_gbps=None,
                                      intra_node_link="")
     assert explicit.intra_busbw_Bps == pytest.approx(800e9 / 8 * 0.5)

@@ -110,11 +110,12 @@ def _positive_int(name: str, value: object) -> int:
 
 
 @lru_cache(maxsize=4096)
-def _links(gpu: str, intra_node_gbps: float | None, inter_node_gbps: float | None,
-           intra_node_link: str | None) -> scaling.Links:
+def _links(gpu: str, gpus_per_node: int, intra_node_gbps: float | None,
+           inter_node_gbps: float | None, intra_node_link: str | None) -> scaling.Links:
     cal = translate.calibration()["scaling"]
     return scaling.resolve_links(translate.gpu_spec(gpu), cal, intra_node_gbps=intra_node_gbps,
-                                 inter_node_gbps=inter_node_gbps, intra_node_link=intra_node_link)
+                                 inter_node_gbps=inter_node_gbps, intra_node_link=intra_node_link,
+                                 gpus_per_node=gpus_per_node)
 
 
 def _source_parts(profile: Profile, gamma: float) -> tuple[float, float, float]:
@@ -133,7 +134,7 @@ def _source_parts(profile: Profile, gamma: float) -> tuple[float, float, float]:
     if profile.device_count > 1:
         # A multi-GPU measurement includes gradient sync: remove what the model says it cost
         # (one node of device_count GPUs on the source's default link).
-        links = _links(profile.gpu, None, None, None)
+        links = _links(profile.gpu, profile.device_count, None, None, None)
         sync = scaling.allreduce_time_s(profile.gradient_bytes, profile.device_count, 1, links)
         step = scaling.compute_given_step_s(step, sync, gamma)
     # No measured breakdown: split the step into device time and the calibrated host share.
@@ -251,7 +252,7 @@ def predict(
             per_gpu[member] = c
         if c > compute:
             compute, slowest = c, member
-        member_links = _links(member, intra_node_gbps, inter_node_gbps, intra_node_link)
+        member_links = _links(member, k, intra_node_gbps, inter_node_gbps, intra_node_link)
         if links is None or member_links.intra_busbw_Bps < links.intra_busbw_Bps:
             links = member_links
     assert links is not None

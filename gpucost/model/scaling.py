@@ -44,18 +44,20 @@ class Links:
     host_busbw_Bps: float = math.inf
 
 
-def _uses_nvlink(spec: GpuSpec, link: str | None) -> bool:
+def _uses_nvlink(spec: GpuSpec, link: str | None, gpus_per_node: int) -> bool:
     if link == "pcie" or spec.nvlink_gbs <= 0.0:
         return False
-    if link == "nvlink":
-        return True
-    # Unknown: SXM/OAM boards are NVLink/NVSwitch (or Infinity Fabric) meshes; PCIe cards with
-    # an NVLink bridge connect pairs at most, and rented ones rarely have the bridge.
-    return not spec.form_factor.startswith("PCIe")
+    if spec.form_factor.startswith("PCIe"):
+        # A bridge joins two cards; a ring over more crosses PCIe anyway. Rented PCIe cards
+        # rarely have the bridge, so it counts only when the offer says "nvlink".
+        return link == "nvlink" and gpus_per_node <= 2
+    # SXM/OAM boards are NVLink/NVSwitch (or Infinity Fabric) meshes.
+    return True
 
 
 def resolve_links(spec: GpuSpec, scaling: Mapping[str, Any], *, intra_node_gbps: float | None,
-                  inter_node_gbps: float | None, intra_node_link: str | None) -> Links:
+                  inter_node_gbps: float | None, intra_node_link: str | None,
+                  gpus_per_node: int = 8) -> Links:
     """Bus bandwidths for a group of ``spec`` GPUs.
 
     ``intra_node_gbps`` / ``inter_node_gbps`` are line rates in Gbit/s (per GPU per direction
@@ -65,7 +67,7 @@ def resolve_links(spec: GpuSpec, scaling: Mapping[str, Any], *, intra_node_gbps:
     if intra_node_link is not None and intra_node_link not in LINK_KINDS:
         raise InputError(f"intra_node_link {intra_node_link!r} is not one of nvlink, pcie or ''",
                          hint="pass the offers table's intra_node_link value, or None")
-    nvlink = _uses_nvlink(spec, intra_node_link)
+    nvlink = _uses_nvlink(spec, intra_node_link, gpus_per_node)
     kind = "nvlink" if nvlink else "pcie"
     if intra_node_gbps is not None:
         if not intra_node_gbps > 0:
