@@ -108,7 +108,7 @@ def test_worked_example_translation_and_scaling(hand: None) -> None:
     assert pred.breakdown.compute_s == pytest.approx(compute, rel=1e-12)
     assert pred.allreduce_s == pytest.approx(sync, rel=1e-12)
     assert pred.step_time_s == pytest.approx(compute + sync, rel=1e-12)  # 0.0988965 s
-    assert pred.throughput == pytest.approx(16 * 256 / (compute + sync), rel=1e-12)  # 41,419/s
+    assert pred.throughput == pytest.approx(16 * 256 / (compute + sync), rel=1e-12)  # 41,417/s
     assert pred.efficiency == pytest.approx(compute / (compute + sync), rel=1e-12)  # 0.905
     assert pred.intra_node_link == "nvlink"
 
@@ -318,3 +318,36 @@ def test_cli_predict_table_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert math.isclose(sum(body["breakdown_s"].values()), body["step_time_s"], rel_tol=1e-9)
     assert main(["predict", "--gpu", "Voodoo 5"]) == 2
     assert "unknown GPU" in capsys.readouterr().err
+
+
+GOLDEN = REPO / "tests" / "golden"
+
+
+def _golden(name: str, text: str) -> None:
+    """Compare with tests/golden/<name>; GPUCOST_UPDATE_GOLDENS=1 rewrites it after a change."""
+    import os
+
+    from gpucost._io import atomic_write_text
+
+    golden = GOLDEN / name
+    if os.environ.get("GPUCOST_UPDATE_GOLDENS") == "1":
+        atomic_write_text(golden, text)
+    assert golden.exists(), f"{golden} missing: run with GPUCOST_UPDATE_GOLDENS=1"
+    assert text == golden.read_text(encoding="utf-8")
+
+
+def test_predict_and_scale_output_formats_are_stable(
+        hand: None, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpucost.cli import main
+
+    monkeypatch.setenv("GPUCOST_HOME", str(tmp_path / "home"))
+    path = tmp_path / "resnet.json"
+    resnet(name="resnet50-golden", sample_unit="images", dataset_size=1281167,
+           epochs=90.0, flops_per_sample=24.6e9).save(path)
+    assert main(["predict", "-p", str(path), "--gpu", "A100 SXM4 80GB", "-k", "8", "-n", "2",
+                 "--network-gbps", "100"]) == 0
+    _golden("predict_table.txt", capsys.readouterr().out)
+    assert main(["scale", "-p", str(path), "--gpu", "L4", "-k", "8", "--max-nodes", "8",
+                 "--network-gbps", "25", "--price-hr", "6.40"]) == 0
+    _golden("scale_table.txt", capsys.readouterr().out)

@@ -159,7 +159,7 @@ def render(points: list[Point], knee: int | None, offer: Offer | None, args: arg
         usd = "-" if p.job_usd is None else f"${p.job_usd:,.2f}"
         mark = "  <- knee" if p.nodes == knee else ""
         lines.append(f"{p.nodes:>5} {_hours(p.job_hours):>9} {p.prediction.throughput:>14,.0f} "
-                     f"{100 * p.prediction.efficiency:>4.0f}% {usd:>10}  {bar:<{BAR_WIDTH}}{mark}")
+                     f"{100 * p.prediction.efficiency:>4.0f}% {usd:>10}  {bar}{mark}")
     memory = first.memory
     if not memory.fits:
         lines.append(f"memory: {memory.advice}")
