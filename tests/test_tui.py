@@ -165,6 +165,11 @@ def test_opens_on_the_default_job_ranked_by_cost(snapshot: Snapshot) -> None:
         assert key_of(cols, 0) == key_of(want, int(np.argmin(want["cost_usd"])))
         table = app.screen.query_one(OffersTable)
         assert table.has_focus and table.row_count == len(cols["cost_usd"])
+        # a star on exactly the plans no other plan beats on both time and cost
+        h, c = cols["total_hours"], cols["cost_usd"]
+        for i, row in enumerate(table.ordered_rows):
+            dominated = bool(np.any((h <= h[i]) & (c <= c[i]) & ((h < h[i]) | (c < c[i]))))
+            assert (str(row.label) == "★") == (not dominated)
         status = plain(app.screen.query_one("#offers-status"))
         assert "90 epochs" in status and "prices 2026-11-30" in status
 
@@ -276,7 +281,8 @@ def test_sorting_by_keys_and_by_header_clicks(snapshot: Snapshot,
         assert np.all(np.diff(shown(app)["total_hours"]) <= 0)
         # a click on the "$/h" header sorts by it; a second click reverses
         table = app.screen.query_one(OffersTable)
-        x = sum(c.get_render_width(table) for c in list(table.columns.values())[:2]) + 2
+        star = 1 + 2 * table.cell_padding  # the row-label column of Pareto stars
+        x = star + sum(c.get_render_width(table) for c in list(table.columns.values())[:2]) + 2
         await pilot.click(OffersTable, offset=(x, 0))
         await settle(pilot)
         assert app.offers.sort == "usd_per_hour_total"

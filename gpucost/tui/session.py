@@ -83,6 +83,12 @@ class View:
         """Plans left out because the profile's per-device batch does not fit the GPU."""
         return int((~self.advice.fits).sum())
 
+    @property
+    def on_front(self) -> np.ndarray:
+        """Per shown row: on the (time, cost) Pareto front, where no plan is both faster and
+        cheaper."""
+        return np.isin(self.order, self.advice.pareto)
+
     def peak_gb(self, index: int) -> float:
         """Predicted peak memory per GPU of row ``index``, GB (NaN: unknown)."""
         return float(self.advice.peak_gb[self.order[index]])

@@ -26,6 +26,7 @@ HELP = """\
   esc    back to the table         x       allow/forbid spot
   /      filter by GPU             s / S   next sort column / reverse
   click a column header to sort by it (again: reversed)
+  ★ marks the Pareto front: no other plan is both faster and cheaper.
 
   A deadline keeps the plans whose expected wall clock (setup, compute,
   checkpoints, spot rework) fits; a budget, those whose expected $/job

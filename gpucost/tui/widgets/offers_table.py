@@ -49,7 +49,8 @@ def _trim(text: str, width: int) -> str:
 
 
 class OffersTable(DataTable[Text]):
-    """One row per plan of the current view; the row key is its index in the view."""
+    """One row per plan of the current view; the row key is its index in the view. A star marks
+    the plans on the (time, cost) Pareto front: none is both faster and cheaper than them."""
 
     class SortRequested(Message):
         def __init__(self, column: str) -> None:
@@ -70,6 +71,7 @@ class OffersTable(DataTable[Text]):
         for key, label in COLUMNS:
             self.add_column(label + (arrow if key == view.sort else ""), key=key)
         c = view.ranking.columns
+        front = view.on_front
         for i in range(len(view.ranking)):
             market = str(c["market"][i])
             cells = {
@@ -86,7 +88,8 @@ class OffersTable(DataTable[Text]):
                 "price_date": str(c["price_date"][i]) + (" stale" if c["stale"][i] else ""),
             }
             self.add_row(*(Text(cells[k], justify="right" if k in NUMERIC else "left")
-                           for k, _ in COLUMNS), key=str(i))
+                           for k, _ in COLUMNS), key=str(i),
+                         label=Text("★" if front[i] else " ", style="bold yellow"))
 
     @property
     def selected_index(self) -> int | None:
