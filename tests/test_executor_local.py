@@ -35,11 +35,13 @@ def write_plan(tmp_path: Path, *, provider: str = "local", gpu_count: int = 1, e
                samples: int = 2048, price_hr: float = 0.02, budget: float = 1.0,
                timeout_h: float = 0.25, throughput: float = 2000.0, margin: float = 100.0,
                action: str = "warn", policy: str = "destroy", est_hours: float = 0.001,
-               est_cost: float = 0.0001, name: str = "tiny") -> Path:
+               est_cost: float = 0.0001, name: str = "tiny",
+               command: list[str] | None = None) -> Path:
     plan: dict[str, Any] = {
         "schema": "gpucost-plan", "schema_version": 1, "created_at": "2026-11-30T20:00:00Z",
-        "job": {"name": name, "command": ["python", str(TRAIN), "--epochs", str(epochs),
-                                          "--samples-per-epoch", str(samples), "--width", "128"],
+        "job": {"name": name,
+                "command": command or ["python", str(TRAIN), "--epochs", str(epochs),
+                                       "--samples-per-epoch", str(samples), "--width", "128"],
                 "workdir": str(tmp_path), "epochs": float(epochs), "dataset_size": samples},
         "offer": {"provider": provider, "instance_type": "local-cpu", "gpu": "CPU",
                   "gpu_count": gpu_count, "price_hr": price_hr, "region": "local"},
@@ -408,3 +410,37 @@ def test_detach_status_logs_stop_resume_and_down_as_a_user_would(
     assert not pids_with_token(f"gpucost-{second}")
     assert main(["ps"]) == 0
     assert capsys.readouterr().out.strip() == "no live resources"
+
+
+def test_unknown_provider_is_refused_before_anything_is_created(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_plan(tmp_path)
+    path.write_text(path.read_text().replace('provider = "local"', 'provider = "gcp"'))
+    assert main(["launch", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "unknown provider or source 'gcp'" in err and "local, torchrun, aws, vast" in err
+    with Ledger() as ledger:
+        assert ledger.runs() == []
+
+
+def test_a_missing_workdir_is_an_input_error(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_plan(tmp_path)
+    path.write_text(path.read_text().replace(f'workdir = "{tmp_path}"',
+                                             f'workdir = "{tmp_path / "missing"}"'))
+    assert main(["launch", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "workdir" in err and "does not exist" in err and "Traceback" not in err
+    with Ledger() as ledger:
+        assert ledger.runs() == []
+
+
+def test_a_command_that_cannot_start_fails_cleanly(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_plan(tmp_path, command=["no-such-tool", "--epochs", "1"])
+    assert main(["launch", str(path)]) == 3
+    captured = capsys.readouterr()
+    assert captured.out.split()[1] == "failed"
+    assert "cannot start 'no-such-tool'" in captured.err and "Traceback" not in captured.err
+    with Ledger() as ledger:
+        assert ledger.resources(live_only=True) == []

@@ -79,6 +79,8 @@ class LocalProvider(Provider):
         except subprocess.TimeoutExpired:
             raise ExecutorError(f"the on-arrival matmul did not finish in {VERIFY_TIMEOUT_S:g} s",
                                 hint="the device is hung or far slower than planned") from None
+        except OSError as err:
+            raise ExecutorError(f"cannot run the on-arrival matmul in {workdir}: {err}") from err
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or ["no output"])[-1]
             raise ExecutorError(f"the on-arrival matmul failed: {last}",

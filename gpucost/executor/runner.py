@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from gpucost.errors import CapacityError, ExecutorError, GpuCostError
+from gpucost.errors import CapacityError, ExecutorError, GpuCostError, InputError
 from gpucost.executor import get_provider, provider_config
 from gpucost.executor.base import JobSpec, Provider, ProvisionRequest, Resource
 from gpucost.executor.checkpoints import CheckpointStore
@@ -262,6 +262,10 @@ class Runner:
     # -- the run -----------------------------------------------------------------------------------
     def launch(self) -> LaunchResult:
         plan = self.plan
+        workdir = plan.workdir(self.plan_path)
+        if self.provider.runs_locally and not workdir.is_dir():
+            raise InputError(f"the job's workdir {workdir} does not exist",
+                             hint="fix [job] workdir (relative to the plan file)")
         self.run_dir.create()
         self.ledger.create_run(run_id=self.run_id, name=plan.job.name,
                                plan_path=str(self.plan_path), provider=self.provider.name,
