@@ -130,3 +130,41 @@ def test_the_real_skypilot_loader_accepts_the_export(tmp_path: Path) -> None:
     # The same loader rejects a task with a misspelt field: the check above is a real one.
     broken = export_skypilot(load_plan(path), path).replace("use_spot:", "use_spotty:")
     assert "error" in load_with_skypilot(broken, tmp_path)
+
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+
+
+def _golden(name: str, text: str) -> None:
+    """Compare with tests/golden/<name>; GPUCOST_UPDATE_GOLDENS=1 rewrites it after a change."""
+    from gpucost._io import atomic_write_text
+
+    golden = GOLDEN / name
+    if os.environ.get("GPUCOST_UPDATE_GOLDENS") == "1":
+        atomic_write_text(golden, text)
+    assert golden.exists(), f"{golden} missing: run with GPUCOST_UPDATE_GOLDENS=1"
+    assert text == golden.read_text(encoding="utf-8")
+
+
+def test_skypilot_export_format_is_stable(tmp_path: Path) -> None:
+    plan = load_plan(plan_file(tmp_path, nodes=1, market="on-demand", gpu="H100 SXM5 80GB",
+                               policy="stop"))
+    _golden("executor_skypilot_task.yaml", export_skypilot(plan))
+
+
+def test_status_format_is_stable(capsys: pytest.CaptureFixture[str]) -> None:
+    from gpucost.cli import main
+    from gpucost.executor.ledger import Ledger
+    from gpucost.executor.rundir import RunDir
+
+    rd = RunDir.for_run("tiny-20261130-200000-abcd").create()
+    with Ledger() as ledger:
+        ledger.create_run(run_id="tiny-20261130-200000-abcd", name="tiny", plan_path="p",
+                          provider="torchrun", run_dir=str(rd.path), price_hr=0.02, nodes=1,
+                          budget_cap_usd=0.05)
+    rd.write_status({"state": "running", "epoch": 3, "epochs": 10.0, "eta_s": 754.0,
+                     "elapsed_s": 300.0, "cost_usd": 0.00166, "throughput": 1843.2,
+                     "planned_throughput": 2000.0, "metrics": {"loss": 0.1234567},
+                     "checkpoint": "/ck/tiny/epoch-000003.pt", "final": False})
+    assert main(["status", "tiny"]) == 0
+    _golden("executor_status.txt", capsys.readouterr().out)
