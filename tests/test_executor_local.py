@@ -235,8 +235,8 @@ def test_dry_run_of_the_example_plan_describes_limits_and_creates_nothing(
     out = capsys.readouterr().out
     assert "timeout 0.25 h, budget cap 0.05 USD" in out
     assert "local does not support spot" in out
-    with Ledger() as ledger:
-        assert ledger.runs() == []
+    assert "after the job: destroy (local cannot stop" in out
+    assert not (Path(os.environ["GPUCOST_HOME"]) / "ledger.sqlite").exists()
     assert main(["ps"]) == 0
     assert capsys.readouterr().out.strip() == "no live resources"
 

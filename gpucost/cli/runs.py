@@ -72,7 +72,6 @@ def _launch(args: argparse.Namespace) -> int:
         print("\n".join(runner.describe()))
         return 0
     if args.detach:
-        runner.ledger.close()
         # A new session: the launcher outlives this terminal and gets no Ctrl-C meant for it.
         subprocess.Popen([sys.executable, "-m", "gpucost", "launch", str(args.plan),
                           "--run-id", runner.run_id], stdin=subprocess.DEVNULL,

@@ -16,7 +16,10 @@ import abc
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+if TYPE_CHECKING:
+    from gpucost.plan import Plan
 
 # Lifecycle of one resource as the ledger and `gpucost ps` show it.
 ResourceState = Literal["requested", "pending", "running", "stopped", "exited", "destroyed",
@@ -82,6 +85,10 @@ class Provider(abc.ABC):
     def config(self) -> dict[str, Any]:
         """What `gpucost cleanup` needs to reach the same provider later (no secrets)."""
         return {}
+
+    def bootstrap_script(self, plan: Plan, run_id: str) -> str:
+        """What a remote machine runs at boot (user data, onstart); empty where nothing boots."""
+        return ""
 
     @abc.abstractmethod
     def provision(self, request: ProvisionRequest) -> list[Resource]:

@@ -140,7 +140,7 @@ class Runner:
         self.provider = provider or get_provider(plan.offer.provider,
                                                  provider_config(plan.offer.provider,
                                                                  plan.offer.region))
-        self.ledger = ledger or Ledger()
+        self._ledger = ledger
         self.echo = echo
         self.poll_s = poll_s
         self.run_id = run_id or new_run_id(plan.job.name)
@@ -152,6 +152,13 @@ class Runner:
         self._started = 0.0
         self._price_hr = plan.offer.price_hr  # USD/h per node; on-demand after a spot fallback
         self.capacity_retry_s = CAPACITY_RETRY_S
+
+    @property
+    def ledger(self) -> Ledger:
+        """Opened on first use, so that a dry run leaves no trace."""
+        if self._ledger is None:
+            self._ledger = Ledger()
+        return self._ledger
 
     # -- description ---------------------------------------------------------------------------
     def describe(self) -> list[str]:
@@ -177,8 +184,11 @@ class Runner:
             lines.append(f"checkpoints: every {ck.every_epochs or 1:g} epoch(s) to "
                          f"{store.resolved_target}/{p.job.name}"
                          + (f"; resumes from epoch {latest}" if ck.resume and latest else ""))
-        lines.append(f"after the job: {p.idle.policy} (idle policy); on failure, interrupt, "
-                     "timeout or budget cap: destroy")
+        after = p.idle.policy
+        if after == "stop" and not self.provider.supports("stop"):
+            after = f"destroy ({o.provider} cannot stop: {self.provider.unsupported['stop']})"
+        lines.append(f"after the job: {after}; on failure, interrupt, timeout or budget cap: "
+                     "destroy")
         for op, why in self.provider.unsupported.items():
             lines.append(f"{o.provider} does not support {op}: {why}")
         return lines
@@ -225,7 +235,8 @@ class Runner:
             run_id=self.run_id, token=self.token, instance_type=o.instance_type,
             gpu_count=max(1, round(o.gpu_count)), nodes=o.nodes, market=market, region=o.region,
             zone=o.zone, price_hr=self._price_hr, disk_gb=self.plan.disk.size_gb,
-            user_data=self._user_data(), offer_id=o.instance_type,
+            user_data=self.provider.bootstrap_script(self.plan, self.run_id),
+            offer_id=o.instance_type,
             shutdown_behavior="stop" if (self.plan.idle.policy == "stop"
                                          and market == "on-demand") else "terminate")
         row = self.ledger.intent(run_id=self.run_id, provider=self.provider.name,
@@ -254,10 +265,6 @@ class Runner:
             self._say(f"the failed create had made {len(found)} resource(s): destroyed "
                       + ", ".join(r.resource_id for r in found))
         self.ledger.set_state(row, "failed")
-
-    def _user_data(self) -> str:
-        builder = getattr(self.provider, "bootstrap_script", None)
-        return str(builder(self.plan, self.run_id)) if callable(builder) else ""
 
     # -- the run -----------------------------------------------------------------------------------
     def launch(self) -> LaunchResult:
