@@ -110,6 +110,40 @@ def multi_gpu(data: Path) -> dict[str, list[float]]:
     return errors
 
 
+# NCCL all-reduce bus bandwidth anchors (nccl_busbw_reference.csv) the model can be held to:
+# (setting as in the file, catalog GPU, GPUs, link).
+NCCL_CHECKS = (
+    ("8x H100 SXM (1 node)", "H100 SXM5 80GB", 8, "nvlink"),
+    ("8x A100 SXM4 80GB (1 node)", "A100 SXM4 80GB", 8, "nvlink"),
+    ("A100 NVLink pair (NV12)", "A100 SXM4 80GB", 2, "nvlink"),
+    ("8x RTX 5090 (PCIe only)", "RTX 5090", 8, "pcie"),
+    ("5x RTX 4090 (P2P enabled by tinygrad patched driver)", "RTX 4090", 5, "pcie"),
+)
+
+
+def nccl_anchors(data: Path) -> None:
+    """Predicted intra-node bus bandwidth next to the measured NCCL figures."""
+    import csv
+    import re
+
+    from gpucost.catalog import get_gpu
+    from gpucost.model import scaling
+
+    with (data / "nccl_busbw_reference.csv").open(newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["algo"] in ("RING", "default")]
+    print("intra-node all-reduce bus bandwidth, model vs NCCL reference (GB/s):")
+    cal = translate.shipped_calibration()["scaling"]
+    for setting, gpu, k, link in NCCL_CHECKS:
+        measured = [float(v) for r in rows if r["setting"] == setting
+                    for v in re.findall(r"\d+(?:\.\d+)?", r["busbw_gbps"])][:2]
+        if not measured:
+            continue
+        lk = scaling.resolve_links(get_gpu(gpu), cal, intra_node_gbps=None, inter_node_gbps=None,
+                                   intra_node_link=link, gpus_per_node=k)
+        model = min(lk.intra_busbw_Bps, lk.host_busbw_Bps / k) / 1e9
+        print(f"  {setting:<55} model {model:6.1f}  measured {statistics.mean(measured):6.1f}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
@@ -120,6 +154,7 @@ def main() -> int:
     t0 = time.perf_counter()
     single = single_gpu(args.data)
     multi = multi_gpu(args.data)
+    nccl_anchors(args.data)
     s_model = statistics.mean(single["model"])
     m_model = statistics.mean(multi["model"])
     print(f"summary: single-GPU mean error {100 * s_model:.1f} % (goal <= 8 %; spec-sheet FLOPS "
