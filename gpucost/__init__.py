@@ -23,6 +23,7 @@ _EXPORTS: dict[str, str] = {
     "compare": "gpucost.ranking",
     "predict": "gpucost.model.perf",
     "Prediction": "gpucost.model.perf",
+    "fit_memory": "gpucost.model.memory",
     "report": "gpucost.report",
     "breakeven": "gpucost.model.economics",
     "advise": "gpucost.advisor",
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from gpucost.catalog import GpuSpec, all_gpus, get_gpu, resolve_gpu_name, try_resolve_gpu_name
     from gpucost.errors import GpuCostError
     from gpucost.model.economics import breakeven
+    from gpucost.model.memory import fit_memory
     from gpucost.model.perf import Prediction, predict
     from gpucost.plan import Plan, load_plan, save_plan
     from gpucost.preflight import run_preflight
