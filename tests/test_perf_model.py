@@ -351,3 +351,19 @@ def test_predict_and_scale_output_formats_are_stable(
     assert main(["scale", "-p", str(path), "--gpu", "L4", "-k", "8", "--max-nodes", "8",
                  "--network-gbps", "25", "--price-hr", "6.40"]) == 0
     _golden("scale_table.txt", capsys.readouterr().out)
+
+
+def test_efficiency_lookup_falls_back_to_the_nearest_older_class() -> None:
+    assert translate.device_class(get_gpu("RTX 4090")) == "8.9g"  # GeForce
+    assert translate.device_class(get_gpu("L40S")) == "8.9"
+    assert translate.device_class(get_gpu("MI300X")) == get_gpu("MI300X").arch
+    cal = {**HAND_CALIBRATION,
+           "compute_efficiency_gpu": {"RTX 4090|fp16": 0.9},
+           "compute_efficiency_class": {"8.6g|fp16": 0.7, "8.9|fp16": 0.4, "9.0|fp16": 0.6}}
+    eff = {g: translate.efficiencies(get_gpu(g), "amp", cal)[0]
+           for g in ("RTX 4090", "RTX 5090", "L40S", "B200", "RTX 3090", "V100 SXM2 16GB",
+                     "MI300X")}
+    # Fitted GPU; unseen GeForce -> newest older GeForce class (8.6g, not 9.0); its own class;
+    # Blackwell -> Hopper; GeForce Ampere; nothing older than Volta -> default; AMD -> default.
+    assert eff == {"RTX 4090": 0.9, "RTX 5090": 0.7, "L40S": 0.4, "B200": 0.6, "RTX 3090": 0.7,
+                   "V100 SXM2 16GB": 0.5, "MI300X": 0.5}

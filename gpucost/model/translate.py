@@ -72,10 +72,19 @@ def gpu_spec(name: str) -> GpuSpec:
     return get_gpu(name)
 
 
+# GeForce cards: their tensor cores run fp32-accumulate math at half rate, and what training
+# reaches of that listed rate differs from the datacenter/pro parts of the same chip.
+_GEFORCE_PREFIXES = ("GTX ", "RTX 20", "RTX 30", "RTX 40", "RTX 50")
+GEFORCE_SUFFIX = "g"
+
+
 def device_class(spec: GpuSpec) -> str:
     """The key efficiencies are fitted under: compute capability (GA100 "8.0" vs GA102 "8.6"),
-    or the architecture name for non-NVIDIA parts."""
-    return spec.compute_capability or spec.arch
+    with a "g" for GeForce cards ("8.6g"), or the architecture name for non-NVIDIA parts."""
+    if spec.compute_capability is None:
+        return spec.arch
+    geforce = spec.name.startswith(_GEFORCE_PREFIXES)
+    return spec.compute_capability + (GEFORCE_SUFFIX if geforce else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,18 +101,22 @@ class DeviceRates:
 
 
 def _capability(cls: str) -> tuple[int, int] | None:
-    major, _, minor = cls.partition(".")
+    major, _, minor = cls.removesuffix(GEFORCE_SUFFIX).partition(".")
     return (int(major), int(minor)) if major.isdigit() and minor.isdigit() else None
 
 
 def _nearest_class(spec: GpuSpec, fitted: Iterable[str]) -> str | None:
     """The fitted class closest below ``spec``'s compute capability (its predecessor
-    architecture), for GPUs the benchmarks never measured; None for non-NVIDIA parts."""
-    own = _capability(device_class(spec))
+    architecture), GeForce to GeForce where possible, for GPUs the benchmarks never measured;
+    None for non-NVIDIA parts."""
+    own_class = device_class(spec)
+    own = _capability(own_class)
     if own is None:
         return None
-    older = [(cap, c) for c in fitted if (cap := _capability(c)) is not None and cap <= own]
-    return max(older)[1] if older else None
+    geforce = own_class.endswith(GEFORCE_SUFFIX)
+    older = [(c.endswith(GEFORCE_SUFFIX) == geforce, cap, c) for c in fitted
+             if (cap := _capability(c)) is not None and cap <= own]
+    return max(older)[2] if older else None
 
 
 def efficiencies(spec: GpuSpec, precision: str,
