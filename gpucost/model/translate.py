@@ -5,16 +5,16 @@ workload of F flops that moves kappa * F bytes of device memory takes
 
     t(g) = F / (peak_flops(g, p) * eff(g, p)) + kappa * F / (mem_bw(g) * eff_bw(g))
 
-plus eta * F of host time (Python, kernel launches) that is the same on every GPU; a profile
-that measured its host time (``breakdown``) uses that instead.
-where ``eff`` and ``eff_bw`` are achievable fractions of the spec sheet, fitted per compute
-capability and precision on public training benchmarks (``calibration.json``, written by
-``scripts/fit_calibration.py``), and kappa (bytes per flop) is the workload's mix: from the
-profile when it records both flops and bytes, else fitted per model family, as is eta. A
-measured step is
-translated by the ratio t(target) / t(source), so the same GPU reproduces the measurement
-exactly. With a per-operator table each operator is translated by what bounds it on each GPU
-(arithmetic intensity against the ridge point, with a per-launch floor for small kernels).
+of device time, plus eta * F of host time (Python, kernel launches) that is the same on every
+GPU. ``eff`` and ``eff_bw`` are achievable fractions of the spec sheet, fitted per compute
+capability (GeForce apart) and precision on public training benchmarks (``calibration.json``,
+written by ``scripts/fit_calibration.py``); kappa (bytes per flop, the compute/memory mix) and
+eta are fitted per model family, and kappa comes from the profile when it counts both flops and
+bytes. A profile that measured its host time (``breakdown``) uses that instead of eta. The
+device part of a measured step is translated by the ratio t(target) / t(source), so the same
+GPU reproduces the measurement exactly. With a per-operator table each operator is translated by
+what bounds it on each GPU (its arithmetic intensity against the GPU's ridge point, i.e. the
+larger of flops/rate and bytes/bandwidth, with a per-launch floor for small kernels).
 """
 
 from __future__ import annotations
@@ -94,11 +94,6 @@ class DeviceRates:
     flops_per_s: float  # achievable arithmetic rate
     bytes_per_s: float  # achievable device-memory bandwidth
 
-    @property
-    def ridge_flops_per_byte(self) -> float:
-        """Arithmetic intensity above which a kernel is compute-bound here."""
-        return self.flops_per_s / self.bytes_per_s
-
 
 def _capability(cls: str) -> tuple[int, int] | None:
     major, _, minor = cls.removesuffix(GEFORCE_SUFFIX).partition(".")
@@ -162,7 +157,7 @@ def rates_for(spec: GpuSpec, precision: str, cal: Mapping[str, Any] | None = Non
 
 @lru_cache(maxsize=4096)
 def device_rates(gpu: str, precision: str) -> DeviceRates:
-    """Achievable rates of a catalog GPU at a precision, using the shipped calibration."""
+    """Achievable rates of a catalog GPU at a precision, under the calibration in force."""
     return rates_for(gpu_spec(gpu), precision)
 
 
