@@ -144,6 +144,27 @@ def nccl_anchors(data: Path) -> None:
         print(f"  {setting:<55} model {model:6.1f}  measured {statistics.mean(measured):6.1f}")
 
 
+def predict_speed() -> float:
+    """Microseconds per predict() call over the configurations a compare run asks for."""
+    from gpucost.catalog import get_gpu
+
+    p = Profile.from_measurement(gpu="V100 SXM2 16GB", throughput=1200.0, batch_size=256,
+                                 precision="amp", param_count=25.6e6)
+    gpus = [get_gpu(g).name for g in ("T4", "L4", "A10G", "L40S", "A100 SXM4 80GB",
+                                      "H100 SXM5 80GB", "H200 SXM 141GB", "RTX 4090")]
+    configs = [(g, k, n, net) for g in gpus for k in (1, 2, 4, 8) for n in range(1, 9)
+               for net in (25.0, 100.0, 400.0)]
+    for g, k, n, net in configs:  # first calls fill the catalog and rate caches
+        predict(p, gpu=g, gpus_per_node=k, nodes=n, inter_node_gbps=net)
+    t0 = time.perf_counter()
+    for g, k, n, net in configs:
+        predict(p, gpu=g, gpus_per_node=k, nodes=n, inter_node_gbps=net)
+    per_call_us = (time.perf_counter() - t0) / len(configs) * 1e6
+    print(f"predict(): {per_call_us:.1f} us per call over {len(configs)} configurations "
+          "(target < 30 us)")
+    return per_call_us
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
@@ -155,6 +176,7 @@ def main() -> int:
     single = single_gpu(args.data)
     multi = multi_gpu(args.data)
     nccl_anchors(args.data)
+    predict_speed()
     s_model = statistics.mean(single["model"])
     m_model = statistics.mean(multi["model"])
     print(f"summary: single-GPU mean error {100 * s_model:.1f} % (goal <= 8 %; spec-sheet FLOPS "
