@@ -61,7 +61,7 @@ def single_gpu(data: Path) -> dict[str, list[float]]:
                         tgt.version, tgt.model, tgt.precision):
                     continue
                 source_spec = get_gpu(src.gpu)
-                profile = Profile(gpu=src.gpu, precision=src.precision,  # type: ignore[arg-type]
+                profile = Profile(gpu=src.gpu, precision=src.precision,
                                   batch_size=src.batch_size,
                                   step_time_s=src.batch_size / src.throughput, param_count=1.0,
                                   name=src.model)
