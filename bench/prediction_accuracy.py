@@ -61,10 +61,9 @@ def single_gpu(data: Path) -> dict[str, list[float]]:
                         tgt.version, tgt.model, tgt.precision):
                     continue
                 source_spec = get_gpu(src.gpu)
-                profile = Profile(gpu=src.gpu, precision=src.precision,
-                                  batch_size=src.batch_size,
-                                  step_time_s=src.batch_size / src.throughput, param_count=1.0,
-                                  name=src.model)
+                profile = Profile.from_measurement(
+                    gpu=src.gpu, throughput=src.throughput, batch_size=src.batch_size,
+                    precision=src.precision, param_count=1.0, name=src.model)
                 with using_calibration(cal):  # gpucost's own predict, with the refit
                     predicted = predict(profile, gpu=held).throughput
                 flops = src.throughput * (translate.peak_tflops(target_spec, src.precision)
