@@ -24,7 +24,7 @@ _EXPORTS: dict[str, str] = {
     "predict": "gpucost.model.perf",
     "Prediction": "gpucost.model.perf",
     "fit_memory": "gpucost.model.memory",
-    "report": "gpucost.report",
+    "report": "gpucost.reporting",
     "breakeven": "gpucost.model.economics",
     "advise": "gpucost.advisor",
     "Plan": "gpucost.plan",
@@ -36,7 +36,30 @@ _EXPORTS: dict[str, str] = {
     "run_preflight": "gpucost.preflight",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+__all__ = [
+    "GpuCostError",
+    "GpuSpec",
+    "Plan",
+    "Prediction",
+    "Profile",
+    "StepProfiler",
+    "__version__",
+    "advise",
+    "all_gpus",
+    "breakeven",
+    "compare",
+    "fit_memory",
+    "get_gpu",
+    "load_plan",
+    "predict",
+    "probe_batch",
+    "profile_model",
+    "report",
+    "resolve_gpu_name",
+    "run_preflight",
+    "save_plan",
+    "try_resolve_gpu_name",
+]
 
 if TYPE_CHECKING:
     from gpucost.advisor import advise
@@ -50,6 +73,7 @@ if TYPE_CHECKING:
     from gpucost.profile import Profile
     from gpucost.profiler import StepProfiler, probe_batch, profile_model
     from gpucost.ranking import compare
+    from gpucost.reporting import report
 
 
 def __getattr__(name: str) -> Any:

@@ -281,6 +281,9 @@ def test_real_catalog_counts_match_provenance(shared_data: Path) -> None:
             assert get_gpu(gpu).name == gpu
     aws = by_source(snaps)["skypilot-aws"]
     assert aws.provenance["rows_skipped_by_name"]["not a GPU"]["Inferentia"] == 201
+    # Graviton hosts (g5g) are left out: plans assume an x86-64 host for the torch wheel.
+    assert aws.provenance["rows_skipped"]["not an x86-64 host"] == 91
+    assert not np.char.startswith(aws.offers["instance_type"], "g5g.").any()
     fractional = aws.offers["gpu_count"][np.char.startswith(aws.offers["instance_type"], "g6f.")]
     assert set(fractional.tolist()) == {0.125, 0.25, 0.5}
     gcp = by_source(snaps)["skypilot-gcp"].offers

@@ -152,6 +152,13 @@ def register(sub: Any) -> None:
     add_job_arguments(p)
     p.add_argument("--output", "-o", metavar="PLAN_TOML", help="write the plan file here")
     p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument(
+        "--export",
+        choices=("skypilot",),
+        help="also write the plan as a SkyPilot task YAML (next to -o as NAME.sky.yaml, "
+        "or to --export-out, or to stdout)",
+    )
+    p.add_argument("--export-out", metavar="FILE", help="where --export writes")
     p.set_defaults(handler=run)
 
 
@@ -246,6 +253,24 @@ def _choice_text(title: str, choice: Choice) -> list[str]:
     return lines
 
 
+def _export_skypilot(plan: Any, args: argparse.Namespace) -> None:
+    from pathlib import Path
+
+    from gpucost._io import atomic_write_text
+    from gpucost.executor.export import export_skypilot
+
+    target = args.export_out
+    if target is None and args.output:
+        out = Path(args.output)
+        target = str(out.with_name(out.stem + ".sky.yaml"))
+    text = export_skypilot(plan, args.output)
+    if target is None:
+        sys.stdout.write(text)
+    else:
+        atomic_write_text(target, text)
+        print(f"wrote SkyPilot task {target}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     import math
 
@@ -256,6 +281,10 @@ def run(args: argparse.Namespace) -> int:
         from gpucost.plan import save_plan
 
         save_plan(plan, args.output)
+    if args.export == "skypilot":
+        _export_skypilot(plan, args)
+        if not (args.output or args.export_out):
+            return 0
     if args.format == "json":
         import json
 

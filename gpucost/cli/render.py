@@ -41,6 +41,12 @@ def _gpus(gpu: str, count: float, nodes: int) -> str:
     return per_node if nodes == 1 else f"{nodes}x({per_node})"
 
 
+def _market(market: str, risk: float) -> str:
+    if market != "spot" or math.isnan(risk):
+        return market
+    return f"spot {risk:.0%}" if risk >= 0.01 else "spot <1%"
+
+
 def print_ranking(ranking: Ranking, total: int) -> None:
     from rich import box
     from rich.console import Console
@@ -69,7 +75,7 @@ def print_ranking(ranking: Ranking, total: int) -> None:
     table.add_column("time", justify="right", no_wrap=True, min_width=6)
     table.add_column("$/h", justify="right", no_wrap=True, min_width=6)
     table.add_column("GPUs", no_wrap=True, overflow="ellipsis", min_width=8, max_width=22)
-    table.add_column("market", no_wrap=True, overflow="ellipsis", min_width=4, max_width=9)
+    table.add_column("market", no_wrap=True, overflow="ellipsis", min_width=8, max_width=9)
     if wide:
         table.add_column(f"{profile.sample_unit}/s", justify="right", no_wrap=True)
     for name, width in (("provider", 9), ("region", 16), ("instance", 22)):
@@ -80,10 +86,10 @@ def print_ranking(ranking: Ranking, total: int) -> None:
         table.add_row(
             *rank,
             fmt_usd(float(c["cost_usd"][i])),
-            fmt_hours(float(c["hours"][i])),
+            fmt_hours(float(c["total_hours"][i])),
             fmt_usd(float(c["usd_per_hour_total"][i])),
             _gpus(str(c["gpu"][i]), float(c["gpu_count"][i]), int(c["nodes"][i])),
-            str(c["market"][i]),
+            _market(str(c["market"][i]), float(c["risk"][i])),
             *rate,
             str(c["provider"][i]),
             str(c["region"][i]),
@@ -93,7 +99,8 @@ def print_ranking(ranking: Ranking, total: int) -> None:
     key = "$/job" if ranking.sort == "cost" else "time"
     console.print(
         f"{len(ranking)} of {total:,} plans shown, ranked by {key}. "
-        "$/h covers all nodes; $/job is the expected total for the job.",
+        "$/h covers all nodes; time includes setup; $/job is the expected total "
+        "(spot: with expected interruptions; % = chance of at least one).",
         highlight=False,
     )
     for note in ranking.notes:

@@ -474,6 +474,11 @@ def _record(cloud: str, *, region: str, zone: str, instance_type: str, accelerat
 
 
 def _plain_record(cloud: str, row: Mapping[str, str], tally: _Tally) -> dict[str, Any] | None:
+    # Arm hosts (AWS g5g) need aarch64 CUDA builds of torch that training images rarely ship;
+    # every plan gpucost makes assumes an x86-64 host, so these are left out, counted.
+    if row.get("Arch", "x86_64").strip() not in ("", "x86_64"):
+        tally.skip("not an x86-64 host", row.get("InstanceType", ""))
+        return None
     rec = _record(
         cloud, region=row.get("Region", ""), zone=row.get("AvailabilityZone", ""),
         instance_type=row["InstanceType"], accelerator=row["AcceleratorName"],

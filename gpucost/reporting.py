@@ -15,9 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
-import sys
 import time
-import types
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -58,14 +56,3 @@ def _ship(path: Path, epoch: int) -> str | None:
     from gpucost.executor.checkpoints import CheckpointStore
 
     return CheckpointStore.from_env().ship(path, epoch)
-
-
-class _CallableModule(types.ModuleType):
-    """``import gpucost.report`` binds the module over the function on the package; keep
-    ``gpucost.report(...)`` working either way."""
-
-    def __call__(self, **kwargs: Any) -> None:
-        report(**kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
