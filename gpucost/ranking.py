@@ -23,6 +23,7 @@ import numpy as np
 
 from gpucost.errors import InputError, NoOffersError, UnknownProviderError
 from gpucost.model.economics import COST_UNITS, JobParams, job_costs
+from gpucost.pricing.registry import DEFAULT_MAX_AGE_DAYS, is_stale
 from gpucost.pricing.snapshot import Offers, Snapshot, load_snapshots
 from gpucost.profile import Profile, resolve_profile
 
@@ -34,7 +35,6 @@ SortKey = Literal["cost", "time"]
 
 COMPARE_SCHEMA = "gpucost-compare"
 COMPARE_SCHEMA_VERSION = 1
-DEFAULT_STALE_DAYS = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,7 +347,7 @@ def rank(
     filters: Filters = Filters(),
     *,
     sort: SortKey = "cost",
-    stale_days: float = DEFAULT_STALE_DAYS,
+    stale_days: float = DEFAULT_MAX_AGE_DAYS,
     now: dt.datetime | None = None,
     job_params: JobParams | None = None,
 ) -> Ranking:
@@ -395,7 +395,7 @@ def rank(
     order_keys = (costs["cost_usd"], wall) if sort == "cost" else (wall, costs["cost_usd"])
     order = np.lexsort(order_keys[::-1])
 
-    stale_sources = {s.source for s in snapshots if s.age_days(now) > stale_days}
+    stale_sources = {s.source for s in snapshots if is_stale(s, stale_days, now)}
     out: dict[str, np.ndarray] = {
         "provider": cols["provider"],
         "region": cols["region"],
