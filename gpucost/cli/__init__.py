@@ -16,18 +16,21 @@ from collections.abc import Sequence
 
 # Explicit registry, in help order. Each entry is a module of this package.
 COMMAND_MODULES: tuple[str, ...] = (
+    # plan
     "compare",
-    "gpus",
-    "breakeven",
-    "prices",
-    "profile",
-    "runs",
-    "preflight",
     "plan",
     "explain",
-    "tui",
     "predict",
     "scale",
+    "breakeven",
+    # measure and know
+    "profile",
+    "gpus",
+    "prices",
+    # run and check
+    "runs",
+    "preflight",
+    "tui",
 )
 
 
