@@ -17,7 +17,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from gpucost._io import atomic_write_json
 from gpucost.catalog.spec import PRECISIONS, Precision
@@ -256,7 +256,7 @@ class Profile:
 def _check_precision(value: object) -> Precision:
     if value not in PRECISIONS:
         raise ProfileError(f"precision {value!r} is not one of {', '.join(PRECISIONS)}")
-    return cast(Precision, value)
+    return value
 
 
 def _positive(name: str, value: object, *, allow_none: bool = False) -> None:
