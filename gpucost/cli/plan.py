@@ -7,20 +7,22 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
+from gpucost.cli.jobargs import (
+    add_economics,
+    add_prices,
+    add_profile_and_job,
+    job_from_args,
+    job_params_from_args,
+    snapshots_from_args,
+)
+
 if TYPE_CHECKING:
     from gpucost.advisor import Advice, Choice
 
 
 def add_job_arguments(p: argparse.ArgumentParser) -> None:
     """Profile, job size, constraints and job economics: shared by `plan` and `explain`."""
-    p.add_argument(
-        "--profile", "-p", help="profile JSON file or example name (default: resnet50-v100-amp)"
-    )
-    job = p.add_argument_group("job size (one of; default: the profile's typical job)")
-    job.add_argument("--epochs", type=float, help="epochs (with --dataset-size)")
-    job.add_argument("--dataset-size", type=float, help="samples per epoch")
-    job.add_argument("--samples", type=float, help="total samples")
-    job.add_argument("--steps", type=float, help="optimizer steps of the profile's global batch")
+    add_profile_and_job(p)
     c = p.add_argument_group("constraints")
     c.add_argument("--deadline-hours", type=float, metavar="H", help="finish within H hours")
     c.add_argument("--budget", type=float, metavar="USD", help="spend at most this much")
@@ -31,31 +33,7 @@ def add_job_arguments(p: argparse.ArgumentParser) -> None:
     c.add_argument("--gpu", action="append", help="GPU name (repeatable)")
     c.add_argument("--provider", action="append", help="provider (repeatable)")
     e = p.add_argument_group("job economics")
-    e.add_argument(
-        "--data-gb",
-        type=float,
-        default=0.0,
-        help="dataset downloaded onto each node and kept on disk, GB",
-    )
-    e.add_argument(
-        "--checkpoint-gb",
-        type=float,
-        default=0.0,
-        help="one checkpoint, GB (0: no checkpoints, an interruption restarts)",
-    )
-    e.add_argument("--results-gb", type=float, default=0.0, help="results copied off, GB")
-    e.add_argument(
-        "--setup-min",
-        type=float,
-        default=10.0,
-        help="provisioning + image pull, minutes (default 10)",
-    )
-    e.add_argument(
-        "--interruption-rate",
-        type=float,
-        metavar="PER_HOUR",
-        help="override the sourced interruption rates, per node-hour",
-    )
+    add_economics(e)
     e.add_argument(
         "--max-wait-hours",
         type=float,
@@ -83,43 +61,7 @@ def add_job_arguments(p: argparse.ArgumentParser) -> None:
         metavar="P",
         help="probability a stopped machine's GPUs are gone on restart (0..1)",
     )
-    e.add_argument(
-        "--include-local",
-        action="store_true",
-        help="consider this machine too (electricity x power)",
-    )
-    e.add_argument(
-        "--electricity-kwh",
-        type=float,
-        default=0.20,
-        metavar="USD",
-        help="your electricity price, USD/kWh (default 0.20)",
-    )
-    e.add_argument(
-        "--local-gpu",
-        metavar="NAME",
-        help="plan for a machine you own rather than this one: its GPU (catalog name, or CPU)",
-    )
-    e.add_argument("--local-gpus", type=int, default=1, metavar="N", help="GPUs in it (default 1)")
-    e.add_argument(
-        "--local-power-w",
-        type=float,
-        metavar="W",
-        help="your machine's draw under training load (default: NVML power limit or TDP)",
-    )
-    e.add_argument(
-        "--amortisation-hr",
-        type=float,
-        default=0.0,
-        metavar="USD",
-        help="your hardware's cost per hour of use (default 0)",
-    )
-    e.add_argument(
-        "--prices",
-        action="append",
-        metavar="PATH",
-        help="price snapshot file or folder (repeatable; default: newest per source)",
-    )
+    add_prices(e)
     w = p.add_argument_group("the plan")
     w.add_argument(
         "--pick",
@@ -165,27 +107,12 @@ def register(sub: Any) -> None:
 def build_advice(args: argparse.Namespace) -> tuple[Advice, Any]:
     """The advice for the arguments, and the Job (the plan and explain commands share it)."""
     from gpucost.advisor import Constraints, advise
-    from gpucost.model.economics import JobParams
-    from gpucost.pricing.snapshot import load_snapshots
     from gpucost.profile import resolve_profile
-    from gpucost.ranking import Job
 
     profile = resolve_profile(args.profile)
-    job = Job.from_args(
-        profile,
-        epochs=args.epochs,
-        dataset_size=args.dataset_size,
-        samples=args.samples,
-        steps=args.steps,
-    )
-    params = JobParams(
-        data_gb=args.data_gb,
-        checkpoint_gb=args.checkpoint_gb,
-        results_gb=args.results_gb,
-        setup_minutes=args.setup_min,
-        interruption_rate_per_hr=args.interruption_rate,
-        p_no_capacity=args.p_no_capacity,
-        max_wait_capacity_hours=args.max_wait_hours,
+    job = job_from_args(profile, args)
+    params = job_params_from_args(
+        args, p_no_capacity=args.p_no_capacity, max_wait_capacity_hours=args.max_wait_hours
     )
     constraints = Constraints(
         deadline_hours=args.deadline_hours,
@@ -197,16 +124,7 @@ def build_advice(args: argparse.Namespace) -> tuple[Advice, Any]:
         gpus=tuple(args.gpu or ()),
         providers=tuple(args.provider or ()),
     )
-    snapshots = load_snapshots(args.prices)
-    if args.include_local:
-        from gpucost.local import local_snapshot, machine
-
-        local = local_snapshot(
-            machine(args.local_gpu, args.local_gpus, power_w=args.local_power_w),
-            electricity_usd_kwh=args.electricity_kwh,
-            amortisation_usd_hr=args.amortisation_hr,
-        )
-        snapshots = [*snapshots, local]
+    snapshots = snapshots_from_args(args)
     return advise(profile, job, snapshots, constraints, params), job
 
 
