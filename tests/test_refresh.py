@@ -40,7 +40,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyP
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    monkeypatch.setattr("gpucost.pricing.http.default_sleep", lambda _: None)
+    monkeypatch.setattr("gpucost.http.default_sleep", lambda _: None)
     return monkeypatch
 
 
@@ -94,7 +94,7 @@ def test_a_failing_refresh_leaves_every_previous_snapshot_intact(
     assert main(["prices", "refresh", "--out", str(out), "--quiet"]) == 3
     report = capsys.readouterr().out
     assert report.count(": failed: ") == 7, report
-    assert "azure: failed: azure: GET" in report and "(HTTP 503)" in report
+    assert "azure: failed: azure: GET" in report and "(HTTP 503: " in report
     assert "runpod: failed: runpod: GraphQL error: internal" in report
     assert "kept " in report
     assert snapshot_bytes(out) == before  # byte for byte, and no stray temporary files

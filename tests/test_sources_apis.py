@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpucost.errors import CredentialsError, ProviderError
-from gpucost.pricing.http import PriceHttp
+from gpucost.http import RetryingHttp
 from gpucost.pricing.snapshot import Snapshot
 from gpucost.pricing.sources.base import PriceSource, get_source
 
@@ -278,7 +278,7 @@ def _serve_once(source: PriceSource[Any], method: str, path: str, body: bytes) -
         return httpx.Response(200, content=body)
 
     raw = httpx.Client(base_url="http://replay.test", transport=httpx.MockTransport(handler))
-    client = PriceHttp(raw, source=source.name, max_attempts=1)
+    client = RetryingHttp(raw, source=source.name, max_attempts=1)
     source.fetch(client, now=NOW)
 
 

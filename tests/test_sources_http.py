@@ -11,10 +11,10 @@ import pytest
 from api_replay import ReplayServer, Reply, json_reply
 
 from gpucost.errors import CredentialsError, ProviderError
-from gpucost.pricing.http import (
+from gpucost.http import (
     HttpStatusError,
-    PriceHttp,
     RateLimiter,
+    RetryingHttp,
     redact_text,
     redact_url,
     retry_after_s,
@@ -29,10 +29,10 @@ def server() -> Iterator[ReplayServer]:
         yield s
 
 
-def client_for(server: ReplayServer, sleeps: list[float], **kwargs: object) -> PriceHttp:
+def client_for(server: ReplayServer, sleeps: list[float], **kwargs: object) -> RetryingHttp:
     raw = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {SECRET}"},
                        params={"api_key": SECRET})
-    return PriceHttp(raw, source="test", secrets=(SECRET,), sleep=sleeps.append,
+    return RetryingHttp(raw, source="test", secrets=(SECRET,), sleep=sleeps.append,
                      **kwargs)  # type: ignore[arg-type]
 
 
@@ -57,7 +57,7 @@ def test_5xx_storm_exhausts_retries_with_exponential_backoff(server: ReplayServe
     server.add("GET", "/p", Reply(503, b"busy"))
     sleeps: list[float] = []
     client = client_for(server, sleeps, max_attempts=4, backoff_s=0.5)
-    with pytest.raises(ProviderError, match=r"failed after 4 attempts \(HTTP 503\)") as err:
+    with pytest.raises(ProviderError, match=r"failed after 4 attempts \(HTTP 503: ") as err:
         client.get_json("/p")
     assert sleeps == [0.5, 1.0, 2.0]
     assert len(server.requests) == 4
@@ -70,7 +70,7 @@ def test_connection_refused_is_a_provider_error_after_retries() -> None:
     with ReplayServer() as s:
         url = s.url  # a port that is closed once the server stops
     raw = httpx.Client(base_url=url)
-    client = PriceHttp(raw, source="test", max_attempts=2, sleep=sleeps.append)
+    client = RetryingHttp(raw, source="test", max_attempts=2, sleep=sleeps.append)
     with pytest.raises(ProviderError, match="connection failed"):
         client.get_json("/p")
     assert sleeps == [0.5]

@@ -25,11 +25,11 @@ from gpucost.executor.torchrun import remote_script
 if TYPE_CHECKING:
     import httpx
 
+    from gpucost.http import RetryingHttp
     from gpucost.plan import Plan
 
 DEFAULT_URL = "https://console.vast.ai"
 DEFAULT_IMAGE = "pytorch/pytorch:latest"
-_RETRY_STATUS = {429, 500, 502, 503, 504}
 _STATES: dict[str, ResourceState] = {
     "created": "pending", "loading": "pending", "scheduling": "pending", "running": "running",
     "stopped": "stopped", "exited": "exited", "offline": "unknown",
@@ -73,44 +73,41 @@ class VastProvider(Provider):
         self.max_attempts = max_attempts
         self.backoff_s = backoff_s
         self.poll_s = poll_s
-        self._client: httpx.Client | None = None
+        self._client: RetryingHttp | None = None
 
     def config(self) -> dict[str, Any]:
         return {} if self.base_url == DEFAULT_URL else {"base_url": self.base_url}
 
-    def _http(self) -> httpx.Client:
+    def _http(self) -> RetryingHttp:
         if self._client is None:
             import httpx
 
-            self._client = httpx.Client(
-                base_url=self.base_url, timeout=self.timeout_s,
-                headers={"Authorization": f"Bearer {self._key or _api_key()}",
-                         "Accept": "application/json"})
+            from gpucost.http import RetryingHttp
+
+            key = self._key or _api_key()
+            raw = httpx.Client(base_url=self.base_url, timeout=self.timeout_s,
+                               headers={"Authorization": f"Bearer {key}",
+                                        "Accept": "application/json"})
+            self._client = RetryingHttp(raw, source="vast", max_attempts=self.max_attempts,
+                                        backoff_s=self.backoff_s, timeout_s=self.timeout_s,
+                                        secrets=(key,))
         return self._client
 
     def _request(self, method: str, path: str, what: str,
                  json: Mapping[str, Any] | None = None) -> httpx.Response:
-        """One API call with retries on 429, 5xx and network errors; 4xx other than 429 return."""
-        import httpx
-
-        last = ""
-        for attempt in range(self.max_attempts):
-            if attempt:
-                time.sleep(self.backoff_s * 2 ** (attempt - 1))
-            try:
-                answer = self._http().request(method, path, json=json)
-            except httpx.TransportError as err:  # connect errors and timeouts
-                last = f"{type(err).__name__}: {err}"
-                continue
-            if answer.status_code not in _RETRY_STATUS:
-                if answer.status_code in (401, 403):
-                    raise CredentialsError(f"vast {what}: HTTP {answer.status_code}",
-                                           hint="check VAST_API_KEY")
-                return answer
-            last = f"HTTP {answer.status_code}: {answer.text[:120]}"
-        raise ProviderError(f"vast {what} failed after {self.max_attempts} attempts ({last})",
-                            hint="Vast is rate-limiting or unavailable; retry later, then "
-                                 "`gpucost cleanup`")
+        """One API call, retried on 429, 5xx and network errors (the shared client's rules);
+        other 4xx answers are returned, since their bodies say what happened."""
+        try:
+            answer, _ = self._http().send(method, path, json_body=json,
+                                          return_client_errors=True)
+        except CredentialsError as err:
+            raise CredentialsError(f"vast {what}: {err.message}",
+                                   hint="check VAST_API_KEY") from None
+        except ProviderError as err:
+            raise ProviderError(f"vast {what}: {err.message}",
+                                hint="Vast is rate-limiting or unavailable; retry later, then "
+                                     "`gpucost cleanup`") from None
+        return answer
 
     @staticmethod
     def _body(answer: httpx.Response, what: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from gpucost.errors import GpuCostError
-from gpucost.pricing.http import redact_text
+from gpucost.http import redact_text
 from gpucost.pricing.snapshot import latest_snapshot_paths, write_snapshot
 from gpucost.pricing.sources.base import PriceSource, get_source, sources
 

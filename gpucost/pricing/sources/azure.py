@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from gpucost.errors import ProviderError
-from gpucost.pricing.http import PriceHttp
+from gpucost.http import RetryingHttp
 from gpucost.pricing.rates import offer_rates
 from gpucost.pricing.snapshot import Snapshot
 from gpucost.pricing.sources.base import (
@@ -82,7 +82,7 @@ class AzureSource(HttpPriceSource):
                 "$filter": f"serviceName eq 'Virtual Machines' and priceType eq 'Consumption' "
                            f"and ({sizes})"}
 
-    def fetch(self, client: PriceHttp, *, now: dt.datetime | None = None) -> Snapshot:
+    def fetch(self, client: RetryingHttp, *, now: dt.datetime | None = None) -> Snapshot:
         fetched_at = now_utc(now)
         items: list[Any] = []
         page = client.get_json(API_PATH, params=self.query())

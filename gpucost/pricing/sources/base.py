@@ -1,7 +1,7 @@
 """The one interface every live price source implements, and the registry of them.
 
 A source knows its provider's API and units and nothing else: it takes an injected client (a
-:class:`~gpucost.pricing.http.PriceHttp` over ``httpx.Client`` for REST/GraphQL sources, boto3
+:class:`~gpucost.http.RetryingHttp` over ``httpx.Client`` for REST/GraphQL sources, boto3
 clients for AWS), reads prices and returns one :class:`Snapshot`. Where the client comes from,
 concurrency, progress and writing files belong to :mod:`gpucost.pricing.refresh`.
 
@@ -26,7 +26,7 @@ from gpucost.errors import ProviderError, SnapshotError, UnknownProviderError
 from gpucost.pricing.snapshot import Offers, Snapshot
 
 if TYPE_CHECKING:
-    from gpucost.pricing.http import PriceHttp
+    from gpucost.http import RetryingHttp
 
 ClientT = TypeVar("ClientT")
 
@@ -75,8 +75,8 @@ class PriceSource(ABC, Generic[ClientT]):
         """Read the current prices. Raises ProviderError (never a bare KeyError) on bad answers."""
 
 
-class HttpPriceSource(PriceSource["PriceHttp"]):
-    """A source over HTTP: the client is a :class:`PriceHttp` wrapping ``httpx.Client``."""
+class HttpPriceSource(PriceSource["RetryingHttp"]):
+    """A source over HTTP: the client is a :class:`RetryingHttp` wrapping ``httpx.Client``."""
 
     timeout_s: ClassVar[float] = 30.0
 
@@ -84,20 +84,20 @@ class HttpPriceSource(PriceSource["PriceHttp"]):
         """(headers, query parameters) that carry ``secret``; bearer token by default."""
         return ({"Authorization": f"Bearer {secret}"} if secret else {}), {}
 
-    def open_client(self, base_url: str, secret: str) -> AbstractContextManager[PriceHttp]:
+    def open_client(self, base_url: str, secret: str) -> AbstractContextManager[RetryingHttp]:
         return self._client(base_url, secret)
 
     @contextlib.contextmanager
-    def _client(self, base_url: str, secret: str) -> Iterator[PriceHttp]:
+    def _client(self, base_url: str, secret: str) -> Iterator[RetryingHttp]:
         import httpx
 
-        from gpucost.pricing.http import PriceHttp
+        from gpucost.http import RetryingHttp
 
         headers, params = self.auth(secret)
         headers["User-Agent"] = "gpucost price refresh"
         with httpx.Client(base_url=base_url, headers=headers, params=params,
                           follow_redirects=True, timeout=self.timeout_s) as raw:
-            yield PriceHttp(raw, source=self.name, min_interval_s=self.min_interval_s,
+            yield RetryingHttp(raw, source=self.name, min_interval_s=self.min_interval_s,
                             timeout_s=self.timeout_s, secrets=(secret,) if secret else ())
 
 

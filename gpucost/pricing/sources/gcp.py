@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from gpucost.errors import ProviderError
-from gpucost.pricing.http import PriceHttp
+from gpucost.http import RetryingHttp
 from gpucost.pricing.rates import offer_rates
 from gpucost.pricing.snapshot import Snapshot
 from gpucost.pricing.sources.base import (
@@ -115,7 +115,7 @@ class GcpSource(HttpPriceSource):
     def auth(self, secret: str) -> tuple[dict[str, str], dict[str, str]]:
         return {}, ({"key": secret} if secret else {})
 
-    def fetch(self, client: PriceHttp, *, now: dt.datetime | None = None) -> Snapshot:
+    def fetch(self, client: RetryingHttp, *, now: dt.datetime | None = None) -> Snapshot:
         fetched_at = now_utc(now)
         skus: list[Any] = []
         token = ""

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from gpucost.errors import CredentialsError, ProviderError
-from gpucost.pricing.http import PriceHttp
+from gpucost.http import RetryingHttp
 from gpucost.pricing.rates import offer_rates
 from gpucost.pricing.snapshot import Snapshot
 from gpucost.pricing.sources.base import (
@@ -66,7 +66,7 @@ class LambdaSource(HttpPriceSource):
     def find_credentials(self, env: Mapping[str, str], home: Path) -> str | None:
         return env_or_file(env, "LAMBDA_API_KEY")
 
-    def fetch(self, client: PriceHttp, *, now: dt.datetime | None = None) -> Snapshot:
+    def fetch(self, client: RetryingHttp, *, now: dt.datetime | None = None) -> Snapshot:
         fetched_at = now_utc(now)
         answer = client.get_json(INSTANCE_TYPES_PATH)
         with parsing(self.name, "instance-types answer"):

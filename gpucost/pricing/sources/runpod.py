@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gpucost.errors import CredentialsError, ProviderError
-from gpucost.pricing.http import PriceHttp
+from gpucost.http import RetryingHttp
 from gpucost.pricing.rates import offer_rates
 from gpucost.pricing.snapshot import Snapshot
 from gpucost.pricing.sources.base import (
@@ -77,7 +77,7 @@ class RunPodSource(HttpPriceSource):
     def find_credentials(self, env: Mapping[str, str], home: Path) -> str | None:
         return env_or_file(env, "RUNPOD_API_KEY")
 
-    def fetch(self, client: PriceHttp, *, now: dt.datetime | None = None) -> Snapshot:
+    def fetch(self, client: RetryingHttp, *, now: dt.datetime | None = None) -> Snapshot:
         fetched_at = now_utc(now)
         data = graphql_data(self.name, client.post_json(GRAPHQL_PATH, {"query": QUERY}))
         with parsing(self.name, "gpuTypes"):

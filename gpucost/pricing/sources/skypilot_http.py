@@ -19,7 +19,7 @@ import numpy as np
 
 from gpucost._io import atomic_write_text
 from gpucost.errors import GpuCostError, ProviderError
-from gpucost.pricing.http import HttpStatusError, PriceHttp
+from gpucost.http import HttpStatusError, RetryingHttp
 from gpucost.pricing.snapshot import Offers, Snapshot
 from gpucost.pricing.sources.base import HttpPriceSource, now_utc
 
@@ -40,7 +40,7 @@ class SkyPilotHttpSource(HttpPriceSource):
     def find_credentials(self, env: Mapping[str, str], home: Path) -> str | None:
         return ""  # public files
 
-    def fetch(self, client: PriceHttp, *, now: dt.datetime | None = None,
+    def fetch(self, client: RetryingHttp, *, now: dt.datetime | None = None,
               clouds: tuple[str, ...] = CLOUDS) -> Snapshot:
         from gpucost.pricing.sources.skypilot_catalog import import_skypilot_catalog
 

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gpucost.pricing.http import PriceHttp
+from gpucost.http import RetryingHttp
 from gpucost.pricing.snapshot import Snapshot
 from gpucost.pricing.sources.base import (
     HttpPriceSource,
@@ -72,7 +72,7 @@ class VastSource(HttpPriceSource):
             body["verified"] = {"eq": True}
         return body
 
-    def fetch(self, client: PriceHttp, *, now: dt.datetime | None = None) -> Snapshot:
+    def fetch(self, client: RetryingHttp, *, now: dt.datetime | None = None) -> Snapshot:
         fetched_at = now_utc(now)
         answer = client.post_json(SEARCH_PATH, self.query())
         with parsing(self.name, "bundles answer"):

@@ -1,11 +1,12 @@
-"""The one HTTP client every price source uses: rate limit, retries with backoff, no leaked secrets.
+"""The one HTTP client for provider APIs: rate limit, retries with backoff, no leaked secrets.
 
-A source talks to its API only through :class:`PriceHttp`, which wraps an injected
-``httpx.Client`` (its ``base_url`` points at the provider, or at a loopback replay server in
-tests). Each request waits for the source's rate limit, retries 429 and 5xx answers and transport
-errors with exponential backoff (a ``Retry-After`` header wins over the computed delay), and turns
-every failure into a :class:`ProviderError` whose message names the source, the method and the
-URL with credentials removed. Request headers are never part of a message.
+Price sources and the Vast executor talk to their APIs only through :class:`RetryingHttp`,
+which wraps an injected ``httpx.Client`` (its ``base_url`` points at the provider, or at a
+loopback replay server in tests). Each request waits for the source's rate limit, retries 429
+and 5xx answers and transport errors with exponential backoff (a ``Retry-After`` header wins
+over the computed delay), and turns every failure into a :class:`ProviderError` whose message
+names the source, the method and the URL with credentials removed. Request headers are never
+part of a message.
 """
 
 from __future__ import annotations
@@ -102,8 +103,8 @@ def retry_after_s(value: str | None, *, now: dt.datetime | None = None) -> float
     return max(0.0, (when - (now or dt.datetime.now(dt.UTC))).total_seconds())
 
 
-class PriceHttp:
-    """A retrying, rate-limited JSON client for one price source.
+class RetryingHttp:
+    """A retrying, rate-limited JSON client for one provider API (a price source or a provider).
 
     ``secrets`` are values (API keys) to scrub from any message; pass the key the source sends.
     """
@@ -128,10 +129,12 @@ class PriceHttp:
     def _fail(self, text: str, *, hint: str | None = None) -> ProviderError:
         return ProviderError(redact_text(f"{self.source}: {text}", self.secrets), hint=hint)
 
-    def _send(self, method: str, url: str, *, params: Mapping[str, Any] | None = None,
-              json_body: Any = None, headers: Mapping[str, str] | None = None,
-              ) -> tuple[httpx.Response, str]:
-        """The first successful answer and the redacted URL; ProviderError after the last try."""
+    def send(self, method: str, url: str, *, params: Mapping[str, Any] | None = None,
+             json_body: Any = None, headers: Mapping[str, str] | None = None,
+             return_client_errors: bool = False) -> tuple[httpx.Response, str]:
+        """The first answer that is not retried, and the redacted URL; ProviderError after the
+        last try. A 4xx other than 401/403/429 raises HttpStatusError, or is returned with
+        ``return_client_errors`` (for APIs whose 4xx bodies say what happened)."""
         import httpx
 
         shown = redact_url(str(self.client.build_request(method, url, params=params).url))
@@ -155,11 +158,11 @@ class PriceHttp:
                                     f"{response.status_code}", self.secrets),
                         hint="check the API key this source reads")
                 if response.status_code in RETRY_STATUSES:
-                    last = f"HTTP {response.status_code}"
+                    last = f"HTTP {response.status_code}: {_snippet(response.text, 60)}"
                     asked = retry_after_s(response.headers.get("Retry-After"))
                     delay = (min(asked, self.max_backoff_s) if asked is not None
                              else self._backoff(attempt))
-                elif response.status_code >= 400:
+                elif response.status_code >= 400 and not return_client_errors:
                     raise HttpStatusError(
                         redact_text(f"{self.source}: {method} {shown} answered HTTP "
                                     f"{response.status_code}: {_snippet(response.text)}",
@@ -174,7 +177,7 @@ class PriceHttp:
     def request_json(self, method: str, url: str, *, params: Mapping[str, Any] | None = None,
                      json_body: Any = None, headers: Mapping[str, str] | None = None) -> Any:
         """The decoded JSON body of a successful answer."""
-        response, shown = self._send(method, url, params=params, json_body=json_body,
+        response, shown = self.send(method, url, params=params, json_body=json_body,
                                      headers=headers)
         try:
             return json.loads(response.content)
@@ -194,7 +197,7 @@ class PriceHttp:
 
     def get_text(self, url: str) -> str:
         """A text body (CSV catalogs) under the same retry and rate-limit rules."""
-        response, shown = self._send("GET", url)
+        response, shown = self.send("GET", url)
         try:
             return response.content.decode("utf-8")
         except UnicodeDecodeError:
