@@ -5,15 +5,16 @@
 Single GPU: leave-one-GPU-out cross-validation on lambda_throughput_calibration.csv. For each GPU
 H the coefficients are refitted WITHOUT any of H's rows (scripts/fit_calibration.py), then H's
 throughput is predicted from every other GPU's measurement of the same model and precision in
-the same bench version, through gpucost's own translation code. Baseline, computed on the same
-pairs: the spec-sheet ratio (target over source peak FLOPS at the precision; and, separately,
-memory bandwidth).
+the same bench version, through gpucost's own translation code, at the batch H was measured
+with (the model's per-step terms move the source's batch to H's; "model at source batch" skips
+that). Baseline, computed on the same pairs: the spec-sheet ratio (target over source peak FLOPS
+at the precision; and, separately, memory bandwidth).
 
 Multi-GPU: held-out placements of sia_step_times_calibration.csv. Every third placement (GPUs
-per node, e.g. "2 2 4") of each cluster is held out; link coefficients and each job's gradient
-bytes are fitted on the others; each held-out step time is predicted from the same job's 1-GPU
-step at the same local batch. Baseline: linear scaling with no communication (the step time
-stays the 1-GPU step time).
+per node, e.g. "2 2 4") of each cluster is held out; the cluster's link coefficients and each
+job's gradient bytes and overlap exponent are fitted on the others; each held-out step time is
+predicted from the same job's 1-GPU step at the same local batch. Baseline: linear scaling with
+no communication (the step time stays the 1-GPU step time).
 
 Prints mean and median absolute percentage error for the model and the baselines.
 """
@@ -48,7 +49,8 @@ def single_gpu(data: Path) -> dict[str, list[float]]:
 
     obs, unresolved = fitc.load_lambda(data / "benchmarks" / "lambda_throughput_calibration.csv",
                                        get_gpu)
-    errors: dict[str, list[float]] = {"model": [], "flops ratio": [], "bandwidth ratio": []}
+    errors: dict[str, list[float]] = {"model": [], "model at source batch": [],
+                                      "flops ratio": [], "bandwidth ratio": []}
     per_gpu: dict[str, list[float]] = {}
     shipped = dict(translate.shipped_calibration())
     for held in sorted({o.gpu for o in obs}):
@@ -65,12 +67,16 @@ def single_gpu(data: Path) -> dict[str, list[float]]:
                     gpu=src.gpu, throughput=src.throughput, batch_size=src.batch_size,
                     precision=src.precision, param_count=1.0, name=src.model)
                 with using_calibration(cal):  # gpucost's own predict, with the refit
-                    predicted = predict(profile, gpu=held).throughput
+                    same_batch = predict(profile, gpu=held).throughput
+                    # The target was measured at its own batch (what fits its memory).
+                    predicted = same_batch / translate.batch_time_ratio(profile, held,
+                                                                        tgt.batch_size)
                 flops = src.throughput * (translate.peak_tflops(target_spec, src.precision)
                                           / translate.peak_tflops(source_spec, src.precision))
                 bandwidth = src.throughput * target_spec.mem_bw_gbs / source_spec.mem_bw_gbs
                 err = abs(predicted / tgt.throughput - 1)
                 errors["model"].append(err)
+                errors["model at source batch"].append(abs(same_batch / tgt.throughput - 1))
                 per_gpu.setdefault(held, []).append(err)
                 errors["flops ratio"].append(abs(flops / tgt.throughput - 1))
                 errors["bandwidth ratio"].append(abs(bandwidth / tgt.throughput - 1))
@@ -94,11 +100,12 @@ def multi_gpu(data: Path) -> dict[str, list[float]]:
         placements = sorted({r.placement for r in rows if r.cluster == cluster})
         held = set(placements[1::3])
         train = [r for r in rows if r.cluster != cluster or r.placement not in held]
-        params, grads = fitc.fit_scaling(train, get_gpu)
+        params, jobs = fitc.fit_scaling(train, get_gpu)
         spec = get_gpu(fitc.SIA_CLUSTERS[cluster].gpu)
         test = [r for r in rows if r.cluster == cluster and r.placement in held]
         for r in test:
-            predicted = fitc.predict_sia_step(r, grads[(r.cluster, r.model)], params, spec)
+            predicted = fitc.predict_sia_step(r, jobs[(r.cluster, r.model)], params[cluster],
+                                              spec)
             errors["model"].append(abs(predicted / r.step_s - 1))
             errors["linear scaling"].append(abs(r.single_step_s / r.step_s - 1))
         print(f"  {cluster}: {len(held)} of {len(placements)} placements held out, "

@@ -129,6 +129,32 @@ def test_worked_example_host_share() -> None:
     assert pred.step_time_s == pytest.approx(host + (step - host) * a100 / v100, rel=1e-12)
 
 
+def test_worked_example_per_step_terms() -> None:
+    # 2.56 bytes and 2.56e-12 host s per step per flop-of-a-sample: at batch 256 that adds
+    # 0.01 B/flop (kappa 0.02) and 1e-14 s/flop (eta) to the per-sample 0.01 B/flop.
+    _specs_as_in_hand_calculation()
+    per = {"fp32": 0.0, "tf32": 0.0, "fp16": 0.0, "bf16": 0.0}
+    cal = {**HAND_CALIBRATION,
+           "default_step_bytes_per_flop": {k: v + 2.56 for k, v in per.items()},
+           "default_step_host_s_per_flop": {k: v + 2.56e-12 for k, v in per.items()}}
+    with using_calibration(cal):
+        assert translate.workload_mix(resnet()) == pytest.approx((0.02, 1e-14), rel=1e-12)
+        pred = predict(resnet(), gpu="A100 SXM4 80GB")
+        v100 = 1 / (125e12 * 0.5) + 0.02 / (900e9 * 0.8)  # 4.37778e-14 s/flop
+        a100 = 1 / (312e12 * 0.5) + 0.02 / (2039e9 * 0.8)  # 1.86712e-14
+        step = 256 / 1200.0
+        host = step * 1e-14 / (v100 + 1e-14)  # 0.0396694 s
+        assert pred.breakdown.host_s == pytest.approx(host, rel=1e-12)
+        assert pred.breakdown.compute_s == pytest.approx((step - host) * a100 / v100, rel=1e-12)
+        # Batch 64 on the A100: kappa 0.01 + 2.56/64 = 0.05, eta 4e-14 per flop of a sample.
+        at_64 = (1 / (312e12 * 0.5) + 0.05 / (2039e9 * 0.8) + 4e-14) / (a100 + 1e-14)
+        ratio = translate.batch_time_ratio(resnet(), "A100 SXM4 80GB", 64)
+        assert ratio == pytest.approx(at_64, rel=1e-12)  # 2.68781: smaller batches run slower
+        assert translate.batch_time_ratio(resnet(), "A100 SXM4 80GB", 256) == 1.0
+    with using_calibration(HAND_CALIBRATION):  # no per-step terms: the batch does not matter
+        assert translate.batch_time_ratio(resnet(), "A100 SXM4 80GB", 64) == 1.0
+
+
 def test_worked_example_operators(hand: None) -> None:
     # One compute-bound and one memory-bound operator, measured 50 ms and 30 ms on a V100.
     _specs_as_in_hand_calculation()

@@ -163,15 +163,23 @@ def test_fit_vectorised_matches_the_model() -> None:
 
     params = {"pcie_busbw_efficiency": 0.4, "host_busbw_factor": 1.5,
               "pcie_hop_latency_s": 3e-6, "network_busbw_efficiency": 0.7,
-              "network_hop_latency_s": 2e-5, "overlap_gamma": 1.8}
+              "network_hop_latency_s": 2e-5, "two_node_network_factor": 1.7}
     rows = [fitc.SiaRow("aws", "m", (1, 4, 2), 8, 1.0, 0.3),
+            fitc.SiaRow("aws", "m", (4, 4), 8, 1.0, 0.3),
             fitc.SiaRow("azure", "m", (8,), 8, 1.0, 0.5),
             fitc.SiaRow("azure", "m", (2, 2, 2, 2), 8, 1.0, 0.05)]
-    grads = np.array([4e8, 1e8, 2e9])
-    vec = fitc.predict_sia_steps(rows, grads, params, get_gpu)
-    one = [fitc.predict_sia_step(r, float(g), params, get_gpu(fitc.SIA_CLUSTERS[r.cluster].gpu))
-           for r, g in zip(rows, grads, strict=True)]
+    grads = np.array([4e8, 4e8, 1e8, 2e9])
+    gammas = np.array([1.8, 1.8, 1.2, 3.0])
+    vec = fitc.predict_sia_steps(rows, grads, gammas, params, get_gpu)
+    one = [fitc.predict_sia_step(r, fitc.JobFit(float(g), float(gm)), params,
+                                 get_gpu(fitc.SIA_CLUSTERS[r.cluster].gpu))
+           for r, g, gm in zip(rows, grads, gammas, strict=True)]
     assert vec == pytest.approx(one, rel=1e-12)
+    # The two-node factor slows only the two-node group's network part.
+    even = fitc.predict_sia_steps(rows, grads, gammas, {**params, "two_node_network_factor": 1.0},
+                                  get_gpu)
+    assert (vec == even).tolist() == [True, False, True, True]
+    assert vec[1] > even[1]
 
 
 def test_knee_rule() -> None:

@@ -8,7 +8,8 @@ node. With K GPUs per node, N nodes and S gradient bytes per GPU:
       + 2(N-1)/N * S / busbw_net   + 2(N-1) * alpha_net
 
 busbw is NCCL's "bus bandwidth" (what nccl-tests prints), a fitted fraction of the link's line
-rate (NVLink, PCIe, or the node's network). PCIe traffic between GPUs crosses the host, whose
+rate (NVLink, PCIe, or the node's network; a fitted factor can slow two-node groups, as on
+the Sia traces' AWS cluster, shipped as 1). PCIe traffic between GPUs crosses the host, whose
 aggregate bandwidth the node's K GPUs share, so PCIe busbw falls as K grows (as NCCL's
 maintainers describe for PCI systems); NVLink/NVSwitch busbw does not. The part of t that
 backward does not hide follows Pollux's goodput model:
@@ -42,6 +43,9 @@ class Links:
     # memory): with K GPUs each gets at most host_busbw_Bps / K. Unlimited for NVLink. Fitted as
     # a multiple of one GPU's PCIe rate, so newer platforms scale with their PCIe generation.
     host_busbw_Bps: float = math.inf
+    # Two-node groups reach 1/factor of the network bus bandwidth larger groups do (fitted per
+    # cluster on the Sia traces; 1.0: no difference).
+    two_node_network_factor: float = 1.0
 
 
 def _uses_nvlink(spec: GpuSpec, link: str | None, gpus_per_node: int) -> bool:
@@ -88,6 +92,7 @@ def resolve_links(spec: GpuSpec, scaling: Mapping[str, Any], *, intra_node_gbps:
         intra_kind=kind,
         host_busbw_Bps=(math.inf if nvlink
                         else float(scaling["host_busbw_factor"]) * spec.pcie_gbs * 1e9),
+        two_node_network_factor=float(scaling.get("two_node_network_factor", 1.0)),
     )
 
 
@@ -99,7 +104,8 @@ def allreduce_time_s(nbytes: float, gpus_per_node: int, nodes: int, links: Links
         busbw = min(links.intra_busbw_Bps, links.host_busbw_Bps / k)
         t += 2.0 * (k - 1) * (nbytes / k / busbw + links.intra_latency_s)
     if n > 1:
-        t += 2.0 * (n - 1) * (nbytes / n / links.inter_busbw_Bps + links.inter_latency_s)
+        busbw = links.inter_busbw_Bps / (links.two_node_network_factor if n == 2 else 1.0)
+        t += 2.0 * (n - 1) * (nbytes / n / busbw + links.inter_latency_s)
     return t
 
 

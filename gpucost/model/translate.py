@@ -6,13 +6,16 @@ workload of F flops that moves kappa * F bytes of device memory takes
     t(g) = F / (peak_flops(g, p) * eff(g, p)) + kappa * F / (mem_bw(g) * eff_bw(g))
 
 of device time, plus eta * F of host time (Python, kernel launches) that is the same on every
-GPU. ``eff`` and ``eff_bw`` are achievable fractions of the spec sheet, fitted per compute
-capability (GeForce apart) and precision on public training benchmarks (``calibration.json``,
-written by ``scripts/fit_calibration.py``); kappa (bytes per flop, the compute/memory mix) and
-eta are fitted per model family, and kappa comes from the profile when it counts both flops and
-bytes. A profile that measured its host time (``breakdown``) uses that instead of eta. The
-device part of a measured step is translated by the ratio t(target) / t(source), so the same
-GPU reproduces the measurement exactly. With a per-operator table each operator is translated by
+GPU. What a step pays once whatever its batch b (optimizer and weight traffic, per-kernel
+launches) is spread over the batch: kappa = kappa_sample + mu / b and eta = eta_sample + nu / b,
+so a small batch runs slower per sample. ``eff`` and ``eff_bw`` are achievable fractions of the
+spec sheet, fitted per compute capability (GeForce apart) and precision on public training
+benchmarks (``calibration.json``, written by ``scripts/fit_calibration.py``); kappa (bytes per
+flop, the compute/memory mix) and eta, with their per-step parts, are fitted per model family,
+and kappa comes from the profile when it counts both flops and bytes. A profile that measured
+its host time (``breakdown``) uses that instead of eta. The device part of a measured step is
+translated by the ratio t(target) / t(source), so the same GPU reproduces the measurement
+exactly. With a per-operator table each operator is translated by
 what bounds it on each GPU (its arithmetic intensity against the GPU's ridge point, i.e. the
 larger of flops/rate and bytes/bandwidth, with a per-launch floor for small kernels).
 """
@@ -161,26 +164,70 @@ def device_rates(gpu: str, precision: str) -> DeviceRates:
     return rates_for(gpu_spec(gpu), precision)
 
 
-def workload_mix(profile: Profile, cal: Mapping[str, Any] | None = None) -> tuple[float, float]:
-    """(kappa, eta) of the workload: device-memory bytes per flop (its compute/memory mix), and
-    host seconds per flop (launch and framework time no GPU speeds up). From the profile's own
-    counts when it has them, else fitted for its model family, else the median family."""
+@dataclass(frozen=True, slots=True)
+class WorkloadTerms:
+    """A workload's mix, per flop of one sample: bytes and host seconds that grow with the batch
+    (per sample), and those a step pays once whatever its batch (optimizer and weight traffic,
+    kernel launches), which a larger batch amortises."""
+
+    bytes_per_flop: float
+    host_s_per_flop: float
+    step_bytes_per_flop: float
+    step_host_s_per_flop: float
+
+    def at_batch(self, batch_size: float) -> tuple[float, float]:
+        """(kappa, eta) per flop at a per-device batch."""
+        return (self.bytes_per_flop + self.step_bytes_per_flop / batch_size,
+                self.host_s_per_flop + self.step_host_s_per_flop / batch_size)
+
+
+def workload_terms(profile: Profile, cal: Mapping[str, Any] | None = None) -> WorkloadTerms:
+    """The workload's terms: fitted for its model family (matched on the profile's name and
+    description), else the median family; bytes from the profile's own counts when it has them."""
     cal = calibration() if cal is None else cal
     pclass = PRECISION_CLASS[profile.precision]
-    kappa = eta = None
+    kappa = eta = mu = nu = None
     text = f"{profile.name} {profile.description}".lower()
     for family in cal["families"]:
         if any(token in text for token in family["match"]):
             kappa = family["bytes_per_flop"].get(pclass)
             eta = family["host_s_per_flop"].get(pclass)
+            mu = family.get("step_bytes_per_flop", {}).get(pclass)
+            nu = family.get("step_host_s_per_flop", {}).get(pclass)
             break
     if profile.bytes_per_step is not None and profile.flops_per_sample is not None:
+        # Counted bytes already include the step's own traffic.
         kappa = profile.bytes_per_step / (profile.flops_per_sample * profile.batch_size)
+        mu = 0.0
     if kappa is None:
         kappa = cal["default_bytes_per_flop"][pclass]
     if eta is None:
         eta = cal["default_host_s_per_flop"][pclass]
-    return float(kappa), float(eta)
+    if mu is None:
+        mu = cal.get("default_step_bytes_per_flop", {}).get(pclass, 0.0)
+    if nu is None:
+        nu = cal.get("default_step_host_s_per_flop", {}).get(pclass, 0.0)
+    return WorkloadTerms(float(kappa), float(eta), float(mu), float(nu))
+
+
+def workload_mix(profile: Profile, cal: Mapping[str, Any] | None = None) -> tuple[float, float]:
+    """(kappa, eta) of the workload at the profile's batch: device-memory bytes per flop (its
+    compute/memory mix), and host seconds per flop (launch and framework time no GPU speeds up),
+    each with the per-step share spread over the batch."""
+    return workload_terms(profile, cal).at_batch(profile.batch_size)
+
+
+def batch_time_ratio(profile: Profile, gpu: str, batch_size: int) -> float:
+    """Time per sample on ``gpu`` at per-device ``batch_size`` over that at the profile's batch:
+    what changing the batch does to throughput (>1: slower per sample, a smaller batch)."""
+    terms = workload_terms(profile)
+    rates = device_rates(gpu, profile.precision)
+
+    def per_sample(b: float) -> float:
+        kappa, eta = terms.at_batch(b)
+        return time_per_flop_s(rates, kappa) + eta
+
+    return per_sample(batch_size) / per_sample(profile.batch_size)
 
 
 def time_per_flop_s(rates: DeviceRates, bytes_per_flop: float) -> float:
