@@ -56,7 +56,12 @@ from gpucost.model.scaling import (  # noqa: E402
     allreduce_time_s,
     overlapped_s,
 )
-from gpucost.model.translate import PRECISION_CLASS, device_class, peak_tflops  # noqa: E402
+from gpucost.model.translate import (  # noqa: E402
+    PRECISION_CLASS,
+    cuda_core_peak,
+    device_class,
+    peak_tflops,
+)
 
 Vector = NDArray[np.float64]
 
@@ -157,6 +162,7 @@ class SingleFit:
     compute_gpu: dict[str, float]
     compute_class: dict[str, float]
     compute_default: dict[str, float]
+    compute_default_cuda_core: float
     memory_gpu: dict[str, float]
     memory_class: dict[str, float]
     memory_default: float
@@ -253,6 +259,10 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
     for pc in ("fp32", "tf32", "fp16", "bf16"):
         vals = [v for k, v in cls.items() if k.endswith(f"|{pc}")]
         defaults[pc] = statistics.median(vals) if vals else statistics.median(cls.values())
+    # Architectures older than any fitted class run on CUDA cores: they take the median over
+    # fitted GPUs whose peak was a CUDA-core rate too, not one of tensor-core peaks.
+    cuda_core = [math.exp(x[idx[("c", (device_class(spec(g)), p))]]) for g, p in gpus_p
+                 if cuda_core_peak(spec(g), p)]
     mcls = {m: math.exp(x[idx[("m", m)]]) for m in mclasses}
     kap = _by_family(fams, lambda f: math.exp(x[idx[("k", f)]]))
     host = _by_family(fams, lambda f: math.exp(x[idx[("h", f)]]))
@@ -263,6 +273,7 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
                                           + x[idx[("g", (g, p))]]) for g, p in gpus_p},
         compute_class=cls,
         compute_default=defaults,
+        compute_default_cuda_core=statistics.median(cuda_core) if cuda_core else math.nan,
         memory_gpu={g: math.exp(x[idx[("m", device_class(spec(g)))]] + x[idx[("b", g)]])
                     for g in gpus},
         memory_class=mcls,
@@ -305,6 +316,7 @@ def single_calibration(fit: SingleFit) -> dict[str, Any]:
         "compute_efficiency_gpu": _rounded(fit.compute_gpu),
         "compute_efficiency_class": _rounded(fit.compute_class),
         "compute_efficiency_default": _rounded(fit.compute_default),
+        "compute_efficiency_default_cuda_core": round(fit.compute_default_cuda_core, 4),
         "memory_efficiency_gpu": _rounded(fit.memory_gpu),
         "memory_efficiency_class": _rounded(fit.memory_class),
         "memory_efficiency_default": round(fit.memory_default, 4),

@@ -393,3 +393,13 @@ def test_efficiency_lookup_falls_back_to_the_nearest_older_class() -> None:
     # Blackwell -> Hopper; GeForce Ampere; nothing older than Volta -> default; AMD -> default.
     assert eff == {"RTX 4090": 0.9, "RTX 5090": 0.7, "L40S": 0.4, "B200": 0.6, "RTX 3090": 0.7,
                    "V100 SXM2 16GB": 0.5, "MI300X": 0.5}
+    # Older than any class and its peak a CUDA-core rate (Pascal: no tensor cores; Volta fp32):
+    # the CUDA-core default. Volta's amp peak is a tensor-core rate: the plain default.
+    cal["compute_efficiency_default_cuda_core"] = 0.85
+    assert translate.cuda_core_peak(get_gpu("GTX 1080 Ti"), "amp")
+    assert not translate.cuda_core_peak(get_gpu("V100 SXM2 16GB"), "amp")
+    assert not translate.cuda_core_peak(get_gpu("A100 SXM4 80GB"), "fp32")  # TF32 tensor cores
+    got = {(g, p): translate.efficiencies(get_gpu(g), p, cal)[0]
+           for g in ("GTX 1080 Ti", "V100 SXM2 16GB") for p in ("amp", "fp32")}
+    assert got == {("GTX 1080 Ti", "amp"): 0.85, ("GTX 1080 Ti", "fp32"): 0.85,
+                   ("V100 SXM2 16GB", "amp"): 0.5, ("V100 SXM2 16GB", "fp32"): 0.85}

@@ -117,10 +117,17 @@ def _nearest_class(spec: GpuSpec, fitted: Iterable[str]) -> str | None:
     return max(older)[2] if older else None
 
 
+def cuda_core_peak(spec: GpuSpec, precision: str) -> bool:
+    """Whether ``spec``'s peak at ``precision`` is its plain FP32 rate (no tensor cores for it):
+    such peaks are reached far more closely than tensor-core ones."""
+    return peak_tflops(spec, precision) <= spec.fp32_tflops * 1.01
+
+
 def efficiencies(spec: GpuSpec, precision: str,
                  cal: Mapping[str, Any] | None = None) -> tuple[float, float]:
     """(compute, memory) efficiency of ``spec``: per GPU if fitted, else its class, else the
-    nearest older class, else the median over classes."""
+    nearest older class, else the median over classes (over classes whose peak was a CUDA-core
+    rate, when this GPU's is too: Pascal and older)."""
     cal = calibration() if cal is None else cal
     pclass = PRECISION_CLASS[precision]
     eff = cal["compute_efficiency_gpu"].get(f"{spec.name}|{pclass}")
@@ -129,6 +136,8 @@ def efficiencies(spec: GpuSpec, precision: str,
         fitted = [k.partition("|")[0] for k in by_class if k.endswith(f"|{pclass}")]
         cls = device_class(spec) if device_class(spec) in fitted else _nearest_class(spec, fitted)
         eff = by_class[f"{cls}|{pclass}"] if cls is not None else None
+    if eff is None and cuda_core_peak(spec, precision):
+        eff = cal.get("compute_efficiency_default_cuda_core")
     if eff is None:
         eff = cal["compute_efficiency_default"][pclass]
     eff_bw = cal["memory_efficiency_gpu"].get(spec.name)
