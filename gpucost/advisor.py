@@ -38,7 +38,7 @@ from gpucost.plan import (
 )
 from gpucost.pricing.snapshot import Snapshot
 from gpucost.profile import Profile
-from gpucost.ranking import Job, Ranking, make_filters, rank
+from gpucost.ranking import Filters, Job, Ranking, make_filters, rank
 
 ESTIMATE_TERMS = (
     "compute_usd",
@@ -282,6 +282,17 @@ def _reasons(
     return tuple(reasons)
 
 
+def _filters(c: Constraints) -> Filters:
+    return make_filters(
+        gpu=c.gpus or None,
+        provider=c.providers or None,
+        region=c.regions or None,
+        market="any" if c.spot_allowed else "on-demand",
+        min_gpu_memory_gb=c.min_gpu_memory_gb,
+        max_nodes=c.max_nodes,
+    )
+
+
 def _rank(
     profile: Profile,
     job: Job,
@@ -290,15 +301,17 @@ def _rank(
     params: JobParams,
     now: dt.datetime | None,
 ) -> Ranking:
-    filters = make_filters(
-        gpu=c.gpus or None,
-        provider=c.providers or None,
-        region=c.regions or None,
-        market="any" if c.spot_allowed else "on-demand",
-        min_gpu_memory_gb=c.min_gpu_memory_gb,
-        max_nodes=c.max_nodes,
+    return rank(profile, job, snapshots, _filters(c), now=now, job_params=params)
+
+
+def _meets(ranking: Ranking, c: Constraints) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """Per row: (meets the deadline, within the budget)."""
+    hours, cost = ranking.columns["total_hours"], ranking.columns["cost_usd"]
+    on_time = (
+        np.ones(len(hours), dtype=bool) if c.deadline_hours is None else hours <= c.deadline_hours
     )
-    return rank(profile, job, snapshots, filters, now=now, job_params=params)
+    affordable = np.ones(len(cost), dtype=bool) if c.budget_usd is None else cost <= c.budget_usd
+    return on_time, affordable
 
 
 def advise(
@@ -321,23 +334,24 @@ def advise(
         ) from None
     cols = ranking.columns
     hours, cost = cols["total_hours"], cols["cost_usd"]
-    on_time = (
-        np.ones(len(hours), dtype=bool)
-        if constraints.deadline_hours is None
-        else hours <= constraints.deadline_hours
-    )
-    affordable = (
-        np.ones(len(cost), dtype=bool)
-        if constraints.budget_usd is None
-        else cost <= constraints.budget_usd
-    )
+    on_time, affordable = _meets(ranking, constraints)
     fits, peak = memory_fit(profile, cols["gpu"])
     feasible = on_time & affordable & fits
     idx = np.flatnonzero(feasible)
     pareto = idx[pareto_front(hours[idx], cost[idx])]
     if not len(idx):
         relax = _relax(
-            profile, job, snapshots, constraints, params, now, ranking, on_time, affordable, fits
+            profile,
+            job,
+            snapshots,
+            constraints,
+            params,
+            now,
+            ranking,
+            on_time,
+            affordable,
+            fits,
+            peak,
         )
         return Advice(ranking, constraints, params, feasible, pareto, None, None, fits, peak, relax)
     cheapest_i, fastest_i = pick(hours, cost, idx)
@@ -385,15 +399,17 @@ def _relax(
     on_time: npt.NDArray[np.bool_],
     affordable: npt.NDArray[np.bool_],
     fits: npt.NDArray[np.bool_],
+    peak: npt.NDArray[np.float64],
 ) -> list[str]:
     """Which constraint to relax, and by how much, when no plan meets them all."""
     cols = ranking.columns
     hours, cost = cols["total_hours"], cols["cost_usd"]
     out: list[str] = []
-    if not fits.any():
+    any_fits = bool(fits.any())
+    if not any_fits:
         out.append(
             f"the per-device batch of {ranking.profile.batch_size} fits none of these GPUs "
-            f"(predicted peak {np.nanmin(memory_fit(ranking.profile, cols['gpu'])[1]):.1f} GB "
+            f"(predicted peak {np.nanmin(peak):.1f} GB "
             "at best): use a smaller batch with gradient accumulation, or allow bigger GPUs"
         )
         fits = np.ones(len(hours), dtype=bool)
@@ -420,29 +436,40 @@ def _relax(
                 f"(+{_money(need - c.budget_usd)}): the cheapest plan{meeting} costs "
                 f"{_money(need)}"
             )
+    if not any_fits:
+        return out  # spot or more nodes bring no other GPU: nothing would fit either
     # Constraints that are not numbers: would spot capacity or more nodes meet everything?
-    tries: list[tuple[str, Constraints]] = []
+    # The relaxed ranking holds every row of this one, none feasible, so only the rows it adds
+    # can be picked: rank spot plans alone, and all the node limits tried at once (the most
+    # nodes, then the rows within each limit). Rows keep their relative order, so the pick is
+    # the one a full re-rank under the relaxed constraints would make.
+    filters = _filters(c)
+    tries: list[tuple[str, Filters, tuple[int, ...]]] = []
     if not c.spot_allowed:
-        tries.append(("allow spot capacity (--spot)", replace(c, spot_allowed=True)))
+        tries.append(("allow spot capacity (--spot)", replace(filters, market="spot"), ()))
     if c.deadline_hours is not None and c.max_nodes < MAX_NODES_TRIED:
-        for nodes in sorted({min(MAX_NODES_TRIED, c.max_nodes * k) for k in (2, 4, 8)}):
-            tries.append(
-                (f"allow up to {nodes} nodes (--max-nodes {nodes})", replace(c, max_nodes=nodes))
-            )
-    for text, relaxed in tries:
+        limits = tuple(sorted({min(MAX_NODES_TRIED, c.max_nodes * k) for k in (2, 4, 8)}))
+        tries.append(("", replace(filters, max_nodes=limits[-1]), limits))
+    for text, relaxed_filters, limits in tries:
         try:
-            advice = advise(profile, job, snapshots, relaxed, params, now=now)
+            relaxed = rank(profile, job, snapshots, relaxed_filters, now=now, job_params=params)
         except NoOffersError:
             continue
-        if advice.cheapest is not None:
-            row = advice.cheapest.row
-            if relaxed.max_nodes != c.max_nodes:  # name the node count the plan needs
+        r_on_time, r_affordable = _meets(relaxed, c)
+        feasible = r_on_time & r_affordable & memory_fit(profile, relaxed.columns["gpu"])[0]
+        r_hours, r_cost = relaxed.columns["total_hours"], relaxed.columns["cost_usd"]
+        for limit in limits or (c.max_nodes,):
+            idx = np.flatnonzero(feasible & (relaxed.columns["nodes"] <= limit))
+            if not len(idx):
+                continue
+            row = _row(relaxed, pick(r_hours, r_cost, idx)[0])
+            if limits:  # name the node count the plan needs
                 text = f"allow {int(row['nodes'])} nodes (--max-nodes {int(row['nodes'])})"
             out.append(
                 f"or {text}: {plan_label(row)} meets all constraints at "
                 f"{_money(row['cost_usd'])} in {row['total_hours']:.1f} h"
             )
-            break
+            return out
     return out
 
 
