@@ -6,6 +6,7 @@ import datetime as dt
 import json
 import math
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpucost.advisor import Constraints, advise, pareto_front, pick, to_plan
+from gpucost.advisor import Constraints, advise, pareto_front, pick, plan_label, to_plan
 from gpucost.cli import main
 from gpucost.errors import InputError, NoOffersError
 from gpucost.model.economics import JobParams
@@ -208,6 +209,67 @@ def test_infeasible_on_demand_suggests_spot(profile: Profile, job: Job) -> None:
         f"meets all constraints at ${spot.cheapest.row['cost_usd']:,.2f} in "
         f"{spot.cheapest.row['total_hours']:.1f} h"
     )
+
+
+@pytest.mark.parametrize(
+    ("spot_allowed", "max_nodes", "deadline_factor", "budget_factor"),
+    [(False, 1, 0.6, None), (True, 1, 0.6, None), (True, 2, 0.5, None), (False, 1, 1.2, 0.5)],
+)
+def test_relax_names_the_plan_a_full_rerank_would_pick(
+    snapshot: Snapshot,
+    profile: Profile,
+    job: Job,
+    spot_allowed: bool,
+    max_nodes: int,
+    deadline_factor: float | None,
+    budget_factor: float | None,
+) -> None:
+    """The advisor ranks only the rows a relaxation adds; its suggestion must be the plan that
+    advising again under the relaxed constraints picks, tried in the same order (spot, then
+    2x, 4x, 8x the nodes, at most 16)."""
+    loose = advise(
+        profile,
+        job,
+        [snapshot],
+        Constraints(spot_allowed=spot_allowed, max_nodes=max_nodes),
+        now=NOW,
+    )
+    cols = loose.ranking.columns
+    fastest = int(np.argmin(cols["total_hours"]))
+    c = Constraints(
+        deadline_hours=None
+        if deadline_factor is None
+        else float(cols["total_hours"][fastest]) * deadline_factor,
+        budget_usd=None
+        if budget_factor is None
+        else float(cols["cost_usd"][fastest]) * budget_factor,
+        spot_allowed=spot_allowed,
+        max_nodes=max_nodes,
+    )
+    tight = advise(profile, job, [snapshot], c, now=NOW)
+    assert not tight.ok
+    tries = (
+        [] if spot_allowed else [("allow spot capacity (--spot)", replace(c, spot_allowed=True))]
+    )
+    if c.deadline_hours is not None:
+        tries += [
+            ("", replace(c, max_nodes=n))
+            for n in sorted({min(16, max_nodes * k) for k in (2, 4, 8)})
+        ]
+    expected = None
+    for text, relaxed in tries:
+        full = advise(profile, job, [snapshot], relaxed, now=NOW)
+        if full.cheapest is not None:
+            row = full.cheapest.row
+            text = text or f"allow {row['nodes']} nodes (--max-nodes {row['nodes']})"
+            expected = (
+                f"or {text}: {plan_label(row)} meets all constraints at "
+                f"${row['cost_usd']:,.2f} in {row['total_hours']:.1f} h"
+            )
+            break
+    assert expected is not None  # each case is one a relaxation fixes
+    assert tight.relax[-1] == expected
+    assert sum(r.startswith("or ") for r in tight.relax) == 1
 
 
 def test_filters_that_leave_nothing_name_the_filter(
