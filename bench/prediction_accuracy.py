@@ -5,10 +5,11 @@
 Single GPU: leave-one-GPU-out cross-validation on lambda_throughput_calibration.csv. For each GPU
 H the coefficients are refitted WITHOUT any of H's rows (scripts/fit_calibration.py), then H's
 throughput is predicted from every other GPU's measurement of the same model and precision in
-the same bench version, through gpucost's own translation code, at the batch H was measured
-with (the model's per-step terms move the source's batch to H's; "model at source batch" skips
-that). Baseline, computed on the same pairs: the spec-sheet ratio (target over source peak FLOPS
-at the precision; and, separately, memory bandwidth).
+the same bench version, through the public ``gpucost.predict(..., batch_size=...)`` at the batch
+H was measured with (the model's per-step terms move the source's batch to H's; "model at source
+batch" is the same call without ``batch_size``). Baseline, computed on the same pairs: the
+spec-sheet ratio (target over source peak FLOPS at the precision; and, separately, memory
+bandwidth).
 
 Multi-GPU: held-out placements of sia_step_times_calibration.csv. Every third placement (GPUs
 per node, e.g. "2 2 4") of each cluster is held out; the cluster's link coefficients and each
@@ -34,9 +35,9 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 import fit_calibration as fitc  # noqa: E402
 
+import gpucost  # noqa: E402
 from gpucost.model import translate  # noqa: E402
-from gpucost.model.perf import predict, using_calibration  # noqa: E402
-from gpucost.profile import Profile  # noqa: E402
+from gpucost.model.perf import using_calibration  # noqa: E402
 
 
 def _pct(errors: list[float]) -> str:
@@ -63,14 +64,14 @@ def single_gpu(data: Path) -> dict[str, list[float]]:
                         tgt.version, tgt.model, tgt.precision):
                     continue
                 source_spec = get_gpu(src.gpu)
-                profile = Profile.from_measurement(
+                profile = gpucost.Profile.from_measurement(
                     gpu=src.gpu, throughput=src.throughput, batch_size=src.batch_size,
                     precision=src.precision, param_count=1.0, name=src.model)
-                with using_calibration(cal):  # gpucost's own predict, with the refit
-                    same_batch = predict(profile, gpu=held).throughput
+                with using_calibration(cal):  # the public predict, with the refit
+                    same_batch = gpucost.predict(profile, gpu=held).throughput
                     # The target was measured at its own batch (what fits its memory).
-                    predicted = same_batch / translate.batch_time_ratio(profile, held,
-                                                                        tgt.batch_size)
+                    predicted = gpucost.predict(profile, gpu=held,
+                                                batch_size=tgt.batch_size).throughput
                 flops = src.throughput * (translate.peak_tflops(target_spec, src.precision)
                                           / translate.peak_tflops(source_spec, src.precision))
                 bandwidth = src.throughput * target_spec.mem_bw_gbs / source_spec.mem_bw_gbs
@@ -154,21 +155,25 @@ def predict_speed() -> float:
     """Microseconds per predict() call over the configurations a compare run asks for."""
     from gpucost.catalog import get_gpu
 
-    p = Profile.from_measurement(gpu="V100 SXM2 16GB", throughput=1200.0, batch_size=256,
+    p = gpucost.Profile.from_measurement(gpu="V100 SXM2 16GB", throughput=1200.0, batch_size=256,
                                  precision="amp", param_count=25.6e6)
     gpus = [get_gpu(g).name for g in ("T4", "L4", "A10G", "L40S", "A100 SXM4 80GB",
                                       "H100 SXM5 80GB", "H200 SXM 141GB", "RTX 4090")]
     configs = [(g, k, n, net) for g in gpus for k in (1, 2, 4, 8) for n in range(1, 9)
                for net in (25.0, 100.0, 400.0)]
-    for g, k, n, net in configs:  # first calls fill the catalog and rate caches
-        predict(p, gpu=g, gpus_per_node=k, nodes=n, inter_node_gbps=net)
-    t0 = time.perf_counter()
-    for g, k, n, net in configs:
-        predict(p, gpu=g, gpus_per_node=k, nodes=n, inter_node_gbps=net)
-    per_call_us = (time.perf_counter() - t0) / len(configs) * 1e6
-    print(f"predict(): {per_call_us:.1f} us per call over {len(configs)} configurations "
-          "(target < 30 us)")
-    return per_call_us
+    timings = []
+    for batch in (None, 512):  # the profile's batch; another one
+        for g, k, n, net in configs:  # first calls fill the catalog and rate caches
+            gpucost.predict(p, gpu=g, gpus_per_node=k, nodes=n, inter_node_gbps=net,
+                            batch_size=batch)
+        t0 = time.perf_counter()
+        for g, k, n, net in configs:
+            gpucost.predict(p, gpu=g, gpus_per_node=k, nodes=n, inter_node_gbps=net,
+                            batch_size=batch)
+        timings.append((time.perf_counter() - t0) / len(configs) * 1e6)
+    print(f"predict(): {timings[0]:.1f} us per call over {len(configs)} configurations, "
+          f"{timings[1]:.1f} us at another batch (target < 30 us)")
+    return max(timings)
 
 
 def main() -> int:

@@ -155,6 +155,99 @@ def test_worked_example_per_step_terms() -> None:
         assert translate.batch_time_ratio(resnet(), "A100 SXM4 80GB", 64) == 1.0
 
 
+def test_worked_example_another_batch() -> None:
+    # The per-step terms of the example above (2.56 B and 2.56e-12 host s per step per flop of a
+    # sample), predicted at batch 64 on 8 A100s instead of the V100's 256.
+    _specs_as_in_hand_calculation()
+    per = {"fp32": 2.56, "tf32": 2.56, "fp16": 2.56, "bf16": 2.56}
+    cal = {**HAND_CALIBRATION, "default_step_bytes_per_flop": per,
+           "default_step_host_s_per_flop": {k: v * 1e-12 for k, v in per.items()}}
+    with using_calibration(cal):
+        pred = predict(resnet(), gpu="A100 SXM4 80GB", gpus_per_node=8, batch_size=64)
+    v100 = 1 / (125e12 * 0.5) + 0.02 / (900e9 * 0.8)  # 4.37778e-14 s/flop at batch 256
+    a100 = 1 / (312e12 * 0.5) + 0.02 / (2039e9 * 0.8)  # 1.86712e-14
+    a100_64 = 1 / (312e12 * 0.5) + 0.05 / (2039e9 * 0.8)  # 3.70630e-14: kappa 0.01 + 2.56/64
+    step = 256 / 1200.0
+    host = step * 1e-14 / (v100 + 1e-14)  # 0.0396694 s: all of it per step, so it stays
+    compute = (step - host) * a100 / v100 * (64 / 256) * a100_64 / a100  # 0.0367476 s
+    sync = 2 * 7 / 8 * 102.4e6 / 150e9  # 1.19467e-3 s over NVLink, not hidden (gamma 1)
+    assert pred.batch_size == 64 and pred.samples_per_step == 8 * 64
+    assert pred.breakdown.host_s == pytest.approx(host, rel=1e-12)
+    assert pred.breakdown.compute_s == pytest.approx(compute, rel=1e-12)
+    assert pred.step_time_s == pytest.approx(host + compute + sync, rel=1e-12)  # 0.0776117 s
+    assert pred.throughput == pytest.approx(8 * 64 / (host + compute + sync), rel=1e-12)  # 6,597/s
+    assert pred.single_gpu_throughput == pytest.approx(64 / (host + compute), rel=1e-12)
+
+
+PROFILE_NAMES = ["resnet50", "bert-large", "ssd", "transformer-xl", "tiny-cpu-net"]
+
+
+def _profile(src: str, name: str, batch: int, precision: str, measured: bool) -> Profile:
+    p = Profile.from_measurement(gpu=src, throughput=800.0, batch_size=batch,
+                                 precision=precision, param_count=3e8, name=name)
+    if measured:  # a profiler's split: data and host measured, not modelled
+        p = p.with_changes(breakdown=StepBreakdown(
+            data_s=0.1 * p.step_time_s, host_s=0.2 * p.step_time_s,
+            compute_s=0.6 * p.step_time_s, optimizer_s=0.1 * p.step_time_s))
+    return p
+
+
+group_cases = dict(
+    src=st.sampled_from(GPUS), dst=st.sampled_from(GPUS), name=st.sampled_from(PROFILE_NAMES),
+    batch=st.integers(1, 2048), precision=st.sampled_from(["fp32", "tf32", "amp", "bf16"]),
+    measured=st.booleans(), k=st.integers(1, 8), n=st.integers(1, 8), accum=st.integers(1, 4))
+
+
+@settings(max_examples=60, deadline=None)
+@given(**group_cases)
+def test_the_profile_batch_reproduces_the_default(src: str, dst: str, name: str, batch: int,
+                                                  precision: str, measured: bool, k: int, n: int,
+                                                  accum: int) -> None:
+    p = _profile(src, name, batch, precision, measured)
+    kwargs: dict[str, Any] = dict(gpu=dst, gpus_per_node=k, nodes=n, grad_accum_steps=accum)
+    assert predict(p, batch_size=batch, **kwargs) == predict(p, **kwargs)
+
+
+@settings(max_examples=80, deadline=None)
+@given(**group_cases, other=st.integers(1, 2048), mixed=st.booleans())
+def test_a_bigger_batch_never_lowers_throughput(src: str, dst: str, name: str, batch: int,
+                                                precision: str, measured: bool, k: int, n: int,
+                                                accum: int, other: int, mixed: bool) -> None:
+    # Each part of a step is a + b * x with a, b >= 0 (per-step plus per-sample), and the
+    # all-reduce does not depend on the batch: per sample, time (a/b + x) never grows with b,
+    # while a step as a whole never gets shorter.
+    p = _profile(src, name, batch, precision, measured)
+    members = [dst, src] * (k * n // 2) + [dst] * (k * n % 2) if mixed else None
+    kwargs: dict[str, Any] = dict(gpu=dst, gpus_per_node=k, nodes=n, grad_accum_steps=accum,
+                                  member_gpus=members)
+    small, big = (predict(p, batch_size=b, **kwargs) for b in sorted((batch, other)))
+    assert big.throughput >= small.throughput * (1 - 1e-12)
+    assert big.single_gpu_throughput >= small.single_gpu_throughput * (1 - 1e-12)
+    assert big.step_time_s >= small.step_time_s * (1 - 1e-12)
+    assert big.efficiency >= small.efficiency * (1 - 1e-12)  # more compute to hide the sync
+    assert big.allreduce_s == small.allreduce_s
+
+
+@settings(max_examples=40, deadline=None)
+@given(src=st.sampled_from(GPUS), dst=st.sampled_from(GPUS), name=st.sampled_from(PROFILE_NAMES),
+       batch=st.integers(1, 2048), other=st.integers(1, 2048),
+       precision=st.sampled_from(["fp32", "amp"]))
+def test_one_gpu_at_another_batch_follows_batch_time_ratio(src: str, dst: str, name: str,
+                                                           batch: int, other: int,
+                                                           precision: str) -> None:
+    p = _profile(src, name, batch, precision, measured=False)
+    moved = predict(p, gpu=dst, batch_size=other).throughput
+    ratio = translate.batch_time_ratio(p, dst, other)
+    assert moved == pytest.approx(predict(p, gpu=dst).throughput / ratio, rel=1e-9)
+
+
+def test_memory_is_checked_at_the_predicted_batch() -> None:
+    p = resnet(peak_memory_gb=12.0)  # 0.41 GB states + 11.59 GB activations at batch 256
+    at_default, doubled = predict(p, gpu="L4"), predict(p, gpu="L4", batch_size=512)
+    assert at_default.memory.fits and not doubled.memory.fits
+    assert doubled.memory.peak_gb == pytest.approx(0.4096 + 2 * (12.0 - 0.4096), rel=1e-12)
+
+
 def test_worked_example_operators(hand: None) -> None:
     # One compute-bound and one memory-bound operator, measured 50 ms and 30 ms on a V100.
     _specs_as_in_hand_calculation()
@@ -219,7 +312,8 @@ def test_errors_are_input_errors() -> None:
         predict(p, gpu="Voodoo 5")
     for kwargs in ({"nodes": 0}, {"gpus_per_node": -1}, {"grad_accum_steps": 0},
                    {"overlap_gamma": 0.5}, {"inter_node_gbps": -5.0},
-                   {"intra_node_link": "infiniband"}, {"member_gpus": ["T4"], "nodes": 2}):
+                   {"intra_node_link": "infiniband"}, {"member_gpus": ["T4"], "nodes": 2},
+                   {"batch_size": 0}, {"batch_size": 2.5}):
         with pytest.raises(InputError):
             predict(p, gpu="A100 SXM4 80GB", **kwargs)
 
@@ -269,7 +363,7 @@ def test_predict_is_cheap_and_light() -> None:
     t0 = time.perf_counter()
     for i in range(calls):
         predict(p, gpu=GPUS[i % len(GPUS)], gpus_per_node=8, nodes=1 + i % 4,
-                inter_node_gbps=100.0, intra_node_link="nvlink")
+                inter_node_gbps=100.0, intra_node_link="nvlink", batch_size=(None, 128)[i % 2])
     per_call_s = (time.perf_counter() - t0) / calls
     assert per_call_s < 300e-6, f"{per_call_s * 1e6:.0f} us per call"
     code = ("import sys, gpucost; p = gpucost.Profile.from_measurement(gpu='T4', throughput=10.0,"
@@ -344,6 +438,13 @@ def test_cli_predict_table_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert math.isclose(sum(body["breakdown_s"].values()), body["step_time_s"], rel_tol=1e-9)
     assert main(["predict", "--gpu", "Voodoo 5"]) == 2
     assert "unknown GPU" in capsys.readouterr().err
+    assert main(["predict", "--gpu", "L4", "--batch", "64", "-k", "2"]) == 0
+    assert "-> 2 x L4 at batch 64/GPU" in capsys.readouterr().out
+    assert main(["predict", "--gpu", "L4", "--batch", "64", "--format", "json"]) == 0
+    moved = json.loads(capsys.readouterr().out)
+    assert moved["batch_size_per_gpu"] == 64 and 0 < moved["throughput"] <= body["throughput"]
+    assert main(["predict", "--gpu", "L4", "--batch", "0"]) == 2
+    assert "batch_size must be a positive integer" in capsys.readouterr().err
 
 
 GOLDEN = REPO / "tests" / "golden"

@@ -32,10 +32,13 @@ def register(sub: Any) -> None:
         help="predict a profile's throughput on another GPU and node count",
         description="Translate a measured training step to another GPU (roofline with "
         "calibrated efficiencies) and node count (hierarchical ring all-reduce, partly hidden "
-        "behind backward). The per-GPU batch stays the profile's.",
+        "behind backward). The per-GPU batch stays the profile's unless --batch moves it.",
     )
     add_group_arguments(p)
     p.add_argument("--nodes", "-n", type=int, default=1, help="nodes (default 1)")
+    p.add_argument("--batch", "-b", type=int, default=None, metavar="B",
+                   help="per-GPU batch on the target (default: the profile's); what a step pays "
+                   "once whatever its batch is spread over B samples")
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(handler=run)
 
@@ -82,6 +85,8 @@ def render_table(pred: Prediction) -> str:
     group = f"{pred.nodes} x {pred.gpus_per_node} {pred.gpu}" if pred.nodes > 1 else (
         f"{pred.gpus_per_node} x {pred.gpu}")
     accum = f" x {pred.grad_accum_steps} accumulation steps" if pred.grad_accum_steps > 1 else ""
+    if pred.batch_size != prof.batch_size:
+        accum = f" at batch {pred.batch_size}/GPU" + accum
     lines = [
         f"{prof.name}: measured on {prof.device_count} x {prof.gpu}, {prof.precision}, "
         f"batch {prof.batch_size}/GPU -> {group}{accum}",
@@ -109,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     profile = resolve_profile(args.profile)
     pred = predict(profile, gpu=args.gpu, gpus_per_node=args.gpus_per_node or 1, nodes=args.nodes,
                    inter_node_gbps=args.network_gbps, intra_node_link=args.link,
-                   grad_accum_steps=args.grad_accum)
+                   grad_accum_steps=args.grad_accum, batch_size=args.batch)
     if args.format == "json":
         json.dump(prediction_dict(pred), sys.stdout, indent=2)
         sys.stdout.write("\n")

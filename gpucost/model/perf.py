@@ -8,8 +8,11 @@
 The measured step is split into device compute (which translates across GPUs, see
 ``translate``), data loading and host time (which do not shrink on a faster GPU), and gradient
 sync (re-predicted for the target group, see ``scaling``). Data parallel with the per-device
-batch unchanged: the group processes gpus_per_node * nodes * batch * grad_accum_steps samples
-per optimizer step. A group of mixed GPUs runs at its slowest member's pace.
+batch the profile's unless ``batch_size`` moves it: the group processes gpus_per_node * nodes *
+batch * grad_accum_steps samples per optimizer step. At another batch each part of the step
+grows with the batch, less what the step pays once whatever its batch
+(``translate.batch_step_factors``), so a bigger batch never lowers throughput. A group of mixed
+GPUs runs at its slowest member's pace.
 
 This is on the planner's hot path (``gpucost compare`` calls it thousands of times), so it is
 plain float math over cached catalog lookups and a calibration loaded once.
@@ -72,7 +75,7 @@ class Prediction:
     gpu: str  # canonical name (the slowest member for a mixed group)
     gpus_per_node: int
     nodes: int
-    batch_size: int  # per device per micro-step (the profile's)
+    batch_size: int  # per device per micro-step (the profile's unless predict() was given one)
     grad_accum_steps: int
     step_time_s: float  # one optimizer step
     throughput: float  # samples/s over the whole group
@@ -100,7 +103,8 @@ class Prediction:
         from gpucost.model.memory import fit_memory
 
         smallest = min((translate.gpu_spec(g) for g in self.member_gpus), key=lambda s: s.memory_gb)
-        return fit_memory(self.profile, smallest, group_gpus=self.gpu_count)
+        return fit_memory(self.profile, smallest, group_gpus=self.gpu_count,
+                          batch_size=self.batch_size)
 
 
 def _positive_int(name: str, value: object) -> int:
@@ -144,9 +148,11 @@ def _source_parts(profile: Profile, gamma: float) -> tuple[float, float, float]:
     return step - host, 0.0, host
 
 
-# id(profile) -> (profile, source compute s, data s, host s, {target gpu: compute s}); profiles
-# are immutable, and holding the profile keeps its id from being reused while cached.
-_CacheEntry = tuple["Profile", float, float, float, dict[str, float]]
+# id(profile) -> (profile, source compute s, data s, host s, {target gpu: compute s},
+# {(target gpu, other batch): (compute s, data s, host s)}); profiles are immutable, and holding
+# the profile keeps its id from being reused while cached.
+_CacheEntry = tuple["Profile", float, float, float, dict[str, float],
+                    dict[tuple[str, int], tuple[float, float, float]]]
 _CACHE: dict[int, _CacheEntry] = {}
 _CACHE_SIZE = 64
 
@@ -158,7 +164,7 @@ def _entry(profile: Profile, gamma: float) -> _CacheEntry:
     if len(_CACHE) >= _CACHE_SIZE:
         _CACHE.pop(next(iter(_CACHE)))
     compute, data, host = _source_parts(profile, gamma)
-    entry = (profile, compute, data, host, {})
+    entry = (profile, compute, data, host, {}, {})
     _CACHE[id(profile)] = entry
     return entry
 
@@ -173,6 +179,18 @@ def _target_compute_s(profile: Profile, source_compute_s: float, gpu: str) -> fl
         return source_compute_s
     source = translate.device_rates(profile.gpu, profile.precision)
     return source_compute_s * translate.compute_ratio(profile, source, rates, kappa)
+
+
+def _at_batch(profile: Profile, gpu: str, parts: tuple[float, float, float],
+              batch_size: int) -> tuple[float, float, float]:
+    """(compute, data, host) seconds of one micro-step on ``gpu`` at another per-device batch,
+    from ``parts`` at the profile's: data loading grows with the batch, device and host time
+    with it less their per-step share (``translate.batch_step_factors``)."""
+    compute, data, host = parts
+    device_f, host_f = translate.batch_step_factors(
+        translate.workload_terms(profile), translate.device_rates(gpu, profile.precision),
+        profile.batch_size, batch_size)
+    return compute * device_f, data * batch_size / profile.batch_size, host * host_f
 
 
 @lru_cache(maxsize=1024)
@@ -209,6 +227,7 @@ def predict(
     grad_accum_steps: int = 1,
     member_gpus: Sequence[str] | None = None,
     overlap_gamma: float | None = None,
+    batch_size: int | None = None,
 ) -> Prediction:
     """Predict one optimizer step of ``profile`` on ``nodes`` x ``gpus_per_node`` GPUs.
 
@@ -219,11 +238,13 @@ def predict(
     "pcie" or "" (unknown) from the offers' ``intra_node_link``. ``grad_accum_steps``: micro-steps
     per optimizer step (only the last syncs). ``member_gpus``: the GPU of each of the
     ``gpus_per_node * nodes`` members of a mixed group. ``overlap_gamma``: Pollux's overlap
-    exponent (>= 1; ``None``: fitted value).
+    exponent (>= 1; ``None``: fitted value). ``batch_size``: per-device batch per micro-step on
+    the target (``None``: the profile's); throughput never falls as it grows.
     """
     k = _positive_int("gpus_per_node", gpus_per_node)
     n = _positive_int("nodes", nodes)
     s = _positive_int("grad_accum_steps", grad_accum_steps)
+    b = profile.batch_size if batch_size is None else _positive_int("batch_size", batch_size)
     cal = translate.calibration()["scaling"]
     gamma = float(cal["overlap_gamma"]) if overlap_gamma is None else float(overlap_gamma)
     if not gamma >= 1.0:
@@ -241,34 +262,42 @@ def predict(
         members = (_canonical(gpu),)
 
     entry = _entry(profile, gamma)
-    _, source_compute, data, host, per_gpu = entry
+    _, source_compute, source_data, source_host, per_gpu, per_batch = entry
     slowest = members[0]
     compute = -1.0
+    data, host = source_data, source_host
     links: scaling.Links | None = None
     for member in members:
         c = per_gpu.get(member)
         if c is None:
             c = _target_compute_s(profile, source_compute, member)
             per_gpu[member] = c
+        d, h = source_data, source_host
+        if b != profile.batch_size:
+            parts = per_batch.get((member, b))
+            if parts is None:
+                parts = _at_batch(profile, member, (c, d, h), b)
+                per_batch[(member, b)] = parts
+            c, d, h = parts
         if c > compute:
-            compute, slowest = c, member
+            compute, slowest, data, host = c, member, d, h
         member_links = _links(member, k, intra_node_gbps, inter_node_gbps, intra_node_link)
         if links is None or member_links.intra_busbw_Bps < links.intra_busbw_Bps:
             links = member_links
     assert links is not None
     micro_s = data + host + compute
-    single = profile.batch_size / micro_s
+    single = b / micro_s
 
     sync = scaling.allreduce_time_s(profile.gradient_bytes, k, n, links) if k * n > 1 else 0.0
     synced = scaling.overlapped_s(compute, sync, gamma)
     step = (s - 1) * micro_s + data + host + synced
-    samples = k * n * profile.batch_size * s
+    samples = k * n * b * s
     throughput = samples / step
     return Prediction(
         gpu=slowest,
         gpus_per_node=k,
         nodes=n,
-        batch_size=profile.batch_size,
+        batch_size=b,
         grad_accum_steps=s,
         step_time_s=step,
         throughput=throughput,

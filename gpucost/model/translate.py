@@ -226,6 +226,19 @@ def workload_mix(profile: Profile, cal: Mapping[str, Any] | None = None) -> tupl
     return workload_terms(profile, cal).at_batch(profile.batch_size)
 
 
+def batch_step_factors(terms: WorkloadTerms, rates: DeviceRates, batch_size: float,
+                       new_batch_size: float) -> tuple[float, float]:
+    """(device, host) time of one step at ``new_batch_size`` over that at ``batch_size``, on a
+    GPU with ``rates``: each part is per-sample work times the batch plus what the step pays
+    once (a step of b samples costs F * (b * x_sample + x_step) for either part)."""
+    kappa_old, eta_old = terms.at_batch(batch_size)
+    kappa_new, eta_new = terms.at_batch(new_batch_size)
+    grow = new_batch_size / batch_size
+    device = grow * time_per_flop_s(rates, kappa_new) / time_per_flop_s(rates, kappa_old)
+    host = grow * (eta_new / eta_old if eta_old > 0.0 else 1.0)
+    return device, host
+
+
 def batch_time_ratio(profile: Profile, gpu: str, batch_size: int) -> float:
     """Time per sample on ``gpu`` at per-device ``batch_size`` over that at the profile's batch:
     what changing the batch does to throughput (>1: slower per sample, a smaller batch)."""
