@@ -6,7 +6,7 @@ Baseline (measured in the same run): the ranking alone (:func:`gpucost.tui.sessi
 what the worker computes). Against it, headless at 80x24: the time from start to the first
 ranked table, and from Enter on a new deadline to the re-ranked table, for a deadline plans meet
 and for one nothing meets (then the advisor re-ranks with relaxed constraints to say what to
-relax: seconds). A probe task wakes every 5 ms and records how late it woke: the longest delay
+relax). A probe task wakes every 5 ms and records how late it woke: the longest delay
 is the longest the UI froze, which would be the whole ranking if it ran on the UI thread.
 """
 
