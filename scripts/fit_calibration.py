@@ -4,15 +4,19 @@
 
 Single GPU (lambda_throughput_calibration.csv, 1-GPU rows, one median per bench version, model,
 precision and GPU; versions are never compared with each other): time per sample is modelled
-as W * (1 / (peak_flops * eff) + (kappa + mu / b) / (mem_bw * eff_bw) + eta + nu / b), W the
-workload's flops per sample (one per version x model x precision, with a weak prior at its
-published flop count), b the per-device batch, eff per compute capability and precision class
-plus a shrunk per-GPU correction, eff_bw likewise per class and GPU, kappa (bytes per flop) and
+as W * (1 / (peak_flops * eff) + 1 / (tdp * eps) + (kappa + mu / b) / (mem_bw * eff_bw) + eta
++ nu / b), W the workload's flops per sample (one per version x model x precision, with a weak
+prior at its published flop count), b the per-device batch, eff per compute capability and
+precision class plus a shrunk per-GPU correction, eps the sustained flops per joule of board
+power per generation (compute capability major) and precision class (what lets an RTX 6000 Ada
+at 300 W run no faster than an RTX 4090 at 450 W despite twice the listed fp32-accumulate peak),
+eff_bw per class plus a shrunk per-GPU correction, kappa (bytes per flop) and
 eta (host seconds per flop: launch and framework time that no GPU speeds up) per model family
 and precision class, and mu, nu the same family's per-step bytes and host time (optimizer and
 weight traffic, kernel launches: paid once per step, so small batches run slower per sample).
-Least squares on log time, Levenberg-Marquardt (numpy only). (A robust loss here did worse in
-leave-one-GPU-out: 11.9 % against 9.6 % mean error.)
+Least squares on log time with the residuals scaled by SIGMA_DATA against the priors,
+Levenberg-Marquardt (numpy only). (A robust loss here did worse in leave-one-GPU-out: 11.9 %
+against 9.6 % mean error, before SIGMA_DATA and the power term took it to 7.4 %.)
 
 Scaling (sia_step_times_calibration.csv, multi-GPU rows): step = Pollux overlap of the measured
 1-GPU step with the hierarchical ring all-reduce (see gpucost/model/scaling.py). Link
@@ -62,6 +66,7 @@ from gpucost.model.translate import (  # noqa: E402
     PRECISION_CLASS,
     cuda_core_peak,
     device_class,
+    generation,
     peak_tflops,
 )
 
@@ -85,6 +90,12 @@ FAMILY_MATCH = {
 SIGMA_GPU = 0.15  # prior spread of a GPU's efficiency around its class (log units)
 SIGMA_GPU_BW = 0.10
 SIGMA_WORK = 1.0
+# Expected spread of one log throughput around the model (system, driver and container
+# differences between the table's runs): data residuals are divided by it so the priors above
+# weigh against the data as in a posterior. Without it (an implicit 1.0) the per-GPU
+# corrections were shrunk to nothing (|log| < 0.01) and leave-one-GPU-out error was 9.6 %;
+# 0.07-0.15 all give 7.4-7.6 %.
+SIGMA_DATA = 0.10
 
 
 def sha256_prefix(path: Path) -> str:
@@ -176,6 +187,7 @@ class SingleFit:
     compute_class: dict[str, float]
     compute_default: dict[str, float]
     compute_default_cuda_core: float
+    power_flops_per_joule: dict[str, float]  # "generation|precision class"
     memory_gpu: dict[str, float]
     memory_class: dict[str, float]
     memory_default: float
@@ -200,8 +212,9 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
     mclasses = sorted({device_class(spec(o.gpu)) for o in obs})
     gpus = sorted({o.gpu for o in obs})
     fams = sorted({(o.model, PRECISION_CLASS[o.precision]) for o in obs})
+    gens = sorted({(generation(spec(o.gpu)), PRECISION_CLASS[o.precision]) for o in obs})
     idx: dict[tuple[str, Any], int] = {}
-    for tag, keys in (("w", works), ("c", classes), ("g", gpus_p), ("m", mclasses),
+    for tag, keys in (("p", gens), ("w", works), ("c", classes), ("g", gpus_p), ("m", mclasses),
                       ("b", gpus), ("k", fams), ("h", fams), ("u", fams), ("v", fams)):
         for key in keys:
             idx[(tag, key)] = len(idx)
@@ -213,6 +226,8 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
         x0[idx[("c", c)]] = math.log(0.4)
     for m in mclasses:
         x0[idx[("m", m)]] = math.log(0.8)
+    for gp in gens:
+        x0[idx[("p", gp)]] = math.log(3e12)  # flops per joule
     for f in fams:
         x0[idx[("k", f)]] = math.log(0.02)
         x0[idx[("h", f)]] = math.log(3e-15)
@@ -222,13 +237,16 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
     for o in obs:
         s = spec(o.gpu)
         pc = PRECISION_CLASS[o.precision]
-        rows.append((idx[("w", (o.version, o.model, o.precision))],
+        rows.append((idx[("p", (generation(s), pc))], s.tdp_w,
+                     idx[("w", (o.version, o.model, o.precision))],
                      idx[("c", (device_class(s), pc))], idx[("g", (o.gpu, pc))],
                      idx[("m", device_class(s))], idx[("b", o.gpu)], idx[("k", (o.model, pc))],
                      idx[("h", (o.model, pc))], idx[("u", (o.model, pc))],
                      idx[("v", (o.model, pc))], peak_tflops(s, o.precision) * 1e12,
                      s.mem_bw_gbs * 1e9, o.batch_size, math.log(1.0 / o.throughput)))
     arr = np.array(rows)
+    ip, tdp = arr[:, 0].astype(int), arr[:, 1]
+    arr = arr[:, 2:]
     iw, ic, ig, im, ib, ik, ih, iu, iv = (arr[:, j].astype(int) for j in range(9))
     peak, bw, batch, y = arr[:, 9], arr[:, 10], arr[:, 11], arr[:, 12]
     prior_mu = x0.copy()
@@ -246,12 +264,13 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
         eff = np.exp(x[ic] + x[ig])
         eff_bw = np.exp(x[im] + x[ib])
         kappa = np.exp(x[ik]) + np.exp(x[iu]) / batch
-        device = 1.0 / (peak * eff) + kappa / (bw * eff_bw)
+        device = 1.0 / (peak * eff) + 1.0 / (tdp * np.exp(x[ip])) + kappa / (bw * eff_bw)
         host = np.exp(x[ih]) + np.exp(x[iv]) / batch
         return np.asarray(x[iw] + np.log(device + host), dtype=float)
 
     def resid(x: Vector) -> Vector:
-        return np.asarray(np.concatenate([model(x) - y, (x - prior_mu) / prior_sd]), dtype=float)
+        return np.asarray(np.concatenate([(model(x) - y) / SIGMA_DATA, (x - prior_mu) / prior_sd]),
+                          dtype=float)
 
     lo = np.full(n, -np.inf)
     hi = np.full(n, np.inf)
@@ -287,6 +306,7 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
         compute_class=cls,
         compute_default=defaults,
         compute_default_cuda_core=statistics.median(cuda_core) if cuda_core else math.nan,
+        power_flops_per_joule={f"{g}|{p}": math.exp(x[idx[("p", (g, p))]]) for g, p in gens},
         memory_gpu={g: math.exp(x[idx[("m", device_class(spec(g)))]] + x[idx[("b", g)]])
                     for g in gpus},
         memory_class=mcls,
@@ -330,6 +350,7 @@ def single_calibration(fit: SingleFit) -> dict[str, Any]:
         "compute_efficiency_class": _rounded(fit.compute_class),
         "compute_efficiency_default": _rounded(fit.compute_default),
         "compute_efficiency_default_cuda_core": round(fit.compute_default_cuda_core, 4),
+        "power_flops_per_joule": _sig(fit.power_flops_per_joule),
         "memory_efficiency_gpu": _rounded(fit.memory_gpu),
         "memory_efficiency_class": _rounded(fit.memory_class),
         "memory_efficiency_default": round(fit.memory_default, 4),

@@ -7,6 +7,7 @@ under the shipped calibration.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import subprocess
@@ -504,3 +505,34 @@ def test_efficiency_lookup_falls_back_to_the_nearest_older_class() -> None:
            for g in ("GTX 1080 Ti", "V100 SXM2 16GB") for p in ("amp", "fp32")}
     assert got == {("GTX 1080 Ti", "amp"): 0.85, ("GTX 1080 Ti", "fp32"): 0.85,
                    ("V100 SXM2 16GB", "amp"): 0.5, ("V100 SXM2 16GB", "fp32"): 0.85}
+
+
+def test_board_power_caps_the_sustained_rate() -> None:
+    a100, h100 = get_gpu("A100 SXM4 80GB"), get_gpu("H100 SXM5 80GB")
+    assert (a100.tdp_w, a100.fp16_tflops, h100.tdp_w) == (400, 312, 700), "redo the sums"
+    assert translate.rates_for(a100, "amp", HAND_CALIBRATION).flops_per_s == pytest.approx(156e12)
+    cal = {**HAND_CALIBRATION, "power_flops_per_joule": {"8|fp16": 1e12, "9|fp16": 4e12,
+                                                         "10|fp16": 2e12, "8|fp32": 5e11}}
+    # 1 / (1 / (312e12 * 0.5) + 1 / (400 W * 1e12 flop/J)) = 1.1223e14 flop/s by hand.
+    assert translate.rates_for(a100, "amp", cal).flops_per_s == pytest.approx(1.1223e14, rel=1e-4)
+    assert translate.flops_per_joule(h100, "bf16", cal) == 4e12  # its own generation
+    # An unfitted generation (Blackwell GeForce, 12) takes the median over generations;
+    # AMD parts too; a calibration without the table applies no power limit.
+    assert translate.flops_per_joule(get_gpu("RTX 5090"), "amp", cal) == 2e12
+    assert translate.flops_per_joule(get_gpu("MI300X"), "fp16", cal) == 2e12
+    assert translate.flops_per_joule(a100, "fp16", HAND_CALIBRATION) is None
+    # A lower power budget on the same listed peak never speeds a GPU up.
+    slow = translate.rates_for(dataclasses.replace(a100, tdp_w=250), "amp", cal)
+    assert slow.flops_per_s < translate.rates_for(a100, "amp", cal).flops_per_s
+
+
+
+def test_bf16_and_tf32_borrow_the_fitted_classes() -> None:
+    cal = {**HAND_CALIBRATION,
+           "compute_efficiency_class": {"8.0|fp16": 0.7, "8.0|fp32": 0.6},
+           "compute_efficiency_default": {"fp32": 0.1, "tf32": 0.1, "fp16": 0.1, "bf16": 0.1}}
+    a100 = get_gpu("A100 SXM4 80GB")
+    assert translate.efficiencies(a100, "bf16", cal)[0] == 0.7
+    assert translate.efficiencies(a100, "tf32", cal)[0] == 0.6
+    own = {**cal, "compute_efficiency_class": {**cal["compute_efficiency_class"], "8.0|bf16": 0.3}}
+    assert translate.efficiencies(a100, "bf16", own)[0] == 0.3

@@ -1,16 +1,18 @@
 """Cross-GPU translation: how long one device's share of a training step takes on another GPU.
 
-The model is a two-term roofline with calibrated efficiencies. On GPU g at precision p a
-workload of F flops that moves kappa * F bytes of device memory takes
+The model is a two-term roofline with calibrated efficiencies and a board-power limit. On GPU
+g at precision p a workload of F flops that moves kappa * F bytes of device memory takes
 
-    t(g) = F / (peak_flops(g, p) * eff(g, p)) + kappa * F / (mem_bw(g) * eff_bw(g))
+    t(g) = F / (peak_flops(g, p) * eff(g, p)) + F / (tdp(g) * eps(gen(g), p))
+           + kappa * F / (mem_bw(g) * eff_bw(g))
 
 of device time, plus eta * F of host time (Python, kernel launches) that is the same on every
 GPU. What a step pays once whatever its batch b (optimizer and weight traffic, per-kernel
 launches) is spread over the batch: kappa = kappa_sample + mu / b and eta = eta_sample + nu / b,
 so a small batch runs slower per sample. ``eff`` and ``eff_bw`` are achievable fractions of the
 spec sheet, fitted per compute capability (GeForce apart) and precision on public training
-benchmarks (``calibration.json``, written by ``scripts/fit_calibration.py``); kappa (bytes per
+benchmarks (``calibration.json``, written by ``scripts/fit_calibration.py``), eps (sustained
+flops per joule) per generation (compute capability major) and precision; kappa (bytes per
 flop, the compute/memory mix) and eta, with their per-step parts, are fitted per model family,
 and kappa comes from the profile when it counts both flops and bytes. A profile that measured
 its host time (``breakdown``) uses that instead of eta. The device part of a measured step is
@@ -39,6 +41,20 @@ CALIBRATION_PATH = Path(__file__).with_name("calibration.json")
 PRECISION_CLASS: dict[str, str] = {
     "fp32": "fp32", "tf32": "tf32", "fp16": "fp16", "amp": "fp16", "bf16": "bf16",
 }
+
+
+# The public tables measure fp16/amp and fp32 only: bf16 runs on the same tensor cores at the
+# fp16 rate on every GPU that has it, and tf32 is what fp32 training mostly runs on.
+_BORROWED_CLASS = {"bf16": "fp16", "tf32": "fp32"}
+
+
+def fitted_class(precision: str, keys: Iterable[str]) -> str:
+    """The precision class to look ``keys`` ("...|class") up under: the precision's own when any
+    key has it, else the one it borrows from."""
+    pclass = PRECISION_CLASS[precision]
+    if any(k.endswith(f"|{pclass}") for k in keys):
+        return pclass
+    return _BORROWED_CLASS.get(pclass, pclass)
 
 
 @cache
@@ -127,11 +143,12 @@ def efficiencies(spec: GpuSpec, precision: str,
                  cal: Mapping[str, Any] | None = None) -> tuple[float, float]:
     """(compute, memory) efficiency of ``spec``: per GPU if fitted, else its class, else the
     nearest older class, else the median over classes (over classes whose peak was a CUDA-core
-    rate, when this GPU's is too: Pascal and older)."""
+    rate, when this GPU's is too: Pascal and older); bf16 and tf32 take fp16's and fp32's
+    when the calibration has none of their own."""
     cal = calibration() if cal is None else cal
-    pclass = PRECISION_CLASS[precision]
-    eff = cal["compute_efficiency_gpu"].get(f"{spec.name}|{pclass}")
     by_class = cal["compute_efficiency_class"]
+    pclass = fitted_class(precision, by_class)
+    eff = cal["compute_efficiency_gpu"].get(f"{spec.name}|{pclass}")
     if eff is None:
         fitted = [k.partition("|")[0] for k in by_class if k.endswith(f"|{pclass}")]
         cls = device_class(spec) if device_class(spec) in fitted else _nearest_class(spec, fitted)
@@ -161,10 +178,44 @@ def peak_tflops(spec: GpuSpec, precision: str) -> float:
     return spec.tflops(precision)  # type: ignore[arg-type]
 
 
+def generation(spec: GpuSpec) -> str:
+    """The key the power term is fitted under: the compute capability's major number (one per
+    process generation: 7 Volta/Turing, 8 Ampere/Ada, 9 Hopper...), or the architecture name."""
+    if spec.compute_capability is None:
+        return spec.arch
+    return spec.compute_capability.partition(".")[0]
+
+
+def flops_per_joule(spec: GpuSpec, precision: str,
+                    cal: Mapping[str, Any] | None = None) -> float | None:
+    """Sustained flops per joule of board power at ``precision``: fitted per generation, else
+    the median over fitted generations (leave-one-GPU-out liked it better than the nearest
+    older generation for the one-GPU generations, B200 and GTX 1080 Ti); None when the
+    calibration has no power term."""
+    cal = calibration() if cal is None else cal
+    table: Mapping[str, float] = cal.get("power_flops_per_joule", {})
+    pclass = fitted_class(precision, table)
+    fitted = {k.partition("|")[0]: float(v) for k, v in table.items() if k.endswith(f"|{pclass}")}
+    if not fitted:
+        return None
+    gen = generation(spec)
+    if gen in fitted:
+        return fitted[gen]
+    values = sorted(fitted.values())
+    return values[len(values) // 2]
+
+
 def rates_for(spec: GpuSpec, precision: str, cal: Mapping[str, Any] | None = None) -> DeviceRates:
+    """Achievable rates: the calibrated fraction of the spec-sheet peak, then the board-power
+    limit on top (1/rate = 1/(peak * eff) + 1/(TDP * flops per joule)): a GPU whose listed peak
+    outruns its power budget (an RTX 6000 Ada at 300 W against an RTX 4090 at 450 W, an H100
+    PCIe at 350 W against an SXM at 700 W) sustains less of it."""
     eff, eff_bw = efficiencies(spec, precision, cal)
-    return DeviceRates(flops_per_s=peak_tflops(spec, precision) * 1e12 * eff,
-                       bytes_per_s=spec.mem_bw_gbs * 1e9 * eff_bw)
+    flops_per_s = peak_tflops(spec, precision) * 1e12 * eff
+    per_joule = flops_per_joule(spec, precision, cal)
+    if per_joule is not None:
+        flops_per_s = 1.0 / (1.0 / flops_per_s + 1.0 / (spec.tdp_w * per_joule))
+    return DeviceRates(flops_per_s=flops_per_s, bytes_per_s=spec.mem_bw_gbs * 1e9 * eff_bw)
 
 
 @lru_cache(maxsize=4096)
