@@ -15,7 +15,9 @@ Multi-GPU: held-out placements of sia_step_times_calibration.csv. Every third pl
 per node, e.g. "2 2 4") of each cluster is held out; the cluster's link coefficients and each
 job's gradient bytes and overlap exponent are fitted on the others; each held-out step time is
 predicted from the same job's 1-GPU step at the same local batch. Baseline: linear scaling with
-no communication (the step time stays the 1-GPU step time).
+no communication (the step time stays the 1-GPU step time). Reference for what the traces
+allow: a lookup of the same job, local batch, node count and GPUs on the fullest node among the
+training placements (no model at all), next to the model on the same step times.
 
 Prints mean and median absolute percentage error for the model and the baselines.
 """
@@ -97,6 +99,10 @@ def multi_gpu(data: Path) -> dict[str, list[float]]:
 
     rows = fitc.load_sia(data / "benchmarks" / "sia_step_times_calibration.csv")
     errors: dict[str, list[float]] = {"model": [], "linear scaling": []}
+    # How repeatable the traces are: each held-out step predicted by a lookup, the median
+    # slowdown (step over 1-GPU step) of the training placements of the same job and local batch
+    # with the same node count and GPUs on the fullest node; and the model on the same rows.
+    lookup: dict[str, list[float]] = {"trace lookup": [], "model, same rows": []}
     for cluster in sorted({r.cluster for r in rows}):
         placements = sorted({r.placement for r in rows if r.cluster == cluster})
         held = set(placements[1::3])
@@ -104,16 +110,31 @@ def multi_gpu(data: Path) -> dict[str, list[float]]:
         params, jobs = fitc.fit_scaling(train, get_gpu)
         spec = get_gpu(fitc.SIA_CLUSTERS[cluster].gpu)
         test = [r for r in rows if r.cluster == cluster and r.placement in held]
+        slowdowns: dict[tuple[str, int, int, int], list[float]] = {}
+        for r in train:
+            if r.cluster == cluster:
+                key = (r.model, r.local_bsz, len(r.placement), max(r.placement))
+                slowdowns.setdefault(key, []).append(r.step_s / r.single_step_s)
         for r in test:
             predicted = fitc.predict_sia_step(r, jobs[(r.cluster, r.model)], params[cluster],
                                               spec)
-            errors["model"].append(abs(predicted / r.step_s - 1))
+            err = abs(predicted / r.step_s - 1)
+            errors["model"].append(err)
             errors["linear scaling"].append(abs(r.single_step_s / r.step_s - 1))
+            similar = slowdowns.get((r.model, r.local_bsz, len(r.placement), max(r.placement)))
+            if similar:
+                looked_up = r.single_step_s * statistics.median(similar)
+                lookup["trace lookup"].append(abs(looked_up / r.step_s - 1))
+                lookup["model, same rows"].append(err)
         print(f"  {cluster}: {len(held)} of {len(placements)} placements held out, "
               f"{len(test)} step times")
     print(f"multi GPU: held-out placements, {len(errors['model'])} step times")
     for name, errs in errors.items():
         print(f"  {name:<22} {_pct(errs)}")
+    print(f"  the traces' own repeatability, on the {len(lookup['trace lookup'])} step times "
+          "with a training placement of the same shape:")
+    for name, errs in lookup.items():
+        print(f"    {name:<20} {_pct(errs)}")
     return errors
 
 
