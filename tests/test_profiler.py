@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -257,6 +260,33 @@ def test_reference_models_train_and_profile(name: str) -> None:
     workload = build(name)
     assert profile.param_count == sum(p.numel() for p in workload.model.parameters())
     assert profile.sample_unit == ("sequences" if name == "transformer" else "images")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signalled_reference_run_keeps_a_partial_profile(
+        sig: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpucost.profiler import reference
+
+    def build_then_signal(*args: Any, **kwargs: Any) -> Any:
+        workload = build(*args, **kwargs)
+        step, calls = workload.optimizer.step, [0]
+
+        def counted_step(*a: Any, **k: Any) -> Any:
+            calls[0] += 1
+            if calls[0] == 12:  # warm-up 1, detail 1, then 10 timed steps
+                os.kill(os.getpid(), sig)
+            return step(*a, **k)
+
+        workload.optimizer.step = counted_step
+        return workload
+
+    monkeypatch.setattr(reference, "build", build_then_signal)
+    before = signal.getsignal(signal.SIGTERM)
+    profile, _ = reference.profile_model("mlp", batch_size=8, steps=10**6, warmup=1,
+                                         trace_steps=1)
+    assert profile.partial and profile.steps_measured is not None
+    assert 8 <= profile.steps_measured <= 12
+    assert signal.getsignal(signal.SIGTERM) is before  # the handler is put back
 
 
 @pytest.mark.parametrize(("weights", "autocast", "expected"), [

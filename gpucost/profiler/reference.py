@@ -2,12 +2,36 @@
 
 from __future__ import annotations
 
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
 import torch
 
 from gpucost.profile import Profile
 from gpucost.profiler.core import MIN_TIMED_STEPS, StepProfiler
 from gpucost.profiler.models import build
 from gpucost.profiler.probe import ProbeResult, probe_batch
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a job scheduler, ``kill``) unwinds like Ctrl-C, so the steps timed so far are
+    kept; only the main thread can take signals."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def profile_model(name: str, *, batch_size: int | None = 32, steps: int = 20, warmup: int = 3,
@@ -18,8 +42,8 @@ def profile_model(name: str, *, batch_size: int | None = 32, steps: int = 20, wa
     """Profile built-in model ``name``; with ``probe`` first find its largest batch.
 
     ``batch_size`` None with ``probe`` profiles at the probed batch (per device). Interrupted
-    (Ctrl-C) after enough timed steps, it returns a profile marked partial; before, the
-    KeyboardInterrupt propagates.
+    (Ctrl-C or SIGTERM) after enough timed steps, it returns a profile marked partial; before,
+    a KeyboardInterrupt propagates.
     """
     workload = build(name, device=device, precision=precision)
     found: ProbeResult | None = None
@@ -40,7 +64,7 @@ def profile_model(name: str, *, batch_size: int | None = 32, steps: int = 20, wa
     if found is not None:
         prof.max_batch_size = found.local_batch
     try:
-        with prof:
+        with _sigterm_as_interrupt(), prof:
             prof.hook_optimizer(workload.optimizer)
             for x, y in prof.wrap(workload.batches(batch)):
                 workload.forward_backward(x, y)
