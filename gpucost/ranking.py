@@ -24,7 +24,7 @@ import numpy as np
 from gpucost.errors import InputError, NoOffersError, UnknownProviderError
 from gpucost.model.economics import COST_UNITS, JobParams, job_costs
 from gpucost.pricing.registry import DEFAULT_MAX_AGE_DAYS, is_stale
-from gpucost.pricing.snapshot import Offers, Snapshot, load_snapshots
+from gpucost.pricing.snapshot import Offers, Snapshot, load_snapshots, merge_offers
 from gpucost.profile import Profile, resolve_profile
 
 if TYPE_CHECKING:
@@ -361,7 +361,7 @@ def rank(
         raise InputError(f"sort must be 'cost' or 'time', got {sort!r}")
     if filters.max_nodes < 1:
         raise InputError(f"max nodes must be at least 1, got {filters.max_nodes}")
-    offers = Offers.concat([s.offers for s in snapshots])
+    offers = merge_offers(snapshots)
     total = len(offers)
     offers = filter_offers(offers, filters)
     cols = _expand(offers, filters)

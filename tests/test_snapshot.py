@@ -23,6 +23,7 @@ from gpucost.pricing.snapshot import (
     latest_snapshot_paths,
     load_offers,
     load_snapshots,
+    merge_offers,
     read_snapshot,
     snapshot_path,
     write_snapshot,
@@ -165,8 +166,38 @@ def test_merge_of_several_sources_takes_the_newest_file_per_source(tmp_path: Pat
     assert sorted(set(merged["source"].tolist())) == ["alpha", "beta"]
     assert merged["fetched_at"][merged["source"] == "beta"].tolist() == ["2026-12-01T00:00:00Z"]
     assert merged["provider"].tolist().count("gcp") == 1
-    # Folders named explicitly each contribute their newest file per source.
-    assert len(load_offers([embedded, user])) == 3 + 4 + 1
+    # Folders named explicitly each contribute their newest file per source; the machine both
+    # betas price (gcp r0 t0) is kept once, from the newer one.
+    both = load_offers([embedded, user])
+    assert len(both) == 3 + (4 - 1) + 1
+    assert both["fetched_at"][(both["provider"] == "gcp") & (both["region"] == "r0")].tolist() == [
+        "2026-12-01T00:00:00Z"]
+
+
+def test_merged_offers_keep_each_machine_from_its_newest_snapshot() -> None:
+    def table(source: str, when: dt.datetime, rows: list[tuple[str, str, float]]) -> Snapshot:
+        return Snapshot(source=source, fetched_at=when, offers=Offers.from_records([
+            {"provider": "aws", "region": region, "instance_type": itype, "gpu": "A100 SXM4 40GB",
+             "gpu_count": 8, "price_hr": price} for region, itype, price in rows]))
+
+    catalog = table("skypilot-aws", DAY, [("us-east-1", "p4d.24xlarge", 32.77),
+                                          ("us-east-1", "g5.xlarge", 1.01),
+                                          ("us-west-2", "p4d.24xlarge", 32.77)])
+    fresh = table("aws", DAY + dt.timedelta(hours=5), [("us-east-1", "p4d.24xlarge", 21.96),
+                                                       ("us-east-1", "p4d.24xlarge", 22.00)])
+    merged = merge_offers([fresh, catalog])  # order of the list does not matter
+    got = sorted(zip(merged["region"].tolist(), merged["instance_type"].tolist(),
+                     merged["price_hr"].tolist(), merged["source"].tolist(), strict=True))
+    # The fresh source's two us-east-1 p4d rows (one snapshot: never merged) replace the
+    # catalog's; machines only the catalog prices stay.
+    assert got == [("us-east-1", "g5.xlarge", 1.01, "skypilot-aws"),
+                   ("us-east-1", "p4d.24xlarge", 21.96, "aws"),
+                   ("us-east-1", "p4d.24xlarge", 22.0, "aws"),
+                   ("us-west-2", "p4d.24xlarge", 32.77, "skypilot-aws")]
+    # Same fetch time: the later snapshot in the list wins; one snapshot alone is untouched.
+    tie = table("aws", DAY, [("us-east-1", "g5.xlarge", 0.99)])
+    assert merge_offers([catalog, tie])["price_hr"].tolist() == [32.77, 32.77, 0.99]
+    assert len(merge_offers([catalog])) == 3 and len(merge_offers([])) == 0
 
 
 def test_a_user_snapshot_overrides_the_embedded_one(_isolated_home: Path) -> None:

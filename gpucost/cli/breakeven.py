@@ -99,9 +99,9 @@ def _offer_row(instance_type: str, provider: str, prices: list[str] | None) -> d
     import numpy as np
 
     from gpucost.errors import NoOffersError
-    from gpucost.pricing.snapshot import Offers, load_snapshots
+    from gpucost.pricing.snapshot import load_snapshots, merge_offers
 
-    offers = Offers.concat([s.offers for s in load_snapshots(prices)])
+    offers = merge_offers(load_snapshots(prices))
     mask = offers["instance_type"] == instance_type
     if provider:
         mask &= offers["provider"] == provider

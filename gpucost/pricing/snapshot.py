@@ -372,6 +372,36 @@ def load_snapshots(paths: Sequence[str | os.PathLike[str]] | None = None) -> lis
     return [read_snapshot(f) for f in files]
 
 
+# What makes two rows the same machine, whichever source priced it.
+OFFER_IDENTITY = ("provider", "instance_type", "region", "zone")
+
+
+def merge_offers(snapshots: Sequence[Snapshot]) -> Offers:
+    """The snapshots' offers in one table, each machine once: where several snapshots price the
+    same provider, instance type, region and zone (the embedded SkyPilot catalog and a fresh
+    `gpucost prices refresh aws`), the most recently fetched snapshot's rows are kept. Rows of
+    one snapshot are never merged with each other."""
+    parts = [s.offers for s in snapshots]
+    merged = Offers.concat(parts)
+    if len(snapshots) < 2 or not len(merged):
+        return merged
+    # Rank each snapshot by fetch time (later in the list wins a tie), then keep, per machine,
+    # only the rows of its best-ranked snapshot.
+    order = sorted(range(len(snapshots)), key=lambda i: (snapshots[i].fetched_at, i))
+    rank_of = np.empty(len(snapshots), dtype=np.int64)
+    rank_of[order] = np.arange(len(snapshots))
+    row_rank = np.repeat(rank_of, [len(p) for p in parts])
+    key = merged[OFFER_IDENTITY[0]].astype(object)
+    for name in OFFER_IDENTITY[1:]:
+        key = key + "\x1f" + merged[name].astype(object)
+    _, machine = np.unique(key.astype(str), return_inverse=True)
+    best = np.full(machine.max() + 1, -1, dtype=np.int64)
+    np.maximum.at(best, machine, row_rank)
+    keep = row_rank == best[machine]
+    return merged if keep.all() else merged.select(keep)
+
+
 def load_offers(paths: Sequence[str | os.PathLike[str]] | None = None) -> Offers:
-    """All offers of the given (or default) snapshots merged into one table."""
-    return Offers.concat([s.offers for s in load_snapshots(paths)])
+    """All offers of the given (or default) snapshots merged into one table (see
+    :func:`merge_offers`)."""
+    return merge_offers(load_snapshots(paths))
