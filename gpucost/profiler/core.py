@@ -27,14 +27,16 @@ the launch queue). Data wait and optimizer time are host-side times.
 from __future__ import annotations
 
 import os
+import signal
 import statistics
 import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
+from types import FrameType, TracebackType
 from typing import Any
 
 import torch
@@ -46,6 +48,24 @@ from gpucost.profiler.flops import OpCensus
 from gpucost.profiler.verdict import StepFacts, decide
 
 MIN_TIMED_STEPS = 2  # fewer cannot give a median worth writing down
+
+
+@contextmanager
+def sigterm_raises(exception: type[BaseException]) -> Iterator[None]:
+    """Turn SIGTERM (a job scheduler, ``kill``) into ``exception`` raised where the program is,
+    so a run unwinds and keeps what it measured; only the main thread can take signals."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        raise exception
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 _DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "amp": torch.float16,
            "fp16": torch.float16, "bf16": torch.bfloat16}

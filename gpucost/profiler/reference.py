@@ -2,36 +2,12 @@
 
 from __future__ import annotations
 
-import signal
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from types import FrameType
-
 import torch
 
 from gpucost.profile import Profile
-from gpucost.profiler.core import MIN_TIMED_STEPS, StepProfiler
+from gpucost.profiler.core import MIN_TIMED_STEPS, StepProfiler, sigterm_raises
 from gpucost.profiler.models import build
 from gpucost.profiler.probe import ProbeResult, probe_batch
-
-
-@contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM (a job scheduler, ``kill``) unwinds like Ctrl-C, so the steps timed so far are
-    kept; only the main thread can take signals."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def on_term(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, on_term)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def profile_model(name: str, *, batch_size: int | None = 32, steps: int = 20, warmup: int = 3,
@@ -64,7 +40,7 @@ def profile_model(name: str, *, batch_size: int | None = 32, steps: int = 20, wa
     if found is not None:
         prof.max_batch_size = found.local_batch
     try:
-        with _sigterm_as_interrupt(), prof:
+        with sigterm_raises(KeyboardInterrupt), prof:
             prof.hook_optimizer(workload.optimizer)
             for x, y in prof.wrap(workload.batches(batch)):
                 workload.forward_backward(x, y)

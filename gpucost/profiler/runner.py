@@ -23,19 +23,17 @@ from __future__ import annotations
 
 import os
 import runpy
-import signal
 import sys
-import threading
 import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import TracebackType
 from typing import Any
 
 from gpucost.errors import InputError
-from gpucost.profiler.core import ProfilingComplete, StepProfiler, driving
+from gpucost.profiler.core import ProfilingComplete, StepProfiler, driving, sigterm_raises
 
 OUTCOMES = ("complete", "ended", "crashed", "interrupted")
 
@@ -66,20 +64,12 @@ def _script_context(script: Path, args: Sequence[str]) -> Iterator[None]:
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [str(script), *args]
     sys.path.insert(0, str(script.resolve().parent))  # as `python script.py` would
-    previous_term: Any = None
-    in_main = threading.current_thread() is threading.main_thread()
-    if in_main:
-        def on_term(signum: int, frame: FrameType | None) -> None:
-            raise Terminated
-
-        previous_term = signal.signal(signal.SIGTERM, on_term)
     try:
-        yield
+        with sigterm_raises(Terminated):
+            yield
     finally:
         sys.argv = saved_argv
         sys.path[:] = saved_path
-        if in_main:
-            signal.signal(signal.SIGTERM, previous_term)
 
 
 @contextmanager
