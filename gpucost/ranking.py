@@ -251,13 +251,8 @@ def _drop_zone_duplicates(offers: Offers) -> Offers:
     prices add nothing to a ranking. Zones with their own spot price stay."""
     if len(offers) < 2:
         return offers
-    key = np.zeros(len(offers), dtype=np.int64)
-    for name in ("provider", "region", "instance_type", "source", "price_hr", "spot_price_hr"):
-        values = offers[name]
-        if values.dtype.kind == "f":
-            values = np.nan_to_num(values, nan=-1.0)
-        _, code = np.unique(values, return_inverse=True)
-        key = key * (int(code.max()) + 1) + code
+    key = offers.row_codes(("provider", "region", "instance_type", "source", "price_hr",
+                            "spot_price_hr"))
     _, first = np.unique(key, return_index=True)
     return offers.select(np.sort(first))
 

@@ -86,6 +86,20 @@ class Offers:
     def select(self, mask_or_index: np.ndarray) -> Offers:
         return Offers({k: v[mask_or_index] for k, v in self.columns.items()})
 
+    def row_codes(self, names: Sequence[str]) -> np.ndarray:
+        """One int per row, equal exactly where the rows agree on every column in ``names``
+        (NaN equals NaN): 0..distinct-1."""
+        code = np.zeros(len(self), dtype=np.int64)
+        for name in names:
+            values = self.columns[name]
+            if values.dtype.kind == "f":
+                values = np.nan_to_num(values, nan=-1.0)
+            _, column_code = np.unique(values, return_inverse=True)
+            # Re-number after each column so the combined code stays small.
+            _, code = np.unique(code * (int(column_code.max()) + 1) + column_code,
+                                return_inverse=True)
+        return code
+
     @classmethod
     def empty(cls) -> Offers:
         return cls(
@@ -391,10 +405,7 @@ def merge_offers(snapshots: Sequence[Snapshot]) -> Offers:
     rank_of = np.empty(len(snapshots), dtype=np.int64)
     rank_of[order] = np.arange(len(snapshots))
     row_rank = np.repeat(rank_of, [len(p) for p in parts])
-    key = merged[OFFER_IDENTITY[0]].astype(object)
-    for name in OFFER_IDENTITY[1:]:
-        key = key + "\x1f" + merged[name].astype(object)
-    _, machine = np.unique(key.astype(str), return_inverse=True)
+    machine = merged.row_codes(OFFER_IDENTITY)
     best = np.full(machine.max() + 1, -1, dtype=np.int64)
     np.maximum.at(best, machine, row_rank)
     keep = row_rank == best[machine]
