@@ -240,18 +240,16 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
     for o in obs:
         s = spec(o.gpu)
         pc = PRECISION_CLASS[o.precision]
-        rows.append((idx[("p", (generation(s), pc))], s.tdp_w,
-                     idx[("w", (o.version, o.model, o.precision))],
+        rows.append((idx[("w", (o.version, o.model, o.precision))],
                      idx[("c", (device_class(s), pc))], idx[("g", (o.gpu, pc))],
                      idx[("m", device_class(s))], idx[("b", o.gpu)], idx[("k", (o.model, pc))],
                      idx[("h", (o.model, pc))], idx[("u", (o.model, pc))],
-                     idx[("v", (o.model, pc))], peak_tflops(s, o.precision) * 1e12,
-                     s.mem_bw_gbs * 1e9, o.batch_size, math.log(1.0 / o.throughput)))
+                     idx[("v", (o.model, pc))], idx[("p", (generation(s), pc))],
+                     peak_tflops(s, o.precision) * 1e12, s.mem_bw_gbs * 1e9, s.tdp_w,
+                     o.batch_size, math.log(1.0 / o.throughput)))
     arr = np.array(rows)
-    ip, tdp = arr[:, 0].astype(int), arr[:, 1]
-    arr = arr[:, 2:]
-    iw, ic, ig, im, ib, ik, ih, iu, iv = (arr[:, j].astype(int) for j in range(9))
-    peak, bw, batch, y = arr[:, 9], arr[:, 10], arr[:, 11], arr[:, 12]
+    iw, ic, ig, im, ib, ik, ih, iu, iv, ip = (arr[:, j].astype(int) for j in range(10))
+    peak, bw, tdp, batch, y = (arr[:, j] for j in range(10, 15))
     prior_mu = x0.copy()
     prior_sd = np.full(n, 10.0)
     for w in works:
