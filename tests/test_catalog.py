@@ -144,6 +144,31 @@ SPELLINGS: dict[str, str] = {
     "V100 32GB": "V100 SXM2 32GB",
     "B200 192GB": "B200",
     "GH200 80GB": "GH200 96GB",
+    # GPUs of public training benchmarks and studies added for #13 (NVML / ROCm / cloud names)
+    "NVIDIA GeForce GTX 1070": "GTX 1070",
+    "GTX 1070 Ti": "GTX 1070 Ti",
+    "NVIDIA GeForce GTX 1080": "GTX 1080",
+    "Tesla P4": "P4",
+    "nvidia-tesla-p4": "P4",
+    "Tesla P40": "P40",
+    "NVIDIA TITAN V": "Titan V",
+    "NVIDIA TITAN Xp": "Titan Xp",
+    "TITAN Xp COLLECTORS EDITION": "Titan Xp",
+    "NVIDIA GeForce RTX 2060": "RTX 2060",
+    "GeForce RTX 2070": "RTX 2070",
+    "NVIDIA GeForce RTX 2080": "RTX 2080",
+    "NVIDIA GeForce RTX 2080 SUPER": "RTX 2080 Super",
+    "RTX 2080S": "RTX 2080 Super",
+    "Quadro RTX 4000": "Quadro RTX 4000",
+    "Q RTX 4000": "Quadro RTX 4000",
+    "AMD Instinct MI100": "MI100",
+    "AMD Instinct MI210": "MI210",
+    "AMD Instinct MI250X": "MI250X",
+    "MI250X 128GB": "MI250X",
+    "AMD Instinct MI250X/MI250": "MI250",
+    "AMD Instinct MI250": "MI250",
+    "AMD Instinct MI325X": "MI325X",
+    "AMD Instinct MI355X": "MI355X",
 }
 
 # The brief's minimum coverage: each must resolve to a row whose name starts with the key.
@@ -154,6 +179,8 @@ REQUIRED = (
     "H100 PCIe", "H100 SXM5", "H100 NVL", "H200", "GH200", "B200", "MI300X", "RTX 2080 Ti",
     "RTX 3070", "RTX 3080", "Titan RTX", "Quadro RTX 5000", "Quadro RTX 6000", "Quadro RTX 8000",
     "RTX A4000", "RTX A4500", "RTX A5000", "RTX A5500", "GTX 1080 Ti", "P100",
+    # #13: the heterogeneous-scaling study's GPUs and AMD's training accelerators
+    "GTX 1070", "P4", "MI100", "MI210", "MI250", "MI250X", "MI325X",
 )
 
 NON_GPUS = (
@@ -387,6 +414,52 @@ def test_geforce_runs_fp32_accumulate_at_half_rate() -> None:
     assert get_gpu("Titan RTX").fp16_tflops == pytest.approx(130.5)
     assert get_gpu("RTX 4090").tflops("amp") == pytest.approx(165.2)
     assert get_gpu("RTX 3090").tflops("bf16") == pytest.approx(71)
+
+
+# Datasheet peaks of rows added for #13: (name, memory GB, GB/s, fp32, fp16 tensor, bf16 tensor).
+DATASHEET_PEAKS = (
+    ("GTX 1070", 8, 256, 6.46, None, None),
+    ("P4", 8, 192, 5.5, None, None),
+    ("P40", 24, 346, 11.76, None, None),
+    ("Titan V", 12, 652.8, 14.9, 110, None),
+    ("RTX 2080", 8, 448, 10.07, 40.25, None),
+    ("MI100", 32, 1228.8, 23.1, 184.6, 92.3),
+    ("MI210", 64, 1638.4, 22.6, 181.0, 181.0),
+    ("MI325X", 256, 6000, 163.4, 1307.4, 1307.4),
+)
+
+
+@pytest.mark.parametrize(("name", "memory_gb", "bw", "fp32", "fp16", "bf16"), DATASHEET_PEAKS)
+def test_added_rows_carry_their_datasheet_peaks(name: str, memory_gb: float, bw: float,
+                                                fp32: float, fp16: float | None,
+                                                bf16: float | None) -> None:
+    spec = get_gpu(name)
+    assert (spec.memory_gb, spec.mem_bw_gbs, spec.fp32_tflops) == (memory_gb, bw, fp32)
+    assert (spec.fp16_tflops, spec.bf16_tflops) == (fp16, bf16)
+    assert spec.vendor in spec.source  # a vendor document is the source
+
+
+def test_pascal_cards_without_tensor_units_train_amp_at_fp32_speed() -> None:
+    """GTX 1070 and Tesla P4 (the heterogeneous-scaling study's cards) have no tensor cores:
+    their fp16 is 1/64 rate, so amp gets fp32's peak, not more."""
+    for name in ("GTX 1070", "P4", "P40", "Titan Xp"):
+        spec = get_gpu(name)
+        assert spec.tflops("amp") == spec.tflops("fp32") == spec.fp32_tflops
+
+
+def test_mi250_rows_are_one_gcd_and_add_up_to_the_package() -> None:
+    """ROCm and torch count each of an MI250(X)'s two dies as a device: a row is one GCD, and
+    two of them make the datasheet's package (128 GB, 3.2768 TB/s, 383.0 / 362.1 TF)."""
+    for name, package_fp16, package_fp32_vector in (("MI250X", 383.0, 47.9),
+                                                    ("MI250", 362.1, 45.3)):
+        gcd = get_gpu(name)
+        assert 2 * gcd.memory_gb == 128 and 2 * gcd.mem_bw_gbs == pytest.approx(3276.8)
+        assert 2 * gcd.tflops("bf16") == pytest.approx(package_fp16)
+        assert 2 * gcd.fp32_tflops == pytest.approx(package_fp32_vector)
+        assert "per GCD" in gcd.source or "one row per GCD" in gcd.source
+    assert get_gpu("MI250X").tflops("amp") > get_gpu("MI250").tflops("amp")
+    # the spelling ROCm gives both parts reads as the slower one
+    assert resolve_gpu_name("AMD Instinct MI250X/MI250") == "MI250"
 
 
 def test_malformed_catalog_files_are_rejected(tmp_path: Path) -> None:
