@@ -274,12 +274,14 @@ def _predict_configs(
     # Fractional GPUs (AWS g6f) run one process on a slice: predict one GPU, then scale down.
     whole = np.maximum(np.rint(gpu_count), 1.0).astype(np.int64)
     fraction = np.where(gpu_count < 1.0, gpu_count, 1.0)
-    key = (
-        ((gpu_code.astype(np.int64) * 1024 + whole) * 4096 + nodes.astype(np.int64))
-        * (len(link_names) + 1)
-        + link_code
-    ) * (len(net_values) + 1) + net_code
-    unique_keys, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    # One row per distinct configuration, compared column by column: a key packed into one
+    # integer by fixed radices collides once a count passes its radix (1 GPU x 4,097 nodes
+    # packed like 2 GPUs x 1 node).
+    config = np.stack([gpu_code, whole, nodes.astype(np.int64), link_code, net_code], axis=1)
+    unique_keys, first, inverse = np.unique(
+        config, axis=0, return_index=True, return_inverse=True
+    )
+    inverse = inverse.reshape(-1)
     throughput = np.empty(len(unique_keys))
     efficiency = np.empty(len(unique_keys))
     for j, i in enumerate(first):
