@@ -254,3 +254,51 @@ def test_malformed_aws_answers_raise_provider_error_only(data: st.DataObject,
         assert str(exc).startswith("aws: ") and "\n" not in str(exc)
     else:
         assert all(p >= 0 for p in snap.offers["price_hr"].tolist())
+
+
+# The on-demand query as it must reach the Price List API, spelled out rather than built from
+# ON_DEMAND_FILTERS, so that a filter dropped from the code fails here.
+GPU_ONLY_REQUEST = {
+    "ServiceCode": "AmazonEC2", "FormatVersion": "aws_v1", "MaxResults": 100,
+    "Filters": [{"Type": "TERM_MATCH", "Field": field, "Value": value} for field, value in (
+        ("productFamily", "Compute Instance"), ("operatingSystem", "Linux"),
+        ("tenancy", "Shared"), ("preInstalledSw", "NA"), ("capacitystatus", "Used"),
+        ("licenseModel", "No License required"), ("marketoption", "OnDemand"),
+        ("instanceFamily", "GPU instance"))],
+}
+
+
+def _item_with(item: dict[str, Any], **attributes: str) -> str:
+    changed = copy.deepcopy(item)
+    changed["product"]["attributes"].update(attributes)
+    return json.dumps(changed)
+
+
+def test_the_price_query_asks_the_api_for_gpu_instance_families_only(stubs: Stubs) -> None:
+    # A filtered answer, as the API gives it: GPU families only (page 2 without its c5ad row).
+    page = fixture("aws_get_products_page2.json")
+    page["PriceList"] = [text for text in page["PriceList"]
+                         if json.loads(text)["product"]["attributes"]["instanceFamily"]
+                         == "GPU instance"]
+    assert page["PriceList"]
+    stubs.pricing_stub.add_response("get_products", page, GPU_ONLY_REQUEST)
+    prices, dropped = SOURCE.on_demand_prices(stubs.pricing, {"p4d.24xlarge", "p5.48xlarge"})
+    assert sorted(prices) == [("us-east-1", "p5.48xlarge"), ("us-west-2", "p4d.24xlarge")]
+    assert dropped == {}
+
+
+def test_a_non_gpu_row_in_the_answer_is_still_ignored(stubs: Stubs) -> None:
+    # An emulator (or an API change) that ignores the filter: a compute-optimised row that passes
+    # every other filter, and a row that says "GPU instance" for a type EC2 gives no GPU.
+    page = fixture("aws_get_products_page2.json")
+    p5 = json.loads(page["PriceList"][0])
+    assert p5["product"]["attributes"]["instanceType"] == "p5.48xlarge"
+    page["PriceList"] = [
+        page["PriceList"][0],
+        _item_with(p5, instanceType="c7i.48xlarge", instanceFamily="Compute optimized"),
+        _item_with(p5, instanceType="inf2.48xlarge"),
+    ]
+    stubs.pricing_stub.add_response("get_products", page, GPU_ONLY_REQUEST)
+    prices, dropped = SOURCE.on_demand_prices(stubs.pricing, {"p4d.24xlarge", "p5.48xlarge"})
+    assert list(prices) == [("us-east-1", "p5.48xlarge")]
+    assert dropped == {"instanceFamily != GPU instance": 1, "not a GPU instance": 1}

@@ -3,8 +3,11 @@
 * ``pricing.get_products`` (ServiceCode AmazonEC2) filtered to the one on-demand Linux rate an
   ordinary user pays: productFamily "Compute Instance", operatingSystem Linux, tenancy Shared,
   preInstalledSw NA, capacitystatus Used, licenseModel "No License required", marketoption
-  OnDemand. Every filter is checked again on each item (the API and emulators differ), and only
-  ``terms.OnDemand`` is read (Reserved terms are ignored). ``PriceList`` items are JSON strings;
+  OnDemand, and to the GPU families only: instanceFamily "GPU instance" (without it the answer
+  holds every instance family's price, of which gpucost keeps only the GPU ones). Every
+  filter is checked again on each item (the API and emulators differ), an item must also be a
+  GPU type in ``describe_instance_types``, and only ``terms.OnDemand`` is read (Reserved terms
+  are ignored). ``PriceList`` items are JSON strings;
   ``pricePerUnit.USD`` is a decimal string read with Decimal. Pages chain by ``NextToken``.
 * EBS gp3 $/GB-month per region from the same API (productFamily Storage, volumeApiName gp3);
   regions without one take the rates table's figure.
@@ -56,6 +59,10 @@ ON_DEMAND_FILTERS: dict[str, str] = {
     "capacitystatus": "Used",
     "licenseModel": "No License required",
     "marketoption": "OnDemand",
+    # Server-side: only GPU families come back (Inferentia/Trainium are "Machine Learning ASIC
+    # Instances", not GPUs). Listed last so that an item failing several filters is counted
+    # under the more specific reason above.
+    "instanceFamily": "GPU instance",
 }
 GP3_FILTERS: dict[str, str] = {"productFamily": "Storage", "volumeApiName": "gp3"}
 LINUX_SPOT = ("Linux/UNIX", "Linux/UNIX (Amazon VPC)")
