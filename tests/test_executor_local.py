@@ -24,7 +24,8 @@ from gpucost.executor.checkpoints import CheckpointStore
 from gpucost.executor.ledger import Ledger, process_start
 from gpucost.executor.local import LocalProvider
 from gpucost.executor.rundir import RunDir
-from gpucost.executor.runner import Runner, verify_throughput
+from gpucost.executor.runner import Runner
+from gpucost.executor.verify import verify_throughput
 from gpucost.plan import load_plan
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

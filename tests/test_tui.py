@@ -439,7 +439,7 @@ def test_runs_screen_refreshes_live_and_stops_only_after_yes(
         stopped.append(run_id)
         return [f"{run_id}: stopped by its launcher"]
 
-    monkeypatch.setattr("gpucost.executor.runner.request_stop", fake_stop)
+    monkeypatch.setattr("gpucost.executor.control.request_stop", fake_stop)
     app = make_app(snapshot, runs_refresh_s=0.05)
 
     async def scenario(pilot: Pilot[None]) -> None:
@@ -597,7 +597,7 @@ def test_runs_screen_follows_and_stops_a_real_local_run(
     import os
     import shutil
 
-    from gpucost.executor.runner import down
+    from gpucost.executor.control import down
     from gpucost.plan import save_plan
 
     pytest.importorskip("torch")

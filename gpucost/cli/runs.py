@@ -195,7 +195,7 @@ def _logs(args: argparse.Namespace) -> int:
 
 
 def _stop(args: argparse.Namespace) -> int:
-    from gpucost.executor.runner import request_stop
+    from gpucost.executor.control import request_stop
 
     for line in request_stop(args.run):
         print(line)
@@ -204,8 +204,8 @@ def _stop(args: argparse.Namespace) -> int:
 
 def _down(args: argparse.Namespace) -> int:
     from gpucost.errors import InputError
+    from gpucost.executor.control import down
     from gpucost.executor.ledger import Ledger
-    from gpucost.executor.runner import down
 
     if bool(args.run) == bool(args.all):
         raise InputError("give one run id or --all", hint="`gpucost ps` lists live runs")
@@ -222,7 +222,7 @@ def _down(args: argparse.Namespace) -> int:
 
 
 def _cleanup(args: argparse.Namespace) -> int:
-    from gpucost.executor.runner import cleanup
+    from gpucost.executor.control import cleanup
 
     done = cleanup(include_stopped=args.stopped)
     print("\n".join(done) if done else "nothing to clean up")

@@ -52,6 +52,11 @@ class RunDir:
         return self.path / "launcher.log"
 
     @property
+    def stop_request_path(self) -> Path:
+        """Present when `gpucost stop` asks the run's launcher to stop the job."""
+        return self.path / "stop-requested"
+
+    @property
     def scratch_checkpoints(self) -> Path:
         """Where the job writes checkpoints before they are shipped to the plan's target."""
         return self.path / "checkpoints"

@@ -6,8 +6,7 @@ price_hr x elapsed hours since the run began); teardown runs in a ``finally`` on
 failure, Ctrl-C, SIGTERM, timeout and budget cap. After a successful job the plan's idle policy
 decides between stopping (keep the disk for a return within the break-even time) and destroying;
 after anything else the resources are destroyed.
-
-:func:`cleanup`, :func:`down` and :func:`request_stop` act on runs from outside their launcher.
+:mod:`gpucost.executor.control` acts on runs from outside their launcher (stop, down, cleanup).
 """
 
 from __future__ import annotations
@@ -24,17 +23,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from gpucost.errors import CapacityError, ExecutorError, GpuCostError, InputError
+from gpucost.errors import CapacityError, GpuCostError, InputError
 from gpucost.executor import get_provider, provider_config
 from gpucost.executor.base import JobSpec, Provider, ProvisionRequest, Resource
 from gpucost.executor.checkpoints import CheckpointStore
-from gpucost.executor.ledger import Ledger, RunRow
+from gpucost.executor.ledger import Ledger
 from gpucost.executor.rundir import RunDir
+from gpucost.executor.verify import VerifyResult, usd, verify_throughput
 from gpucost.plan import Plan
 
 POLL_S = 0.5
 CAPACITY_RETRY_S = 60.0  # between attempts to get spot capacity
-STOP_REQUEST = "stop-requested"  # a file in the run dir: `gpucost stop` asks the launcher to stop
 
 # Final run states and the CLI exit code each maps to (0 ok, 1 policy, 3 failure, 130 interrupt).
 EXIT_CODES: dict[str, int] = {
@@ -50,46 +49,6 @@ class LaunchResult:
     run_dir: Path
     exit_code: int
     messages: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class VerifyResult:
-    measured: float  # samples/s, whole group
-    planned: float  # samples/s, whole group
-    deviation_pct: float
-    within_margin: bool
-    reestimated_cost_usd: float
-    reestimated_hours: float
-
-    def message(self, margin_pct: float) -> str:
-        word = "within" if self.within_margin else "outside"
-        return (f"verify: measured {self.measured:.1f} samples/s vs planned {self.planned:.1f} "
-                f"({self.deviation_pct:+.0f}%, {word} the {margin_pct:g}% margin); re-estimated "
-                f"$/job {_usd(self.reestimated_cost_usd)} USD over {self.reestimated_hours:.3g} h")
-
-
-def _usd(amount: float) -> str:
-    """Cents for real money, significant digits for the tiny sums of local test runs."""
-    return f"{amount:,.2f}" if amount >= 1 else f"{amount:.2g}"
-
-
-def verify_throughput(plan: Plan, measured: float,
-                      price_hr: float | None = None) -> VerifyResult:
-    """Compare the job's measured throughput with the plan's and re-estimate $/job from it
-    (at ``price_hr`` USD/h per node when it differs from the plan's, after a spot fallback)."""
-    planned = plan.workload.throughput
-    deviation = (measured - planned) / planned * 100.0
-    samples = plan.total_samples or 0.0
-    est = plan.estimate
-    setup_hours = max(0.0, est.hours - samples / planned / 3600.0)
-    hours = setup_hours + samples / measured / 3600.0
-    compute = plan.offer.nodes * (plan.offer.price_hr if price_hr is None else price_hr) * hours
-    # Only the compute term scales with throughput; storage, egress, setup stay as planned.
-    cost = est.cost_usd - est.compute_usd + compute if est.compute_usd > 0 else max(
-        est.cost_usd * planned / measured, compute)
-    return VerifyResult(measured=measured, planned=planned, deviation_pct=deviation,
-                        within_margin=abs(deviation) <= plan.safety.verify_margin_pct,
-                        reestimated_cost_usd=cost, reestimated_hours=hours)
 
 
 def new_run_id(name: str) -> str:
@@ -168,8 +127,8 @@ class Runner:
             f"run {self.run_id}: {p.job.name} on {o.provider} {o.instance_type} x{o.nodes} "
             f"({o.gpu_count:g} x {o.gpu} per node, {o.market}, {o.price_hr:.4f} USD/h per node)",
             f"command: {' '.join(p.job.command)} (in {p.workdir(self.plan_path)})",
-            f"limits: timeout {s.timeout_hours:g} h, budget cap {_usd(s.budget_cap_usd)} USD "
-            f"(estimate {_usd(p.estimate.cost_usd)} USD over {p.estimate.hours:.3g} h)",
+            f"limits: timeout {s.timeout_hours:g} h, budget cap {usd(s.budget_cap_usd)} USD "
+            f"(estimate {usd(p.estimate.cost_usd)} USD over {p.estimate.hours:.3g} h)",
             f"verify on arrival: matmul on the device, then throughput within "
             f"{s.verify_margin_pct:g}% of {p.workload.throughput:g} samples/s, else "
             f"{s.verify_action}",
@@ -389,10 +348,10 @@ class Runner:
                           "limit; stopping the run")
                 return "timed-out"
             if cost >= safety.budget_cap_usd:
-                self._say(f"budget cap: {_usd(cost)} USD spent reached the "
-                          f"{_usd(safety.budget_cap_usd)} USD cap; stopping the run")
+                self._say(f"budget cap: {usd(cost)} USD spent reached the "
+                          f"{usd(safety.budget_cap_usd)} USD cap; stopping the run")
                 return "budget-exceeded"
-            if (self.run_dir.path / STOP_REQUEST).exists():
+            if self.run_dir.stop_request_path.exists():
                 self._say("stop requested (`gpucost stop`): stopping the run")
                 return "stopped"
             time.sleep(self.poll_s)
@@ -474,90 +433,3 @@ class Runner:
                 self._say(f"destroyed {len(nodes)} resource(s)")
         if errors:
             self._say(f"teardown incomplete: {errors[0]}; run `gpucost cleanup`")
-
-
-# -- acting on runs from outside their launcher ---------------------------------------------------
-def _destroy_rows(ledger: Ledger, run: RunRow, *, include_stopped: bool,
-                  action: str = "destroy") -> list[str]:
-    done = []
-    for row in ledger.resources(run.run_id, live_only=True):
-        if row.state == "stopped" and not include_stopped:
-            continue
-        provider = get_provider(row.provider, row.config)
-        targets = [row.to_resource()] if row.resource_id else provider.find(row.token)
-        for res in targets:
-            if action == "stop" and provider.supports("stop"):
-                provider.stop(res)
-            else:
-                provider.destroy(res)
-            done.append(f"{run.run_id}: {action} {row.provider} {res.kind} {res.resource_id}")
-        ledger.set_state(row.id, "stopped" if action == "stop" and provider.supports("stop")
-                         else "destroyed")
-    return done
-
-
-def cleanup(ledger: Ledger | None = None, *, include_stopped: bool = False) -> list[str]:
-    """Destroy every live resource whose launcher is gone or has finished with the run (found
-    by token when its id never reached the ledger)."""
-    ledger = ledger or Ledger()
-    done = []
-    for run in ledger.runs():
-        if run.supervised:
-            continue
-        acted = _destroy_rows(ledger, run, include_stopped=include_stopped)
-        if run.ended_at is None:
-            ledger.set_run_state(run.run_id, "orphaned", ended=True)
-        done += acted
-    return done
-
-
-def _wait_unsupervised(ledger: Ledger, run_id: str, wait_s: float) -> bool:
-    """Wait until the run's launcher has finished with it (ended, or died); True if it did."""
-    deadline = time.monotonic() + wait_s
-    while ledger.run(run_id).supervised:
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.1)
-    return True
-
-
-def _signal_launcher(ledger: Ledger, run: RunRow, wait_s: float) -> bool:
-    """SIGTERM a run's launcher and wait for it to finish its teardown; True if it did."""
-    if not run.supervised:
-        return True
-    try:
-        os.kill(run.launcher_pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return True
-    return _wait_unsupervised(ledger, run.run_id, wait_s)
-
-
-def down(run_id: str, ledger: Ledger | None = None, *, wait_s: float = 60.0) -> list[str]:
-    """Stop a run's job and destroy all its resources, stopped ones included."""
-    ledger = ledger or Ledger()
-    run = ledger.run(run_id)
-    done = []
-    if run.supervised:
-        if not _signal_launcher(ledger, run, wait_s):
-            raise ExecutorError(f"the launcher of {run.run_id} (pid {run.launcher_pid}) did not "
-                                f"exit within {wait_s:g} s", hint="try again, or kill it and "
-                                "run `gpucost cleanup`")
-        done.append(f"{run.run_id}: interrupted; its launcher tore it down")
-    done += _destroy_rows(ledger, ledger.run(run.run_id), include_stopped=True)
-    if ledger.run(run.run_id).ended_at is None:
-        ledger.set_run_state(run.run_id, "destroyed", ended=True)
-    return done
-
-
-def request_stop(run_id: str, ledger: Ledger | None = None, *, wait_s: float = 60.0) -> list[str]:
-    """Ask a run's launcher to stop the job (idle policy then applies); without a launcher, stop
-    its machines directly."""
-    ledger = ledger or Ledger()
-    run = ledger.run(run_id)
-    if run.supervised:
-        (Path(run.run_dir) / STOP_REQUEST).touch()
-        if not _wait_unsupervised(ledger, run.run_id, wait_s):
-            raise ExecutorError(f"{run.run_id} did not stop within {wait_s:g} s",
-                                hint=f"`gpucost down {run.run_id}` stops it by force")
-        return [f"{run.run_id}: stopped by its launcher"]
-    return _destroy_rows(ledger, run, include_stopped=False, action="stop")

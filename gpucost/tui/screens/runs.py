@@ -2,8 +2,8 @@
 second; stop or destroy the selected run behind a confirmation dialog.
 
 The launcher rewrites status.json atomically, so a read never sees half a file. Stopping and
-destroying go through the executor (:func:`gpucost.executor.runner.request_stop` and
-:func:`~gpucost.executor.runner.down`), which wait for the launcher: they run in a worker.
+destroying go through the executor (:func:`gpucost.executor.control.request_stop` and
+:func:`~gpucost.executor.control.down`), which wait for the launcher: they run in a worker.
 """
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ class RunsScreen(Screen[None]):
 
     @work(thread=True, group="run-actions")
     def _act(self, action: str, run_id: str) -> None:
-        from gpucost.executor.runner import down, request_stop
+        from gpucost.executor.control import down, request_stop
 
         try:
             done = (request_stop if action == "stop" else down)(run_id)

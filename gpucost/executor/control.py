@@ -1,0 +1,103 @@
+"""Acting on runs from outside their launcher: `gpucost stop`, `down` and `cleanup`.
+
+These read the ledger, never a launcher's memory: a launcher may be alive (it is asked to tear
+its run down and waited for), finished, or killed (its resources are destroyed directly, found
+by token when their ids never reached the ledger).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from gpucost.errors import ExecutorError
+from gpucost.executor import get_provider
+from gpucost.executor.ledger import Ledger, RunRow
+from gpucost.executor.rundir import RunDir
+
+
+def _destroy_rows(ledger: Ledger, run: RunRow, *, include_stopped: bool,
+                  action: str = "destroy") -> list[str]:
+    done = []
+    for row in ledger.resources(run.run_id, live_only=True):
+        if row.state == "stopped" and not include_stopped:
+            continue
+        provider = get_provider(row.provider, row.config)
+        targets = [row.to_resource()] if row.resource_id else provider.find(row.token)
+        for res in targets:
+            if action == "stop" and provider.supports("stop"):
+                provider.stop(res)
+            else:
+                provider.destroy(res)
+            done.append(f"{run.run_id}: {action} {row.provider} {res.kind} {res.resource_id}")
+        ledger.set_state(row.id, "stopped" if action == "stop" and provider.supports("stop")
+                         else "destroyed")
+    return done
+
+
+def cleanup(ledger: Ledger | None = None, *, include_stopped: bool = False) -> list[str]:
+    """Destroy every live resource whose launcher is gone or has finished with the run (found
+    by token when its id never reached the ledger)."""
+    ledger = ledger or Ledger()
+    done = []
+    for run in ledger.runs():
+        if run.supervised:
+            continue
+        acted = _destroy_rows(ledger, run, include_stopped=include_stopped)
+        if run.ended_at is None:
+            ledger.set_run_state(run.run_id, "orphaned", ended=True)
+        done += acted
+    return done
+
+
+def _wait_unsupervised(ledger: Ledger, run_id: str, wait_s: float) -> bool:
+    """Wait until the run's launcher has finished with it (ended, or died); True if it did."""
+    deadline = time.monotonic() + wait_s
+    while ledger.run(run_id).supervised:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def _signal_launcher(ledger: Ledger, run: RunRow, wait_s: float) -> bool:
+    """SIGTERM a run's launcher and wait for it to finish its teardown; True if it did."""
+    if not run.supervised:
+        return True
+    try:
+        os.kill(run.launcher_pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return True
+    return _wait_unsupervised(ledger, run.run_id, wait_s)
+
+
+def down(run_id: str, ledger: Ledger | None = None, *, wait_s: float = 60.0) -> list[str]:
+    """Stop a run's job and destroy all its resources, stopped ones included."""
+    ledger = ledger or Ledger()
+    run = ledger.run(run_id)
+    done = []
+    if run.supervised:
+        if not _signal_launcher(ledger, run, wait_s):
+            raise ExecutorError(f"the launcher of {run.run_id} (pid {run.launcher_pid}) did not "
+                                f"exit within {wait_s:g} s", hint="try again, or kill it and "
+                                "run `gpucost cleanup`")
+        done.append(f"{run.run_id}: interrupted; its launcher tore it down")
+    done += _destroy_rows(ledger, ledger.run(run.run_id), include_stopped=True)
+    if ledger.run(run.run_id).ended_at is None:
+        ledger.set_run_state(run.run_id, "destroyed", ended=True)
+    return done
+
+
+def request_stop(run_id: str, ledger: Ledger | None = None, *, wait_s: float = 60.0) -> list[str]:
+    """Ask a run's launcher to stop the job (idle policy then applies); without a launcher, stop
+    its machines directly."""
+    ledger = ledger or Ledger()
+    run = ledger.run(run_id)
+    if run.supervised:
+        RunDir(run.run_dir).stop_request_path.touch()
+        if not _wait_unsupervised(ledger, run.run_id, wait_s):
+            raise ExecutorError(f"{run.run_id} did not stop within {wait_s:g} s",
+                                hint=f"`gpucost down {run.run_id}` stops it by force")
+        return [f"{run.run_id}: stopped by its launcher"]
+    return _destroy_rows(ledger, run, include_stopped=False, action="stop")
