@@ -11,6 +11,15 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # One update path for every golden output: GPUCOST_UPDATE_GOLDENS=1 rewrites the text
+    # goldens (tests/goldens.py) and the TUI's SVG snapshots (syrupy's --snapshot-update).
+    from goldens import updating
+
+    if updating() and hasattr(config.option, "update_snapshots"):
+        config.option.update_snapshots = True
+
+
 @pytest.fixture(autouse=True)
 def _isolated_home(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from goldens import assert_golden
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -29,7 +30,6 @@ from gpucost.catalog.table import CSV_PATH, CatalogFileError, read_entries
 from gpucost.cli import main
 from gpucost.errors import UnknownGpuError
 
-GOLDEN = Path(__file__).resolve().parent / "golden"
 CANONICAL = {spec.name for spec in all_gpus()}
 
 # What real sources write -> what it must resolve to.
@@ -594,7 +594,9 @@ def test_cli_table_lists_every_gpu_with_units_and_sources(
 
 def test_cli_json_round_trips_the_catalog(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["gpus", "--format", "json"]) == 0
-    records = json.loads(capsys.readouterr().out)
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "gpucost-gpus"
+    records = doc["gpus"]
     assert [r["name"] for r in records] == [s.name for s in all_gpus()]
     by_name = {r["name"]: r for r in records}
     h100 = get_gpu("H100")
@@ -607,9 +609,9 @@ def test_cli_json_round_trips_the_catalog(capsys: pytest.CaptureFixture[str]) ->
 def test_cli_shows_one_gpu(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["gpus", "a100-80gb"]) == 0
     out = capsys.readouterr().out
-    assert out == (GOLDEN / "gpus_show_a100_80gb.txt").read_text(encoding="utf-8")
-    assert main(["gpus", "RTX4090", "--format", "json"]) == 0
-    record = json.loads(capsys.readouterr().out)
+    assert_golden("gpus_show_a100_80gb.txt", out)
+    assert main(["gpus", "RTX4090", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)["gpu"]
     assert record["name"] == "RTX 4090" and record["segment"] == "geforce"
     assert record["fp16_tflops"] == pytest.approx(record["fp16_acc16_tflops"] / 2, abs=0.06)
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import tomli_w
+from goldens import assert_golden as _golden
 
 from gpucost.errors import InputError
 from gpucost.executor.export import export_skypilot, skypilot_gpu
@@ -132,18 +133,6 @@ def test_the_real_skypilot_loader_accepts_the_export(tmp_path: Path) -> None:
     assert "error" in load_with_skypilot(broken, tmp_path)
 
 
-GOLDEN = Path(__file__).resolve().parent / "golden"
-
-
-def _golden(name: str, text: str) -> None:
-    """Compare with tests/golden/<name>; GPUCOST_UPDATE_GOLDENS=1 rewrites it after a change."""
-    from gpucost._io import atomic_write_text
-
-    golden = GOLDEN / name
-    if os.environ.get("GPUCOST_UPDATE_GOLDENS") == "1":
-        atomic_write_text(golden, text)
-    assert golden.exists(), f"{golden} missing: run with GPUCOST_UPDATE_GOLDENS=1"
-    assert text == golden.read_text(encoding="utf-8")
 
 
 def test_skypilot_export_format_is_stable(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from goldens import assert_golden as _golden
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -448,20 +449,6 @@ def test_cli_predict_table_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert "batch_size must be a positive integer" in capsys.readouterr().err
 
 
-GOLDEN = REPO / "tests" / "golden"
-
-
-def _golden(name: str, text: str) -> None:
-    """Compare with tests/golden/<name>; GPUCOST_UPDATE_GOLDENS=1 rewrites it after a change."""
-    import os
-
-    from gpucost._io import atomic_write_text
-
-    golden = GOLDEN / name
-    if os.environ.get("GPUCOST_UPDATE_GOLDENS") == "1":
-        atomic_write_text(golden, text)
-    assert golden.exists(), f"{golden} missing: run with GPUCOST_UPDATE_GOLDENS=1"
-    assert text == golden.read_text(encoding="utf-8")
 
 
 def test_predict_and_scale_output_formats_are_stable(

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import tomli_w
+from goldens import assert_golden as _golden
 
 from gpucost.errors import PlanFileError
 from gpucost.plan import (
@@ -197,20 +198,6 @@ def test_constructing_an_invalid_plan_raises() -> None:
         dataclasses.replace(_plan(), offer=dataclasses.replace(_plan().offer, nodes=0))
 
 
-GOLDEN = REPO_ROOT / "tests" / "golden"
-
-
-def _golden(name: str, text: str) -> None:
-    """Compare with tests/golden/<name>; GPUCOST_UPDATE_GOLDENS=1 rewrites it after a change."""
-    import os
-
-    from gpucost._io import atomic_write_text
-
-    golden = GOLDEN / name
-    if os.environ.get("GPUCOST_UPDATE_GOLDENS") == "1":
-        atomic_write_text(golden, text)
-    assert golden.exists(), f"{golden} missing: run with GPUCOST_UPDATE_GOLDENS=1"
-    assert text == golden.read_text(encoding="utf-8")
 
 
 def test_plan_toml_format_is_stable() -> None:

@@ -1,18 +1,18 @@
 """Report formats: golden files for each, and properties of the exit code and the escaping.
 
-Regenerate the goldens after an intended change with GPUCOST_UPDATE_GOLDENS=1.
+Regenerate the goldens after an intended change with GPUCOST_UPDATE_GOLDENS=1 (tests/goldens.py).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from goldens import assert_golden
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -23,7 +23,6 @@ from gpucost.preflight.report import _gh_data, render_github, render_markdown
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = REPO_ROOT / "tests" / "fixtures" / "preflight"
-GOLDEN = REPO_ROOT / "tests" / "golden" / "preflight"
 TODAY = dt.date(2026, 11, 30)
 NOW = dt.datetime(2026, 11, 30, 21, 0, 0, tzinfo=dt.UTC)
 SUFFIX = {"table": "txt", "json": "json", "markdown": "md", "github": "github.txt",
@@ -49,26 +48,20 @@ def _normalised(text: str) -> str:
     return text.replace(f'"gpucost_version": "{__version__}"', '"gpucost_version": "<version>"')
 
 
-def _compare(name: str, text: str) -> None:
-    golden = GOLDEN / name
-    if os.environ.get("GPUCOST_UPDATE_GOLDENS") == "1":
-        atomic_write_text(golden, text)
-    assert golden.exists(), f"{golden} missing: run with GPUCOST_UPDATE_GOLDENS=1"
-    assert text == golden.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("fmt", list(SUFFIX))
 def test_golden_mixed_report(fx: Path, fmt: str) -> None:
     report = _mixed_report()
     assert report.exit_code == 1
-    _compare(f"mixed.{SUFFIX[fmt]}", _normalised(render(report, fmt)))
+    assert_golden(f"preflight/mixed.{SUFFIX[fmt]}", _normalised(render(report, fmt)))
 
 
 @pytest.mark.parametrize("fmt", ["json", "junit", "github"])
 def test_golden_input_error_report(fx: Path, fmt: str) -> None:
     report = run_preflight("missing_gpu.toml", today=TODAY, now=NOW)
     assert report.exit_code == 2
-    _compare(f"missing_gpu.{SUFFIX[fmt]}", _normalised(render(report, fmt)))
+    assert_golden(f"preflight/missing_gpu.{SUFFIX[fmt]}", _normalised(render(report, fmt)))
 
 
 def test_json_is_versioned_and_complete(fx: Path) -> None:
