@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 Market = Literal["any", "on-demand", "spot"]
 SortKey = Literal["cost", "time"]
 
-COMPARE_SCHEMA = "gpucost-compare"
+COMPARE_KIND = "compare"  # schema gpucost-compare
 COMPARE_SCHEMA_VERSION = 1
 
 
@@ -163,10 +163,9 @@ class Ranking:
 
     def to_dict(self) -> dict[str, Any]:
         """The versioned JSON document of ``gpucost compare --format json``."""
-        return {
-            "schema": COMPARE_SCHEMA,
-            "schema_version": COMPARE_SCHEMA_VERSION,
-            "generated_at": self.generated_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        from gpucost.envelope import envelope
+
+        body = {
             "profile": {
                 "name": self.profile.name,
                 "gpu": self.profile.gpu,
@@ -183,6 +182,12 @@ class Ranking:
             "units": PLAN_UNITS,
             "plans": self.records(),
         }
+        return envelope(
+            COMPARE_KIND,
+            body,
+            schema_version=COMPARE_SCHEMA_VERSION,
+            generated_at=self.generated_at,
+        )
 
     def to_pandas(self) -> pd.DataFrame:
         import pandas as pd

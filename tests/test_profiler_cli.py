@@ -134,7 +134,7 @@ def test_probe_batch_under_an_imposed_limit(workdir: Path, capsys: pytest.Captur
     code = main(["profile", "--model", "mlp", "--probe-batch", "--memory-limit-gb", "0.012",
                  "--steps", "2", "--warmup", "1", "--devices", "2", "--format", "json"])
     assert code == 0
-    doc = json.loads(capsys.readouterr().out)
+    doc = json.loads(capsys.readouterr().out)["profile"]
     probe = doc["environment"]["probe"]
     local = probe["local_batch"]
     assert local >= 2 and local & (local - 1) == 0 and probe["global_batch"] == 2 * local

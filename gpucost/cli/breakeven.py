@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import Any
 
+from gpucost.envelope import add_format_argument
+
 # Per-provider defaults for --provider: (USD per GB-month of disk, hours per month, USD per GB
 # in). Public list prices: AWS gp3 $0.08, GCP pd-balanced $0.10, Azure Premium SSD ~$0.12
 # (P-tiers vary), Vast.ai disk typically $0.10-0.20 in 30-day months, RunPod volume $0.10
@@ -90,7 +92,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--idle-hours", type=float, help="your expected idle gap, for a stop/destroy verdict"
     )
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    add_format_argument(p, ("text", "json"))
     p.set_defaults(handler=run)
 
 
@@ -161,18 +163,15 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.format == "json":
         import dataclasses
-        import json
-        import math
 
-        doc = {
-            k: (None if isinstance(v, float) and math.isinf(v) else v)
-            for k, v in dataclasses.asdict(b).items()
-        }
+        from gpucost.envelope import print_document
+
+        doc = dataclasses.asdict(b)
         if args.idle_hours is not None:
             doc["idle_hours"] = args.idle_hours
             doc["policy"] = b.policy(args.idle_hours)
         doc["advice"] = b.advice(args.idle_hours)
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        print_document("breakeven", doc)
         return 0
     be = b.breakeven_hours
     lines = [

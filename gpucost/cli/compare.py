@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from gpucost.cli.jobargs import add_economics, add_prices, add_profile_and_job
+from gpucost.envelope import add_format_argument
 
 
 def register(sub: Any) -> None:
@@ -47,7 +48,7 @@ def register(sub: Any) -> None:
     o = p.add_argument_group("output")
     o.add_argument("--sort", choices=("cost", "time"), default="cost")
     o.add_argument("--limit", "-n", type=int, default=15, help="rows to show (default 15; 0 = all)")
-    o.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    add_format_argument(o, ("table", "json", "csv"))
     add_prices(o)
     o.add_argument(
         "--stale-days",
@@ -92,11 +93,11 @@ def run(args: argparse.Namespace) -> int:
     total = len(ranking)
     shown = ranking.head(args.limit) if args.limit else ranking
     if args.format == "json":
-        import json
+        from gpucost.envelope import dumps
 
         doc = shown.to_dict()
         doc["plans_total"] = total
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        sys.stdout.write(dumps(doc))
     elif args.format == "csv":
         from gpucost.cli.render import write_csv
 

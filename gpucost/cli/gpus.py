@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import TYPE_CHECKING, Any
+
+from gpucost.envelope import add_format_argument, print_document
 
 if TYPE_CHECKING:
     from gpucost.catalog import CatalogEntry
@@ -44,8 +45,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     "spelling (NVML, cloud catalog, instance-type style): 'a100-80gb', "
                     "'NVIDIA GeForce RTX 4090', 'H100 80GB HBM3'.")
     parser.add_argument("name", nargs="?", metavar="NAME", help="show this GPU only")
-    parser.add_argument("--format", choices=("table", "json"), default="table",
-                        help="output format (default: table)")
+    add_format_argument(parser)
     parser.set_defaults(handler=run)
 
 
@@ -120,13 +120,13 @@ def run(args: argparse.Namespace) -> int:
     if args.name is not None:
         entry = get_entry(args.name)
         if args.format == "json":
-            sys.stdout.write(json.dumps(_record(entry), indent=2) + "\n")
+            print_document("gpu", {"gpu": _record(entry)})
         else:
             sys.stdout.write(format_one(entry, args.name))
         return 0
     catalog = all_entries()
     if args.format == "json":
-        sys.stdout.write(json.dumps([_record(e) for e in catalog], indent=2) + "\n")
+        print_document("gpus", {"gpus": [_record(e) for e in catalog]})
     else:
         sys.stdout.write(format_table(catalog))
     return 0

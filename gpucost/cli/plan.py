@@ -15,6 +15,7 @@ from gpucost.cli.jobargs import (
     job_params_from_args,
     snapshots_from_args,
 )
+from gpucost.envelope import add_format_argument, print_document
 
 if TYPE_CHECKING:
     from gpucost.advisor import Advice, Choice
@@ -93,7 +94,7 @@ def register(sub: Any) -> None:
     )
     add_job_arguments(p)
     p.add_argument("--output", "-o", metavar="PLAN_TOML", help="write the plan file here")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    add_format_argument(p, ("text", "json"))
     p.add_argument(
         "--export",
         choices=("skypilot",),
@@ -204,7 +205,6 @@ def run(args: argparse.Namespace) -> int:
         if not (args.output or args.export_out):
             return 0
     if args.format == "json":
-        import json
 
         cols = advice.ranking.columns
         front = [
@@ -230,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
             "plan": plan.to_dict(),
             "written_to": args.output,
         }
-        sys.stdout.write(json.dumps(doc, indent=2, default=list) + "\n")
+        print_document("plan-advice", doc)
         return 0
     lines = [
         f"constraints: {advice.constraints.describe()}",

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import TYPE_CHECKING, Any
+
+from gpucost.envelope import add_format_argument, print_document
 
 if TYPE_CHECKING:
     from gpucost.model.perf import Prediction
@@ -39,7 +39,7 @@ def register(sub: Any) -> None:
     p.add_argument("--batch", "-b", type=int, default=None, metavar="B",
                    help="per-GPU batch on the target (default: the profile's); what a step pays "
                    "once whatever its batch is spread over B samples")
-    p.add_argument("--format", choices=("table", "json"), default="table")
+    add_format_argument(p)
     p.set_defaults(handler=run)
 
 
@@ -116,8 +116,7 @@ def run(args: argparse.Namespace) -> int:
                    inter_node_gbps=args.network_gbps, intra_node_link=args.link,
                    grad_accum_steps=args.grad_accum, batch_size=args.batch)
     if args.format == "json":
-        json.dump(prediction_dict(pred), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_document("predict", prediction_dict(pred))
     else:
         print(render_table(pred))
     return 0

@@ -29,6 +29,8 @@ def register(sub: Any) -> None:
     p.add_argument("--format", choices=_FORMATS, default="table",
                    help="output format (default: table); github also appends the markdown "
                    "report to $GITHUB_STEP_SUMMARY when set")
+    p.add_argument("--json", dest="format", action="store_const", const="json",
+                   help="same as --format json")
     p.add_argument("--output", "-o", metavar="FILE", help="write the report here instead of "
                    "stdout (atomically)")
     p.add_argument("--today", metavar="YYYY-MM-DD", help="judge price age as of this date "

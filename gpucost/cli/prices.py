@@ -8,11 +8,12 @@ in ``SUBCOMMANDS``. Heavy modules (numpy, the catalog) load inside handlers.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
+
+from gpucost.envelope import add_format_argument, print_document
 
 if TYPE_CHECKING:
     from gpucost.pricing.snapshot import Snapshot
@@ -105,7 +106,7 @@ def _register_show(actions: argparse._SubParsersAction[argparse.ArgumentParser])
                    help="snapshot file or folder (default: embedded and $GPUCOST_HOME snapshots)")
     p.add_argument("--rates", action="store_true",
                    help="also list the storage, egress and month conventions applied per provider")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_format_argument(p)
     p.set_defaults(handler=_show)
 
 
@@ -136,14 +137,14 @@ def _show(args: argparse.Namespace) -> int:
     } for s in snapshots]
     cheapest = _cheapest(snapshots, args.gpu, args.limit) if args.gpu else None
     rates = _rates(sorted({p for s in sources for p in s["providers"]})) if args.rates else None
-    if args.json:
+    if args.format == "json":
         payload: dict[str, Any] = {"max_age_days": args.max_age_days, "sources": sources}
         if rates is not None:
             payload["rates"] = rates
         if cheapest is not None:
             payload["gpu"] = cheapest[0]
             payload["offers"] = cheapest[1]
-        print(json.dumps(payload, indent=2, allow_nan=False))
+        print_document("prices-show", payload)
         return 0
     print(_table(["source", "offers", "providers", "prices of", "age", ""],
                  [[s["source"], f"{s['offers']:,}", ",".join(s["providers"]), s["date"],
@@ -309,7 +310,7 @@ def _register_diff(actions: argparse._SubParsersAction[argparse.ArgumentParser])
                    help="report price moves larger than this percentage (default 5)")
     p.add_argument("--limit", type=int, default=50,
                    help="offers to list (default 50; 0 lists all)")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_format_argument(p)
     p.set_defaults(handler=_diff)
 
 
@@ -322,20 +323,17 @@ def _diff(args: argparse.Namespace) -> int:
     if args.limit < 0:
         raise InputError(f"--limit must be 0 or more, got {args.limit}")
     diff = diff_snapshots([args.old], [args.new], threshold_pct=args.threshold_pct)
-    if args.json:
-        def clean(value: Any) -> Any:
-            return None if isinstance(value, float) and math.isnan(value) else value
-
-        print(json.dumps({
+    if args.format == "json":
+        print_document("prices-diff", {
             "threshold_pct": diff.threshold_pct, "unchanged": diff.unchanged,
-            "added": [{k: clean(v) for k, v in r.items()} for r in diff.added],
-            "removed": [{k: clean(v) for k, v in r.items()} for r in diff.removed],
+            "added": diff.added,
+            "removed": diff.removed,
             "changed": [{"key": list(c.key), "gpu": c.gpu, "gpu_count": c.gpu_count,
                          "old_price_hr": c.old_price_hr, "new_price_hr": c.new_price_hr,
-                         "old_spot_price_hr": clean(c.old_spot_price_hr),
-                         "new_spot_price_hr": clean(c.new_spot_price_hr)}
+                         "old_spot_price_hr": c.old_spot_price_hr,
+                         "new_spot_price_hr": c.new_spot_price_hr}
                         for c in diff.changed],
-        }, indent=2, allow_nan=False))
+        })
         return 0
     print("\n".join(format_diff(diff, limit=args.limit or None)))
     return 0

@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gpucost.envelope import add_format_argument
+
 MODELS = ("mlp", "cnn", "vit", "transformer")  # gpucost.profiler.models.MODEL_NAMES, torch-free
 
 
@@ -63,8 +65,7 @@ def register(sub: Any) -> None:
                    "`gpucost compare`")
     p.add_argument("--name", help="profile name (default: the model or script name)")
     p.add_argument("--out", "-o", help="output file (default: profiles/NAME.json)")
-    p.add_argument("--format", choices=("text", "json"), default="text",
-                   help="summary format on stdout (default text)")
+    add_format_argument(p, ("text", "json"))
     p.set_defaults(handler=run, _parser=p)
 
 
@@ -201,11 +202,9 @@ def _out_path(args: argparse.Namespace, name: str) -> Path:
 
 def _report(args: argparse.Namespace, profile: Any, path: Path, note: str | None) -> None:
     if args.format == "json":
-        import json
+        from gpucost.envelope import print_document
 
-        doc = profile.to_dict()
-        doc["path"] = str(path)
-        print(json.dumps(doc, indent=2))
+        print_document("profile-run", {"path": str(path), "profile": profile.to_dict()})
         return
     from gpucost.profiler.summary import summary_lines
 

@@ -2,7 +2,7 @@
 
     gpucost launch plan.toml [--dry-run] [--detach]
     gpucost ps [--all]            live resources with cost so far
-    gpucost status RUN [--json]
+    gpucost status RUN [--format json]
     gpucost logs RUN [-f]
     gpucost stop RUN              stop the job; the plan's idle policy applies
     gpucost down RUN | --all      stop the job and destroy every resource of the run
@@ -12,12 +12,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from gpucost.envelope import add_format_argument, print_document
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -31,11 +32,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
     p = sub.add_parser("ps", help="live resources and what they have cost so far")
     p.add_argument("--all", action="store_true", help="list every run in the ledger instead")
+    add_format_argument(p)
     p.set_defaults(handler=_ps)
 
     p = sub.add_parser("status", help="a run's state, epoch, ETA, cost so far and metrics")
     p.add_argument("run", help="run id (or a unique prefix, or the job name for its latest run)")
-    p.add_argument("--json", action="store_true", help="print status.json as it is")
+    add_format_argument(p)  # json: status.json as it is, in the envelope
     p.set_defaults(handler=_status)
 
     p = sub.add_parser("logs", help="a run's training log")
@@ -110,6 +112,12 @@ def _ps(args: argparse.Namespace) -> int:
     now = time.time()
     with Ledger() as ledger:
         if args.all:
+            if args.format == "json":
+                print_document("runs", {"runs": [
+                    {"run_id": run.run_id, "provider": run.provider, "state": run.state,
+                     "launcher_alive": run.owner_alive, "age_s": now - run.started_at,
+                     "cost_usd": run.cost_usd(now)} for run in ledger.runs()]})
+                return 0
             rows = [["RUN", "PROVIDER", "STATE", "LAUNCHER", "AGE", "COST_USD"]]
             for run in ledger.runs():
                 rows.append([run.run_id, run.provider, run.state,
@@ -118,6 +126,14 @@ def _ps(args: argparse.Namespace) -> int:
             print(_table(rows) if len(rows) > 1 else "no runs in the ledger")
             return 0
         live = ledger.resources(live_only=True)
+        if args.format == "json":
+            print_document("resources", {"resources": [
+                {"run_id": res.run_id, "provider": res.provider, "kind": res.kind,
+                 "resource_id": res.resource_id, "state": res.state,
+                 "age_s": now - res.created_at,
+                 "run_cost_usd": ledger.run(res.run_id).cost_usd(now),
+                 "launcher_alive": ledger.run(res.run_id).owner_alive} for res in live]})
+            return 0
         if not live:
             print("no live resources")
             return 0
@@ -140,8 +156,9 @@ def _status(args: argparse.Namespace) -> int:
     status: dict[str, Any] = RunDir(run.run_dir).read_status() or {"state": run.state}
     if not status.get("final") and not run.owner_alive:
         status["state"] = f"orphaned (was {status.get('state')}; launcher gone)"
-    if args.json:
-        print(json.dumps(status, indent=2))
+    if args.format == "json":
+        print_document("run-status", {"run_id": run.run_id, "provider": run.provider,
+                                      "status": status})
         return 0
     epoch = status.get("epoch")
     epochs = status.get("epochs")

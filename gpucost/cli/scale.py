@@ -8,13 +8,12 @@ finishes only a little sooner.
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gpucost.cli.predict import add_group_arguments
+from gpucost.envelope import add_format_argument, print_document
 
 if TYPE_CHECKING:
     from gpucost.model.perf import Prediction
@@ -42,7 +41,7 @@ def register(sub: Any) -> None:
                      "dataset_size x epochs)")
     job.add_argument("--epochs", type=float, help="epochs of the profile's dataset_size")
     p.add_argument("--plot", metavar="FILE.png", help="also draw the curve into a PNG file")
-    p.add_argument("--format", choices=("table", "json"), default="table")
+    add_format_argument(p)
     p.set_defaults(handler=run)
 
 
@@ -234,7 +233,7 @@ def run(args: argparse.Namespace) -> int:
         plot(points, knee, args.plot, f"{profile.name} on {points[0].prediction.gpus_per_node} x "
              f"{gpu} per node")
     if args.format == "json":
-        json.dump({
+        print_document("scale", {
             "profile": profile.name, "gpu": gpu,
             "gpus_per_node": points[0].prediction.gpus_per_node,
             "samples": 1e6 if samples is None else samples,
@@ -248,8 +247,7 @@ def run(args: argparse.Namespace) -> int:
                         "throughput": p.prediction.throughput,
                         "efficiency": p.prediction.efficiency,
                         "step_time_s": p.prediction.step_time_s} for p in points],
-        }, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        })
     else:
         print(render(points, knee, offer, args, 1e6 if samples is None else samples, per_million))
         if args.plot:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +22,7 @@ if TYPE_CHECKING:
     from gpucost.plan import Plan
     from gpucost.preflight.checks import CheckResult
 
-REPORT_SCHEMA = "gpucost-preflight"
+REPORT_SCHEMA = "gpucost-preflight"  # the envelope's schema for kind "preflight"
 REPORT_SCHEMA_VERSION = 1
 FORMATS = ("table", "json", "markdown", "github", "junit")
 _EXIT_PRIORITY = (2, 3, 1)
@@ -92,13 +91,9 @@ class PreflightReport:
         return summary
 
     def to_dict(self) -> dict[str, Any]:
-        from gpucost import __version__
+        from gpucost.envelope import envelope
 
-        return {
-            "schema": REPORT_SCHEMA,
-            "schema_version": REPORT_SCHEMA_VERSION,
-            "gpucost_version": __version__,
-            "generated_at": self.generated_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        return envelope("preflight", {
             "today": self.today.isoformat(),
             "plan": self.plan_summary(),
             "estimate": self.estimate(),
@@ -106,7 +101,7 @@ class PreflightReport:
             "policy": self.policy,
             "summary": {"status": self.status, "exit_code": self.exit_code, **self.counts()},
             "checks": [r.to_dict() for r in self.results],
-        }
+        }, schema_version=REPORT_SCHEMA_VERSION, generated_at=self.generated_at)
 
 
 def _headline(report: PreflightReport) -> str:
@@ -148,7 +143,9 @@ def fmt_hours(x: float) -> str:
 
 
 def render_json(report: PreflightReport) -> str:
-    return json.dumps(report.to_dict(), indent=2, allow_nan=False) + "\n"
+    from gpucost.envelope import dumps
+
+    return dumps(report.to_dict())
 
 
 def render_table(report: PreflightReport, *, width: int | None = 110,
