@@ -28,7 +28,6 @@ import dataclasses
 import datetime as dt
 import math
 import os
-import tomllib
 import types
 import typing
 from collections.abc import Mapping
@@ -36,8 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpucost._io import atomic_write_text
+from gpucost._io import atomic_write_text, parse_toml, read_text
 from gpucost.errors import PlanFileError
+from gpucost.limits import MAX_GPUS_PER_NODE, MAX_NODES, MAX_PLAN_BYTES, MAX_PRICE_HR_USD
 
 SCHEMA = "gpucost-plan"
 SCHEMA_VERSION = 1
@@ -85,15 +85,20 @@ class OfferSection:
     provider: str = field(metadata=_m(doc="aws, gcp, azure, lambda, runpod, vast, local ..."))
     instance_type: str = field(metadata=_m(doc="the provider's instance type"))
     gpu: str = field(metadata=_m(doc="canonical catalog name, e.g. A100 SXM4 40GB"))
-    gpu_count: float = field(metadata=_m(gt=0, doc="GPUs per node"))
-    price_hr: float = field(metadata=_m(ge=0, doc="USD/h per node in the chosen market"))
-    nodes: int = field(default=1, metadata=_m(ge=1))
+    gpu_count: float = field(metadata=_m(gt=0, le=MAX_GPUS_PER_NODE, doc="GPUs per node"))
+    # > 0 except on the user's own machine (provider "local"), which may cost nothing to run.
+    price_hr: float = field(
+        metadata=_m(ge=0, le=MAX_PRICE_HR_USD, doc="USD/h per node in the chosen market")
+    )
+    nodes: int = field(default=1, metadata=_m(ge=1, le=MAX_NODES))
     market: str = field(default="on-demand", metadata=_m(choices=MARKETS))
     region: str = ""
     zone: str = ""
     price_source: str = ""
     price_date: str = ""  # YYYY-MM-DD of the price data
-    on_demand_price_hr: float | None = field(default=None, metadata=_m(ge=0))  # spot fallback
+    on_demand_price_hr: float | None = field(  # spot fallback
+        default=None, metadata=_m(gt=0, le=MAX_PRICE_HR_USD)
+    )
     network_gbps: float | None = field(default=None, metadata=_m(gt=0))
 
 
@@ -254,27 +259,17 @@ def save_plan(plan: Plan, path: str | os.PathLike[str]) -> Path:
 
 def load_plan(path: str | os.PathLike[str]) -> Plan:
     """Read and validate a plan file; any problem is a PlanFileError naming the field."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PlanFileError(
-            f"plan file {p} does not exist", hint="write one with `gpucost plan ... -o plan.toml`"
-        ) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise PlanFileError(f"cannot read plan file {p}: {err}") from None
-    return parse_plan(text, origin=str(p))
+    return parse_plan(read_plan_text(path), origin=str(path))
+
+
+def read_plan_text(path: str | os.PathLike[str]) -> str:
+    """A plan file's text (size and encoding checked), for :func:`parse_plan`."""
+    return read_text(path, what="plan file", error=PlanFileError, max_bytes=MAX_PLAN_BYTES,
+                     missing_hint="write one with `gpucost plan ... -o plan.toml`")
 
 
 def parse_plan(text: str, *, origin: str = "plan") -> Plan:
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise PlanFileError(
-            f"{origin} is not valid TOML: {err}",
-            hint="fix the syntax, or regenerate it with `gpucost plan`",
-        ) from None
-    return plan_from_dict(raw, origin=origin)
+    return plan_from_dict(parse_toml(text, origin=origin, error=PlanFileError), origin=origin)
 
 
 def plan_from_dict(raw: Mapping[str, Any], *, origin: str = "plan") -> Plan:
@@ -372,25 +367,39 @@ def _coerce(value: Any, annotation: Any, where: str) -> Any:
     if annotation is bool:
         if isinstance(value, bool):
             return value
-        raise PlanFileError(f"{where} must be true or false, got {value!r}")
+        raise PlanFileError(f"{where} must be true or false, got {_short(value)}")
     if annotation is int:
         if isinstance(value, int) and not isinstance(value, bool):
             return value
         if isinstance(value, float) and value.is_integer():
             return int(value)
-        raise PlanFileError(f"{where} must be an integer, got {value!r}")
+        raise PlanFileError(f"{where} must be an integer, got {_short(value)}")
     if annotation is float:
         if isinstance(value, int | float) and not isinstance(value, bool):
             return float(value)
-        raise PlanFileError(f"{where} must be a number, got {value!r}")
+        raise PlanFileError(f"{where} must be a number, got {_short(value)}")
     if annotation is str:
         if isinstance(value, str):
-            return value
-        raise PlanFileError(f"{where} must be a string, got {value!r}")
+            return _no_nul(value, where)
+        raise PlanFileError(f"{where} must be a string, got {_short(value)}")
     # list[str]
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return list(value)
-    raise PlanFileError(f"{where} must be a list of strings, got {value!r}")
+        return [_no_nul(v, where) for v in value]
+    raise PlanFileError(f"{where} must be a list of strings, got {_short(value)}")
+
+
+def _no_nul(text: str, where: str) -> str:
+    # No file name, argument or environment variable can hold a NUL: refuse it here, not when
+    # the job starts.
+    if "\0" in text:
+        raise PlanFileError(f"{where} contains a NUL character", hint="remove it")
+    return text
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
 
 
 def _check_field(section: Any, f: dataclasses.Field[Any], where: str) -> None:
@@ -400,7 +409,9 @@ def _check_field(section: Any, f: dataclasses.Field[Any], where: str) -> None:
     meta = f.metadata
     if isinstance(value, int | float):
         if not math.isfinite(value):
-            raise PlanFileError(f"{where} must be a finite number, got {value!r}")
+            raise PlanFileError(f"{where} must be a finite number, got {_short(value)}")
+        if value == 0 and math.copysign(1.0, value) < 0:
+            raise PlanFileError(f"{where} is -0", hint="write 0, or the value meant")
         for key, words in (("ge", ">="), ("gt", ">"), ("le", "<=")):
             limit = meta.get(key)
             if limit is None:
@@ -408,12 +419,12 @@ def _check_field(section: Any, f: dataclasses.Field[Any], where: str) -> None:
             ok = value >= limit if key == "ge" else value > limit if key == "gt" else value <= limit
             if not ok:
                 raise PlanFileError(
-                    f"{where} = {value!r} is out of range (must be {words} {limit:g})",
+                    f"{where} = {_short(value)} is out of range (must be {words} {limit:g})",
                     hint=meta.get("doc") or None,
                 )
     choices = meta.get("choices")
     if choices and value not in choices:
-        raise PlanFileError(f"{where} = {value!r} is not one of {', '.join(choices)}")
+        raise PlanFileError(f"{where} = {_short(value)} is not one of {', '.join(choices)}")
 
 
 def _validate_plan(plan: Plan, *, origin: str) -> None:
@@ -429,6 +440,9 @@ def _validate_plan(plan: Plan, *, origin: str) -> None:
         )
     if not job.name.strip():
         raise PlanFileError(f"{origin}: [job] name is empty", hint="give the run a short name")
+    if not job.name.isprintable():
+        raise PlanFileError(f"{origin}: [job] name {job.name!r} holds control characters",
+                            hint="give the run a short, one-line name")
     if plan.total_samples is None:
         raise PlanFileError(
             f"{origin}: [job] has no job size",
@@ -439,6 +453,11 @@ def _validate_plan(plan: Plan, *, origin: str) -> None:
         raise PlanFileError(
             f"{origin}: [checkpoint] target = {target!r} is not understood",
             hint="use local:<dir> or s3://bucket/prefix",
+        )
+    if offer.price_hr == 0 and offer.provider != "local":
+        raise PlanFileError(
+            f"{origin}: [offer] price_hr = 0 for a {offer.provider} machine",
+            hint="a rented machine is not free: give its USD/h per node",
         )
     if offer.market == "spot" and offer.provider == "local":
         raise PlanFileError(

@@ -11,7 +11,6 @@ sequences, tokens). ``batch_size`` is per device; ``throughput`` is samples/s ov
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Mapping
@@ -19,9 +18,10 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gpucost._io import atomic_write_json
+from gpucost._io import atomic_write_json, parse_json, read_text
 from gpucost.catalog.spec import PRECISIONS, Precision
 from gpucost.errors import ProfileError
+from gpucost.limits import MAX_PROFILE_BYTES
 
 SCHEMA_VERSION = 1
 SCHEMA_ID = "gpucost-profile"
@@ -233,24 +233,12 @@ class Profile:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Profile:
-        p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ProfileError(
-                f"profile file {str(p)!r} not found",
-                hint="pass a path to a .json profile, or a name from `gpucost profiles`",
-            ) from None
-        except OSError as exc:
-            raise ProfileError(f"cannot read profile {str(p)!r}: {exc.strerror}") from None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ProfileError(
-                f"profile {str(p)!r} is not valid JSON (line {exc.lineno}: {exc.msg})",
-                hint="the file may be truncated; re-create it",
-            ) from None
-        return cls.from_dict(data, origin=str(p))
+        text = read_text(
+            path, what="profile file", error=ProfileError, max_bytes=MAX_PROFILE_BYTES,
+            missing_hint="pass a path to a .json profile, or a name from `gpucost profiles`",
+        )
+        data = parse_json(text, origin=f"profile {path}", error=ProfileError)
+        return cls.from_dict(data, origin=str(path))
 
 
 def _check_precision(value: object) -> Precision:
@@ -309,12 +297,45 @@ def _validate(p: Profile) -> None:
         not isinstance(p.max_batch_size, int) or p.max_batch_size <= 0
     ):
         raise ProfileError(f"max_batch_size must be a positive integer, got {p.max_batch_size!r}")
+    for name in ("name", "description", "source", "sample_unit"):
+        if not isinstance(getattr(p, name), str):
+            raise ProfileError(f"{name} must be a string, got {type(getattr(p, name)).__name__}")
+    if p.measured_at is not None and not isinstance(p.measured_at, str):
+        raise ProfileError("measured_at must be an ISO 8601 string")
+    if not isinstance(p.partial, bool):
+        raise ProfileError(f"partial must be true or false, got {p.partial!r}")
+    if p.steps_measured is not None and (
+        isinstance(p.steps_measured, bool) or not isinstance(p.steps_measured, int)
+    ):
+        raise ProfileError(f"steps_measured must be an integer, got {p.steps_measured!r}")
+    for name in ("environment", "nvml"):
+        if not isinstance(getattr(p, name), Mapping):
+            raise ProfileError(f"{name} must be an object")
+    for i, op in enumerate(p.operators):
+        if not isinstance(op.name, str) or isinstance(op.calls, bool) \
+                or not isinstance(op.calls, int) or op.calls < 0:
+            raise ProfileError(f"operators[{i}] needs a name (string) and calls (integer >= 0)")
+        for part in ("time_s", "flops", "bytes_moved"):
+            _non_negative(f"operators[{i}].{part}", getattr(op, part))
+    if p.verdict is not None and not all(
+        isinstance(v, str) for v in (p.verdict.kind, p.verdict.reason, p.verdict.advice)
+    ):
+        raise ProfileError("verdict.kind, verdict.reason and verdict.advice must be strings")
     if p.verdict is not None and p.verdict.kind not in VERDICTS:
         raise ProfileError(f"verdict.kind {p.verdict.kind!r} is not one of {', '.join(VERDICTS)}")
     if p.breakdown is not None:
         for part, value in asdict(p.breakdown).items():
-            if not isinstance(value, int | float) or value < 0 or not math.isfinite(value):
-                raise ProfileError(f"breakdown.{part} must be a non-negative number of seconds")
+            _non_negative(f"breakdown.{part}", value)
+
+
+def _non_negative(name: str, value: object) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise ProfileError(f"{name} must be a number >= 0, got {value!r}")
 
 
 def resolve_profile(ref: str | os.PathLike[str] | None) -> Profile:

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import math
 import os
-import tomllib
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from gpucost._io import parse_toml, read_text
 from gpucost.errors import InputError
+from gpucost.limits import MAX_POLICY_BYTES
 
 POLICY_SCHEMA = "gpucost-preflight-policy"
 DEFAULT_MAX_PRICE_AGE_DAYS = 30.0
@@ -48,17 +48,10 @@ class Policy:
 
 
 def load_policy(path: str | os.PathLike[str], known_checks: tuple[str, ...]) -> Policy:
-    p = Path(path)
-    try:
-        raw = tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise PolicyError(f"policy file {p} does not exist",
-                          hint="see examples/policy.toml for one to start from") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise PolicyError(f"cannot read policy file {p}: {err}") from None
-    except tomllib.TOMLDecodeError as err:
-        raise PolicyError(f"policy file {p} is not valid TOML: {err}") from None
-    return policy_from_dict(raw, known_checks, origin=str(p))
+    text = read_text(path, what="policy file", error=PolicyError, max_bytes=MAX_POLICY_BYTES,
+                     missing_hint="see examples/policy.toml for one to start from")
+    raw = parse_toml(text, origin=f"policy file {path}", error=PolicyError)
+    return policy_from_dict(raw, known_checks, origin=str(path))
 
 
 def policy_from_dict(raw: dict[str, Any], known_checks: tuple[str, ...], *,

@@ -7,14 +7,14 @@ become results too, with exit code 2, so the report is written whatever goes wro
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 import os
-import tomllib
 from pathlib import Path
 from typing import Any
 
+from gpucost._io import parse_json, parse_toml, read_text
 from gpucost.errors import InputError, PlanFileError
+from gpucost.limits import MAX_RUN_FILE_BYTES
 from gpucost.preflight.checks import CHECK_IDS, CheckResult, Context, run_checks
 from gpucost.preflight.policy import Policy, PolicyError, load_policy
 from gpucost.preflight.report import REPORT_SCHEMA, PreflightReport
@@ -30,15 +30,13 @@ def load_baseline(path: str | os.PathLike[str]) -> float:
     p = Path(path)
     hint = "give the JSON report of an earlier run: gpucost preflight plan.toml --format json " \
            "--output old.json"
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"baseline file {p} does not exist", hint=hint) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise InputError(f"baseline file {p} is not readable JSON: {err}", hint=hint) from None
+    text = read_text(p, what="baseline file", error=InputError, max_bytes=MAX_RUN_FILE_BYTES,
+                     missing_hint=hint)
+    doc = parse_json(text, origin=f"baseline file {p}", error=InputError)
     if not isinstance(doc, dict) or doc.get("schema") != REPORT_SCHEMA:
         raise InputError(f"baseline file {p} is not a gpucost preflight report", hint=hint)
-    cost = (doc.get("estimate") or {}).get("cost_usd")
+    estimate = doc.get("estimate")
+    cost = estimate.get("cost_usd") if isinstance(estimate, dict) else None
     if isinstance(cost, bool) or not isinstance(cost, int | float) or not math.isfinite(cost):
         raise InputError(f"baseline file {p} has no estimate.cost_usd (its plan did not load)",
                          hint="use a baseline report from a plan that loaded")
@@ -47,8 +45,8 @@ def load_baseline(path: str | os.PathLike[str]) -> float:
 
 def _missing_timeout(text: str) -> bool:
     try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
+        doc = parse_toml(text, origin="plan", error=PlanFileError)
+    except PlanFileError:
         return False
     safety = doc.get("safety")
     return isinstance(safety, dict) and "timeout_hours" not in safety
@@ -59,7 +57,7 @@ def run_preflight(plan_path: str | os.PathLike[str], *,
                   baseline_path: str | os.PathLike[str] | None = None,
                   today: dt.date | None = None,
                   now: dt.datetime | None = None) -> PreflightReport:
-    from gpucost.plan import parse_plan
+    from gpucost.plan import parse_plan, read_plan_text
 
     now = now or dt.datetime.now(dt.UTC)
     today = today or now.date()
@@ -82,12 +80,8 @@ def run_preflight(plan_path: str | os.PathLike[str], *,
                             None if baseline_path is None else str(baseline_path)}
     path = Path(plan_path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        missing = isinstance(err, FileNotFoundError)
-        problem = PlanFileError(f"plan file {shown} does not exist" if missing
-                                else f"cannot read plan file {shown}: {err}",
-                                hint="write one with `gpucost plan ... -o plan.toml`")
+        text = read_plan_text(path)
+    except PlanFileError as problem:
         return PreflightReport(**base, plan=None,
                                results=(*problems, _input_problem("plan-file", "Plan file",
                                                                   problem, shown)))

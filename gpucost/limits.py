@@ -1,0 +1,22 @@
+"""The stated limits every reader of a gpucost file enforces, in one place.
+
+A value past one of these is a damaged or hostile file, not a bigger job: the readers refuse it
+with one line naming the file and the field, rather than ask torchrun for 1e308 processes or
+price a job at 1e308 USD/h.
+"""
+
+from __future__ import annotations
+
+# Prices are USD per hour for one node (machine). The dearest listed 8-GPU machines cost about
+# 100 USD/h on demand; ten times that leaves room for bigger machines to come.
+MAX_PRICE_HR_USD = 1000.0
+MAX_NODES = 1024
+MAX_GPUS_PER_NODE = 64  # the largest machines listed today carry 16
+
+# Files: the deepest real document (a profile's operator table) nests 3 levels.
+MAX_NESTING = 32
+MAX_PLAN_BYTES = 1 << 20
+MAX_POLICY_BYTES = 1 << 20
+MAX_PROFILE_BYTES = 32 << 20  # a full per-operator table is a few hundred KB
+MAX_RUN_FILE_BYTES = 1 << 20  # status.json, progress.json
+MAX_METRICS_BYTES = 64 << 20  # metrics.jsonl: one line per report
