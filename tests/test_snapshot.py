@@ -18,6 +18,7 @@ from gpucost.errors import SnapshotError
 from gpucost.paths import embedded_snapshots_dir
 from gpucost.pricing.snapshot import (
     COLUMNS,
+    MAX_PRICE_HR,
     Offers,
     Snapshot,
     latest_snapshot_paths,
@@ -91,8 +92,8 @@ def test_round_trip_keeps_every_value(tmp_path: Path) -> None:
     # No control characters: numpy's str arrays drop trailing NULs.
     st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1,
             max_size=12),
-    st.floats(min_value=0.0, max_value=1e4, allow_nan=False),
-    st.one_of(st.none(), st.floats(min_value=0.0, max_value=1e4, allow_nan=False)),
+    st.floats(min_value=0.001, max_value=MAX_PRICE_HR),  # the accepted range of a price
+    st.one_of(st.none(), st.floats(min_value=0.001, max_value=MAX_PRICE_HR)),
     st.sampled_from([0.125, 0.5, 1.0, 8.0]),
 ), max_size=20))
 def test_round_trip_property(rows: list[tuple[str, str, float, float | None, float]]) -> None:

@@ -23,7 +23,9 @@ import datetime as dt
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+import re
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,31 +41,86 @@ if TYPE_CHECKING:
 FORMAT = "gpucost-price-snapshot"
 VERSION = 1
 
-# name -> (kind, default). kind "str" | "float" | "int". A default of None means required.
-COLUMNS: dict[str, tuple[str, Any]] = {
-    "provider": ("str", None),  # who bills you: aws, gcp, azure, lambda, runpod, vast, ...
-    "region": ("str", None),
-    "zone": ("str", ""),
-    "instance_type": ("str", None),
-    "gpu": ("str", None),  # canonical catalog name
-    "gpu_count": ("float", None),  # GPUs per instance; fractional GPUs exist (AWS g6f)
-    "gpu_memory_gb": ("float", math.nan),  # per GPU
-    "vcpus": ("float", math.nan),
-    "ram_gb": ("float", math.nan),
-    "price_hr": ("float", None),  # on-demand $/h for the whole instance
-    "spot_price_hr": ("float", math.nan),  # spot/interruptible $/h; NaN = no spot offer
-    "storage_gb_month": ("float", math.nan),  # $/GB-month of attached disk
-    "egress_gb": ("float", math.nan),  # $/GB out to the internet
-    "ingress_gb": ("float", 0.0),  # $/GB in (most clouds: free; marketplaces: not)
-    "month_hours": ("float", math.nan),  # 730 or 720; NaN -> the snapshot's convention
-    "network_gbps": ("float", math.nan),  # instance network bandwidth, Gbit/s
-    "intra_node_link": ("str", ""),  # "nvlink" | "pcie" | "" (unknown)
-    "reliability": ("float", math.nan),  # 0..1 host reliability where a marketplace states it
-    "fetched_at": ("str", ""),  # filled from the snapshot when blank
-    "source": ("str", ""),  # filled from the snapshot when blank
+# Limits a value must keep to. Each is far beyond any real offer (the dearest machine in the
+# embedded catalogs rents for $142/h, the largest has 16 GPUs and 6 TB of RAM), so only damaged
+# or hostile data meets them; inside them, what is read is what was published.
+MAX_PRICE_HR = 5_000.0  # $/h for one instance, on-demand or spot
+MAX_GPUS_PER_INSTANCE = 512.0
+MAX_RATE_USD = 1_000.0  # $/GB-month of disk, $/GB of transfer
+MAX_TEXT_CHARS = 200  # one text cell (names, regions, timestamps)
+MAX_SNAPSHOT_BYTES = 256 * 2**20  # one snapshot file (the largest embedded one is 1.2 MB)
+MAX_PROVENANCE_DEPTH = 16  # nesting of the free-form provenance object
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One snapshot column: its kind, what fills a missing cell, and the values it accepts."""
+
+    kind: str  # "str" | "float"
+    default: Any  # None: required (no cell may be missing or empty)
+    low: float = 0.0
+    high: float = math.inf
+    above_low: bool = False  # the value must exceed ``low`` (a price of 0 is an error, not free)
+    expected: str = ""  # what a valid value is, for the one-line error
+
+    def out_of_range(self, arr: np.ndarray) -> np.ndarray:
+        """Rows whose value breaks this column's range (NaN: missing, judged elsewhere)."""
+        above = arr > self.low if self.above_low else arr >= self.low
+        # -0.0 passes ``>= 0`` but is a sign error in whatever wrote it (a "free" A100).
+        valid: np.ndarray = (above & (arr <= self.high) & ~np.signbit(arr)) | np.isnan(arr)
+        return ~valid
+
+
+def _text(default: Any) -> Column:
+    return Column("str", default)
+
+
+def _number(default: Any, low: float, high: float, expected: str, *,
+            above_low: bool = False) -> Column:
+    return Column("float", default, low, high, above_low, expected)
+
+
+_PRICE = f"a $/h above 0 and at most {MAX_PRICE_HR:,.0f}"
+_RATE = f"a USD rate from 0 to {MAX_RATE_USD:,.0f}"
+COLUMNS: dict[str, Column] = {
+    "provider": _text(None),  # who bills you: aws, gcp, azure, lambda, runpod, vast, ...
+    "region": _text(None),
+    "zone": _text(""),
+    "instance_type": _text(None),
+    "gpu": _text(None),  # canonical catalog name
+    # GPUs per instance; fractional GPUs exist (AWS g6f)
+    "gpu_count": _number(None, 0.0, MAX_GPUS_PER_INSTANCE,
+                         f"a GPU count above 0 and at most {MAX_GPUS_PER_INSTANCE:g}",
+                         above_low=True),
+    "gpu_memory_gb": _number(math.nan, 0.0, 2048.0, "GB per GPU above 0 and at most 2048",
+                             above_low=True),
+    "vcpus": _number(math.nan, 0.0, 65_536.0, "a vCPU count above 0 and at most 65536",
+                     above_low=True),
+    "ram_gb": _number(math.nan, 0.0, 1_048_576.0, "GB of RAM above 0 and at most 1048576",
+                      above_low=True),
+    "price_hr": _number(None, 0.0, MAX_PRICE_HR, _PRICE, above_low=True),  # on-demand, instance
+    # spot/interruptible $/h; NaN = no spot offer
+    "spot_price_hr": _number(math.nan, 0.0, MAX_PRICE_HR, _PRICE, above_low=True),
+    "storage_gb_month": _number(math.nan, 0.0, MAX_RATE_USD, _RATE),  # $/GB-month of disk
+    "egress_gb": _number(math.nan, 0.0, MAX_RATE_USD, _RATE),  # $/GB out to the internet
+    "ingress_gb": _number(0.0, 0.0, MAX_RATE_USD, _RATE),  # $/GB in (clouds: free; not all)
+    # 730 or 720; NaN -> the snapshot's convention
+    "month_hours": _number(math.nan, 600.0, 800.0, "hours per month from 600 to 800"),
+    "network_gbps": _number(math.nan, 0.0, 1e5, "Gbit/s above 0 and at most 100000",
+                            above_low=True),  # instance network bandwidth
+    "intra_node_link": _text(""),  # "nvlink" | "pcie" | "" (unknown)
+    # 0..1 host reliability where a marketplace states it
+    "reliability": _number(math.nan, 0.0, 1.0, "a reliability from 0 to 1"),
+    "fetched_at": _text(""),  # filled from the snapshot when blank
+    "source": _text(""),  # filled from the snapshot when blank
 }
-NUMERIC = tuple(name for name, (kind, _) in COLUMNS.items() if kind != "str")
-TEXT = tuple(name for name, (kind, _) in COLUMNS.items() if kind == "str")
+NUMERIC = tuple(name for name, column in COLUMNS.items() if column.kind != "str")
+TEXT = tuple(name for name, column in COLUMNS.items() if column.kind == "str")
+_NUMBER_TYPES: frozenset[type] = frozenset({int, float, type(None)})
+_TEXT_TYPES: frozenset[type] = frozenset({str, type(None)})
+# Control characters and lone surrogates (which JSON's \u escapes can carry) break terminals
+# and UTF-8 output; no provider, region or instance name has them.
+_BAD_TEXT = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
 
 
 class Offers:
@@ -104,8 +161,8 @@ class Offers:
     def empty(cls) -> Offers:
         return cls(
             {
-                name: np.array([], dtype=float if kind != "str" else str)
-                for name, (kind, _) in COLUMNS.items()
+                name: np.array([], dtype=float if column.kind != "str" else str)
+                for name, column in COLUMNS.items()
             }
         )
 
@@ -140,6 +197,10 @@ class Offers:
                 f"{origin}: unknown column(s) {', '.join(unknown)}",
                 hint="see gpucost.pricing.snapshot.COLUMNS",
             )
+        not_list = next((k for k, v in raw.items()
+                         if not isinstance(v, list | tuple | np.ndarray)), None)
+        if not_list is not None:
+            raise SnapshotError(f"{origin}: column {not_list!r} is not a list")
         lengths = {len(v) for v in raw.values()}
         if len(lengths) > 1:
             raise SnapshotError(
@@ -148,41 +209,18 @@ class Offers:
             )
         n = lengths.pop() if lengths else 0
         out: dict[str, np.ndarray] = {}
-        for name, (kind, default) in COLUMNS.items():
+        for name, column in COLUMNS.items():
             values = raw.get(name)
             if values is None:
-                if default is None and not (allow_missing and n == 0):
+                if column.default is None and not (allow_missing and n == 0):
                     raise SnapshotError(f"{origin}: required column {name!r} is missing")
-                values = [default] * n
-            # Membership tests and whole-list conversions run in C: a 10,000-row snapshot
-            # loads in milliseconds (numpy turns None into NaN for float64 by itself).
+                values = [column.default] * n
+            # Type checks, membership tests and whole-list conversions run in C: a 10,000-row
+            # snapshot loads and validates in milliseconds (numpy turns None into NaN itself).
             if isinstance(values, np.ndarray):
                 values = values.tolist()
-            if kind == "str":
-                has_none = None in values
-                if default is None and (has_none or "" in values):
-                    row = next(i for i, v in enumerate(values) if v is None or v == "")
-                    raise SnapshotError(f"{origin}: column {name!r} is empty in row {row}")
-                if has_none:
-                    values = ["" if v is None else v for v in values]
-                out[name] = np.array(values, dtype=str)
-            else:
-                try:
-                    arr = np.array(values, dtype=np.float64)
-                except (TypeError, ValueError):
-                    bad = next(i for i, v in enumerate(values) if not _is_number_or_none(v))
-                    raise SnapshotError(
-                        f"{origin}: column {name!r} row {bad} is not a number: {values[bad]!r}"
-                    ) from None
-                if default is None and np.isnan(arr).any():
-                    row = int(np.flatnonzero(np.isnan(arr))[0])
-                    raise SnapshotError(f"{origin}: column {name!r} has no value in row {row}")
-                if (arr < 0).any():
-                    row = int(np.flatnonzero(arr < 0)[0])
-                    raise SnapshotError(
-                        f"{origin}: column {name!r} is negative in row {row}: {arr[row]}"
-                    )
-                out[name] = arr
+            out[name] = (_text_column if column.kind == "str" else _number_column)(
+                name, column, values, origin)
         return cls(out)
 
     def to_pandas(self) -> pd.DataFrame:
@@ -195,8 +233,66 @@ class Offers:
         return [{k: cols[k][i] for k in cols} for i in range(len(self))]
 
 
-def _is_number_or_none(v: object) -> bool:
-    return v is None or (isinstance(v, int | float) and not isinstance(v, bool))
+def _first_bad_type(values: Sequence[Any], allowed: frozenset[type]) -> int | None:
+    if set(map(type, values)) <= allowed:  # a set of types: one C pass over the column
+        return None
+    return next(i for i, v in enumerate(values) if type(v) not in allowed)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "..."
+
+
+def _text_column(name: str, column: Column, values: Sequence[Any], origin: str) -> np.ndarray:
+    bad = _first_bad_type(values, _TEXT_TYPES)
+    if bad is not None:
+        raise SnapshotError(f"{origin}: column {name!r} row {bad} is {_shown(values[bad])}, "
+                            "expected text")
+    has_none = None in values
+    if column.default is None and (has_none or "" in values):
+        row = next(i for i, v in enumerate(values) if v is None or v == "")
+        raise SnapshotError(f"{origin}: column {name!r} is empty in row {row}")
+    if has_none:
+        values = ["" if v is None else v for v in values]
+    if _BAD_TEXT.search("".join(values)):
+        row = next(i for i, v in enumerate(values) if _BAD_TEXT.search(v))
+        raise SnapshotError(f"{origin}: column {name!r} row {row} is {_shown(values[row])}, "
+                            "expected printable text (no control characters)")
+    arr = np.array(values, dtype=str)
+    if arr.dtype.itemsize // 4 > MAX_TEXT_CHARS:  # numpy sizes the dtype to the longest cell
+        row = int(np.argmax(np.char.str_len(arr)))
+        raise SnapshotError(f"{origin}: column {name!r} row {row} is "
+                            f"{len(values[row]):,} characters long, expected at most "
+                            f"{MAX_TEXT_CHARS}")
+    return arr
+
+
+def _number_column(name: str, column: Column, values: Sequence[Any],
+                   origin: str) -> np.ndarray:
+    bad = _first_bad_type(values, _NUMBER_TYPES)
+    if bad is not None:
+        raise SnapshotError(f"{origin}: column {name!r} row {bad} is not a number: "
+                            f"{_shown(values[bad])}", hint=f"expected {column.expected}")
+    try:
+        arr = np.array(values, dtype=np.float64)
+    except OverflowError:  # an integer beyond float range (10**400)
+        row = next(i for i, v in enumerate(values) if isinstance(v, int) and abs(v) > 2**1023)
+        raise SnapshotError(f"{origin}: column {name!r} row {row} is out of range",
+                            hint=f"expected {column.expected}") from None
+    missing = np.isnan(arr)
+    if column.default is None and missing.any():
+        row = int(np.flatnonzero(missing)[0])
+        raise SnapshotError(f"{origin}: column {name!r} has no value in row {row}")
+    wrong = column.out_of_range(arr)
+    if wrong.any():
+        row = int(np.flatnonzero(wrong)[0])
+        negative = bool(np.signbit(arr[row]))
+        shown = "-0" if negative and arr[row] == 0 else f"{float(arr[row]):g}"
+        what = "negative" if negative else "out of range"
+        raise SnapshotError(f"{origin}: column {name!r} is {what} in row {row}: {shown}",
+                            hint=f"expected {column.expected}")
+    return arr
 
 
 @dataclass(frozen=True)
@@ -239,7 +335,7 @@ class Snapshot:
             "month_hours": self.month_hours,
         }
         for name, arr in self.offers.columns.items():
-            default = COLUMNS[name][1]
+            default = COLUMNS[name].default
             if len(arr) and any(
                 _all_equal(arr, v) for v in (default, implied.get(name)) if v is not None
             ):
@@ -271,11 +367,16 @@ def _iso(ts: dt.datetime) -> str:
 
 
 def parse_timestamp(text: str, *, origin: str = "snapshot") -> dt.datetime:
+    """An ISO 8601 time as timezone-aware UTC (no zone: UTC), from 2000 to 2100."""
     try:
         ts = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except (ValueError, AttributeError):
-        raise SnapshotError(f"{origin}: fetched_at {text!r} is not an ISO 8601 timestamp") from None
-    return ts if ts.tzinfo else ts.replace(tzinfo=dt.UTC)
+        ts = (ts if ts.tzinfo else ts.replace(tzinfo=dt.UTC)).astimezone(dt.UTC)
+    except (ValueError, AttributeError, OverflowError):
+        raise SnapshotError(f"{origin}: fetched_at {_shown(text)} is not an ISO 8601 timestamp"
+                            ) from None
+    if not 2000 <= ts.year < 2100:
+        raise SnapshotError(f"{origin}: fetched_at {text!r} is not a date from 2000 to 2099")
+    return ts
 
 
 def snapshot_path(directory: str | os.PathLike[str], source: str, fetched_at: dt.datetime) -> Path:
@@ -292,23 +393,58 @@ def write_snapshot(snapshot: Snapshot, directory: str | os.PathLike[str]) -> Pat
     return atomic_write_json(path, snapshot.to_dict(), indent=None)
 
 
+class _NonFinite:
+    """What JSON's ``NaN``/``Infinity`` tokens read as: a value no column or field accepts, so
+    the message names the field (json.loads would quietly make them floats)."""
+
+    __slots__ = ("token",)
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    def __repr__(self) -> str:
+        return self.token
+
+
+_SOURCE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+
+
 def read_snapshot(path: str | os.PathLike[str]) -> Snapshot:
+    """The snapshot in ``path``, every field and cell checked (types, finiteness, ranges,
+    encoding, size and nesting); SnapshotError (exit 2) names the file, the field and what was
+    expected. The one entry point for reading a snapshot file."""
     p = Path(path)
     origin = str(p)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        with p.open("rb") as handle:
+            if os.fstat(handle.fileno()).st_size > MAX_SNAPSHOT_BYTES:
+                raise SnapshotError(f"price snapshot {origin!r} is larger than "
+                                    f"{MAX_SNAPSHOT_BYTES // 2**20} MiB",
+                                    hint="it is not a snapshot gpucost wrote; delete it")
+            raw = handle.read()
     except FileNotFoundError:
         raise SnapshotError(f"price snapshot {origin!r} not found") from None
+    except IsADirectoryError:
+        raise SnapshotError(f"price snapshot {origin!r} is a folder, not a file",
+                            hint="snapshots are <dir>/<source>/<date>.json files") from None
+    except OSError as exc:
+        raise SnapshotError(f"cannot read price snapshot {origin!r}: {exc.strerror}") from None
+    try:
+        data = json.loads(raw.decode("utf-8"), parse_constant=_NonFinite)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise SnapshotError(
-            f"price snapshot {origin!r} is corrupt ({exc})",
+            f"price snapshot {origin!r} is corrupt ({' '.join(str(exc).split())})",
             hint="delete it and run `gpucost prices refresh` or re-import",
         ) from None
+    except RecursionError:
+        raise SnapshotError(f"price snapshot {origin!r} is corrupt (nested too deeply)",
+                            hint="delete it and run `gpucost prices refresh` or re-import"
+                            ) from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise SnapshotError(f"{origin} is not a gpucost price snapshot (no format={FORMAT!r})")
     if data.get("version") != VERSION:
         raise SnapshotError(
-            f"{origin}: snapshot version {data.get('version')!r} is not supported",
+            f"{origin}: snapshot version {_shown(data.get('version'))} is not supported",
             hint=f"this gpucost reads version {VERSION}",
         )
     for key in ("source", "fetched_at", "columns"):
@@ -316,42 +452,106 @@ def read_snapshot(path: str | os.PathLike[str]) -> Snapshot:
             raise SnapshotError(f"{origin}: missing {key!r}")
     if not isinstance(data["columns"], dict):
         raise SnapshotError(f"{origin}: 'columns' must be an object of column lists")
+    source = data["source"]
+    if not isinstance(source, str) or not _SOURCE_NAME.fullmatch(source):
+        raise SnapshotError(f"{origin}: source {_shown(source)} is not a source name",
+                            hint="expected lower-case letters, digits, '.', '_' or '-'")
     month_hours = data.get("month_hours", 730)
-    if not isinstance(month_hours, int | float) or not 600 <= month_hours <= 800:
+    if type(month_hours) not in (int, float) or not 600 <= month_hours <= 800:
         raise SnapshotError(
-            f"{origin}: month_hours {month_hours!r} is not a plausible month (720 or 730)"
+            f"{origin}: month_hours {_shown(month_hours)} is not a plausible month (720 or 730)"
         )
     if data.get("currency", "USD") != "USD":
-        raise SnapshotError(f"{origin}: currency {data.get('currency')!r} is not supported")
-    fetched_at = parse_timestamp(str(data["fetched_at"]), origin=origin)
+        raise SnapshotError(f"{origin}: currency {_shown(data.get('currency'))} is not supported")
+    if not isinstance(data["fetched_at"], str):
+        raise SnapshotError(f"{origin}: fetched_at {_shown(data['fetched_at'])} is not an ISO "
+                            "8601 timestamp")
+    fetched_at = parse_timestamp(data["fetched_at"], origin=origin)
+    provenance = data.get("provenance") or {}
+    if not isinstance(provenance, dict) or _depth(provenance) > MAX_PROVENANCE_DEPTH:
+        raise SnapshotError(f"{origin}: 'provenance' must be an object nested at most "
+                            f"{MAX_PROVENANCE_DEPTH} deep")
+    if _has_non_finite(provenance):
+        raise SnapshotError(f"{origin}: 'provenance' holds NaN or Infinity, which is not JSON")
     offers = Offers.from_columns(data["columns"], origin=origin)
     return Snapshot(
-        source=str(data["source"]),
+        source=source,
         fetched_at=fetched_at,
         offers=offers,
         month_hours=float(month_hours),
         currency="USD",
-        provenance=data.get("provenance") or {},
+        provenance=provenance,
         path=p,
     )
 
 
-def latest_snapshot_paths(directories: Sequence[str | os.PathLike[str]]) -> list[Path]:
-    """The newest snapshot file per source across ``directories`` (later ones win ties)."""
-    newest: dict[str, Path] = {}
-    for directory in directories:
+def _children(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return list(value.values())
+    return list(value) if isinstance(value, list) else []
+
+
+def _depth(value: Any) -> int:
+    """How deeply ``value`` nests (a scalar: 0), without recursion."""
+    depth, level = 0, _children(value)
+    while level:
+        depth += 1
+        level = [child for item in level for child in _children(item)]
+    return depth
+
+
+def _has_non_finite(value: Any) -> bool:
+    level = [value]
+    while level:
+        if any(isinstance(v, _NonFinite) or (isinstance(v, float) and not math.isfinite(v))
+               for v in level):
+            return True
+        level = [child for item in level for child in _children(item)]
+    return False
+
+
+def warn_on_stderr(message: str) -> None:
+    """How a skipped snapshot is reported unless the caller says otherwise (one line)."""
+    print(f"gpucost: warning: {message}", file=sys.stderr)
+
+
+def snapshot_candidates(directories: Sequence[str | os.PathLike[str]]) -> dict[str, list[Path]]:
+    """Every snapshot file per source across ``directories``, newest first (on a tie of dates
+    the later directory's file first). Folders named like a snapshot file are not candidates."""
+    found: dict[str, list[tuple[str, int, Path]]] = {}
+    for rank, directory in enumerate(directories):
         root = Path(directory)
         if not root.is_dir():
             continue
         for source_dir in sorted(p for p in root.iterdir() if p.is_dir()):
-            files = sorted(source_dir.glob("*.json"))
-            if not files:
-                continue
-            candidate = files[-1]
-            current = newest.get(source_dir.name)
-            if current is None or candidate.name >= current.name:
-                newest[source_dir.name] = candidate
-    return [newest[k] for k in sorted(newest)]
+            for file in source_dir.glob("*.json"):
+                if file.is_file():
+                    found.setdefault(source_dir.name, []).append((file.name, rank, file))
+    return {name: [p for _, _, p in sorted(files, reverse=True)]
+            for name, files in sorted(found.items())}
+
+
+def latest_snapshot_paths(directories: Sequence[str | os.PathLike[str]]) -> list[Path]:
+    """The newest snapshot file per source across ``directories`` (later ones win ties)."""
+    return [files[0] for files in snapshot_candidates(directories).values()]
+
+
+def newest_intact_snapshots(directories: Sequence[str | os.PathLike[str]], *,
+                            warn: Callable[[str], None] = warn_on_stderr) -> list[Snapshot]:
+    """The newest snapshot of each source that reads cleanly. A damaged (corrupt, truncated,
+    empty, out-of-range) newer file is skipped with a ``warn`` line naming it, so one bad file
+    never hides a source's older prices, nor any other source's."""
+    loaded = []
+    for source, files in snapshot_candidates(directories).items():
+        for file in files:
+            try:
+                loaded.append(read_snapshot(file))
+                break
+            except SnapshotError as exc:
+                warn(f"skipped a damaged price snapshot: {exc}")
+        else:
+            warn(f"no intact price snapshot of source {source!r}: its prices are left out")
+    return loaded
 
 
 def default_snapshot_dirs() -> list[Path]:
@@ -360,30 +560,31 @@ def default_snapshot_dirs() -> list[Path]:
     return [embedded_snapshots_dir(), user_snapshots_dir()]
 
 
-def load_snapshots(paths: Sequence[str | os.PathLike[str]] | None = None) -> list[Snapshot]:
-    """Snapshots from files or folders; ``None``: the newest per source (user, else embedded)."""
+def load_snapshots(paths: Sequence[str | os.PathLike[str]] | None = None, *,
+                   warn: Callable[[str], None] = warn_on_stderr) -> list[Snapshot]:
+    """Snapshots from files or folders; ``None``: the newest per source (user, else embedded).
+
+    A folder gives the newest intact snapshot per source (see :func:`newest_intact_snapshots`);
+    a file named explicitly must read cleanly (SnapshotError otherwise)."""
     if paths is None:
-        files = latest_snapshot_paths(default_snapshot_dirs())
+        snapshots = newest_intact_snapshots(default_snapshot_dirs(), warn=warn)
     else:
-        files = []
+        snapshots = []
         for item in paths:
             p = Path(item)
-            if p.is_dir():
-                found = latest_snapshot_paths([p])
-                if not found:
-                    raise SnapshotError(
-                        f"no price snapshots under {str(p)!r}",
-                        hint="expected <dir>/<source>/<date>.json files",
-                    )
-                files.extend(found)
+            if not p.is_dir():
+                snapshots.append(read_snapshot(p))
+            elif snapshot_candidates([p]):
+                snapshots.extend(newest_intact_snapshots([p], warn=warn))
             else:
-                files.append(p)
-    if not files:
+                raise SnapshotError(f"no price snapshots under {str(p)!r}",
+                                    hint="expected <dir>/<source>/<date>.json files")
+    if not snapshots:
         raise SnapshotError(
-            "no price snapshots found",
+            "no price snapshots found (or only damaged ones, named above)",
             hint="run `gpucost prices refresh` or `gpucost prices import`",
         )
-    return [read_snapshot(f) for f in files]
+    return snapshots
 
 
 # What makes two rows the same machine, whichever source priced it.

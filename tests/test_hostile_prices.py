@@ -1,0 +1,198 @@
+"""Damaged and hostile price data (issue 16): every pricing reader refuses bad values with one line
+naming the file, the field and what was expected (exit 2), and a damaged newest snapshot of one
+source is skipped so that compare, plan and prices show keep working on the older one."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpucost.cli import main
+from gpucost.errors import SnapshotError
+from gpucost.paths import embedded_snapshots_dir, user_snapshots_dir
+from gpucost.pricing.snapshot import (
+    Offers,
+    Snapshot,
+    load_snapshots,
+    read_snapshot,
+    write_snapshot,
+)
+
+DAY = dt.datetime(2026, 11, 30, tzinfo=dt.UTC)
+
+
+def good_payload() -> dict[str, Any]:
+    offers = Offers.from_records([
+        {"provider": "aws", "region": "us-east-1", "instance_type": f"g{i}.xlarge", "gpu": "T4",
+         "gpu_count": 1, "price_hr": 0.5 + i, "spot_price_hr": 0.2} for i in range(3)])
+    return Snapshot(source="test", fetched_at=DAY, offers=offers).to_dict()
+
+
+def write_text(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def column_text(column: str, cells: str) -> str:
+    """A snapshot whose ``column`` is the raw JSON ``cells`` (3 rows): values json.dumps refuses
+    to write (Infinity, NaN, 1e999) are spelled as a damaged or hostile file holds them."""
+    payload = good_payload()
+    payload["columns"][column] = "@CELLS@"
+    return json.dumps(payload).replace('"@CELLS@"', cells)
+
+
+BAD_CELLS = [
+    ("price_hr", "[1.0, Infinity, 2.0]", "'price_hr' row 1 is not a number: Infinity"),
+    ("price_hr", "[1.0, -Infinity, 2.0]", "'price_hr' row 1 is not a number: -Infinity"),
+    ("price_hr", "[1.0, NaN, 2.0]", "'price_hr' row 1 is not a number: NaN"),
+    ("spot_price_hr", "[NaN, 1.0, 2.0]", "'spot_price_hr' row 0 is not a number: NaN"),
+    ("price_hr", "[1.0, 2.0, -0.0]", "'price_hr' is negative in row 2: -0"),
+    ("price_hr", "[1.0, 2.0, 0]", "'price_hr' is out of range in row 2: 0"),
+    ("price_hr", "[1e308, 1.0, 2.0]", "'price_hr' is out of range in row 0: 1e\\+308"),
+    ("price_hr", "[1.0, 1e999, 2.0]", "'price_hr' is out of range in row 1: inf"),
+    ("price_hr", "[1.0, 2.0, 1" + "0" * 400 + "]", "'price_hr' row 2 is out of range"),
+    ("price_hr", '[1.0, "2.5", 2.0]', "'price_hr' row 1 is not a number: '2.5'"),
+    ("price_hr", "[1.0, true, 2.0]", "'price_hr' row 1 is not a number: True"),
+    ("gpu_count", "[1, 1e23, 1]", "'gpu_count' is out of range in row 1: 1e\\+23"),
+    ("gpu_count", "[1, 1e308, 1]", "'gpu_count' is out of range in row 1"),
+    ("storage_gb_month", "[0.1, -0.0, 0.1]", "'storage_gb_month' is negative in row 1: -0"),
+    ("reliability", "[0.5, 1.5, 0.9]", "'reliability' is out of range in row 1: 1.5"),
+    ("gpu", '["T4", ["T4"], "T4"]', "'gpu' row 1 is \\['T4'\\], expected text"),
+    ("region", '["a", "b\\u0000c", "d"]', "'region' row 1 is .*expected printable text"),
+    ("region", '["a", "\\ud800", "d"]', "'region' row 1 is .*expected printable text"),
+    ("instance_type", json.dumps(["a", "x" * 5000, "c"]),
+     "'instance_type' row 1 is 5,000 characters long, expected at most 200"),
+    ("price_hr", '{"0": 1.0}', "column 'price_hr' is not a list"),
+]
+
+
+@pytest.mark.parametrize(("column", "cells", "message"), BAD_CELLS,
+                         ids=[message for _, _, message in BAD_CELLS])
+def test_a_bad_cell_names_the_file_the_column_and_what_was_expected(
+        tmp_path: Path, column: str, cells: str, message: str) -> None:
+    path = write_text(tmp_path / "test" / "2026-11-30.json", column_text(column, cells))
+    with pytest.raises(SnapshotError, match=message) as err:
+        read_snapshot(path)
+    text = str(err.value)
+    assert str(path) in text and "\n" not in text
+
+
+@pytest.mark.parametrize(("damage", "message"), [
+    (lambda d: d.update(fetched_at="+99999-01-01"), "fetched_at .* is not an ISO 8601"),
+    (lambda d: d.update(fetched_at="9999-12-31T23:00:00-05:00"), "fetched_at .* is not an ISO"),
+    (lambda d: d.update(fetched_at="1970-01-01T00:00:00Z"), "not a date from 2000 to 2099"),
+    (lambda d: d.update(fetched_at=20261130), "fetched_at 20261130 is not an ISO 8601"),
+    (lambda d: d.update(source="../../etc"), "source '../../etc' is not a source name"),
+    (lambda d: d.update(source=["x"]), "source \\['x'\\] is not a source name"),
+    (lambda d: d.update(month_hours=True), "month_hours True is not a plausible month"),
+    (lambda d: d.update(provenance=[1]), "'provenance' must be an object"),
+    (lambda d: d.update(provenance=json.loads("[" * 20 + "]" * 20)), "'provenance' must be"),
+])
+def test_bad_header_fields_are_refused(tmp_path: Path, damage: Any, message: str) -> None:
+    payload = good_payload()
+    damage(payload)
+    path = write_text(tmp_path / "test" / "2026-11-30.json", json.dumps(payload))
+    with pytest.raises(SnapshotError, match=message):
+        read_snapshot(path)
+
+
+def test_non_json_numbers_deep_nesting_and_folders_are_refused_not_crashed(
+        tmp_path: Path) -> None:
+    payload = good_payload()
+    text = json.dumps(payload).replace('"provenance": {}', '"provenance": {"x": NaN}')
+    with pytest.raises(SnapshotError, match="'provenance' holds NaN or Infinity"):
+        read_snapshot(write_text(tmp_path / "a.json", text))
+    deep = '{"format": "gpucost-price-snapshot", "provenance": ' + "[" * 100_000 + "]" * 100_000
+    with pytest.raises(SnapshotError, match="is corrupt \\(nested too deeply\\)"):
+        read_snapshot(write_text(tmp_path / "b.json", deep + "}"))
+    folder = tmp_path / "test" / "2026-12-01.json"
+    folder.mkdir(parents=True)
+    with pytest.raises(SnapshotError, match="is a folder, not a file"):
+        read_snapshot(folder)
+
+
+def test_a_snapshot_with_infinity_prices_on_the_command_line_is_one_line_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_text(tmp_path / "bad.json", column_text("price_hr", "[1.0, Infinity, 2.0]"))
+    for argv in (["prices", "show", "--prices", str(path)],
+                 ["compare", "--prices", str(path)],
+                 ["plan", "--prices", str(path), "--samples", "2e7"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "Traceback" not in err, err
+        assert str(path) in err and "'price_hr'" in err and "expected" in err
+
+
+# ------------------------------------------------------------------ fallback to an intact one
+
+LAMBDA = "skypilot-lambda"
+
+
+def user_lambda_snapshot(date: str) -> Path:
+    """A copy of the embedded Lambda snapshot in the user folder, dated ``date``."""
+    embedded = next((embedded_snapshots_dir() / LAMBDA).glob("*.json"))
+    data = json.loads(embedded.read_text())
+    data["fetched_at"] = f"{date}T00:00:00Z"
+    target = user_snapshots_dir() / LAMBDA / f"{date}.json"
+    return write_text(target, json.dumps(data))
+
+
+DAMAGES = {
+    "corrupt": lambda text: text.replace('"columns"', '"columns" ::', 1),
+    "truncated": lambda text: text[: len(text) // 2],
+    "empty": lambda text: "",
+    "infinity": lambda text: text.replace('"price_hr": [', '"price_hr": [Infinity, ', 1),
+    "not utf-8": lambda text: "\udcff" + text,
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGES))
+def test_a_damaged_newest_snapshot_is_skipped_for_the_newest_intact_one(
+        damage: str, capsys: pytest.CaptureFixture[str]) -> None:
+    user_lambda_snapshot("2026-12-01")
+    newest = user_lambda_snapshot("2026-12-02")
+    newest.write_bytes(DAMAGES[damage](newest.read_text()).encode("utf-8", "surrogateescape"))
+
+    assert main(["prices", "show", "--json"]) == 0
+    captured = capsys.readouterr()
+    shown = {s["source"]: s for s in json.loads(captured.out)["sources"]}
+    assert shown[LAMBDA]["date"] == "2026-12-01"  # the older intact one, not the embedded one
+    assert len(shown) > 1  # every other source still there
+    assert captured.err.count("\n") == 1
+    assert captured.err.startswith("gpucost: warning: skipped a damaged price snapshot: ")
+    assert str(newest) in captured.err
+
+    assert main(["compare", "--format", "json", "--limit", "3"]) == 0
+    assert json.loads(capsys.readouterr().out)
+    assert main(["plan", "--samples", "2e7", "--format", "json"]) == 0
+    assert str(newest) in capsys.readouterr().err
+
+
+def test_a_folder_named_like_a_snapshot_file_is_not_a_snapshot(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    user_lambda_snapshot("2026-12-01")
+    (user_snapshots_dir() / LAMBDA / "2026-12-09.json").mkdir()
+    assert main(["prices", "show", "--json"]) == 0
+    shown = {s["source"]: s for s in json.loads(capsys.readouterr().out)["sources"]}
+    assert shown[LAMBDA]["date"] == "2026-12-01"
+
+
+def test_every_snapshot_of_a_source_damaged_leaves_that_source_out(tmp_path: Path) -> None:
+    folder = tmp_path / "prices"
+    for source in ("alpha", "beta"):
+        snap = read_snapshot(write_text(tmp_path / "x.json", json.dumps(good_payload())))
+        write_snapshot(Snapshot(source=source, fetched_at=DAY, offers=snap.offers), folder)
+    write_text(folder / "beta" / "2026-11-30.json", "{")
+    warned: list[str] = []
+    loaded = load_snapshots([folder], warn=warned.append)
+    assert [s.source for s in loaded] == ["alpha"]
+    assert len(warned) == 2 and "beta" in warned[1] and "left out" in warned[1]
+    shutil.rmtree(folder / "alpha")
+    with pytest.raises(SnapshotError, match="no price snapshots found \\(or only damaged"):
+        load_snapshots([folder], warn=warned.append)
