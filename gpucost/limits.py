@@ -20,3 +20,5 @@ MAX_POLICY_BYTES = 1 << 20
 MAX_PROFILE_BYTES = 32 << 20  # a full per-operator table is a few hundred KB
 MAX_RUN_FILE_BYTES = 1 << 20  # status.json, progress.json
 MAX_METRICS_BYTES = 64 << 20  # metrics.jsonl: one line per report
+MAX_SNAPSHOT_BYTES = 256 << 20  # a price snapshot (the largest embedded one is 1.2 MB)
+MAX_CATALOG_BYTES = 256 << 20  # one imported catalog CSV (SkyPilot's largest is tens of MB)

@@ -142,11 +142,11 @@ def test_corrupt_truncated_and_missing_files(tmp_path: Path) -> None:
     assert "re-import" in str(err.value)  # says how to fix it
     binary = tmp_path / "b.json"
     binary.write_bytes(b"\xff\xfe\x00garbage")
-    with pytest.raises(SnapshotError, match="is corrupt"):
+    with pytest.raises(SnapshotError, match="is not UTF-8 text"):
         read_snapshot(binary)
-    with pytest.raises(SnapshotError, match="not found"):
+    with pytest.raises(SnapshotError, match="does not exist"):
         read_snapshot(tmp_path / "missing.json")
-    with pytest.raises(SnapshotError, match="not found"):
+    with pytest.raises(SnapshotError, match="does not exist"):
         load_snapshots([tmp_path / "no-such-dir"])
     (tmp_path / "empty").mkdir()
     with pytest.raises(SnapshotError, match="no price snapshots under"):

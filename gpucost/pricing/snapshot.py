@@ -32,8 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gpucost._io import atomic_write_json
+from gpucost._io import _check_depth, atomic_write_json, read_text
 from gpucost.errors import SnapshotError
+from gpucost.limits import MAX_GPUS_PER_NODE, MAX_PRICE_HR_USD, MAX_SNAPSHOT_BYTES
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,15 +42,12 @@ if TYPE_CHECKING:
 FORMAT = "gpucost-price-snapshot"
 VERSION = 1
 
-# Limits a value must keep to. Each is far beyond any real offer (the dearest machine in the
-# embedded catalogs rents for $142/h, the largest has 16 GPUs and 6 TB of RAM), so only damaged
-# or hostile data meets them; inside them, what is read is what was published.
-MAX_PRICE_HR = 5_000.0  # $/h for one instance, on-demand or spot
-MAX_GPUS_PER_INSTANCE = 512.0
+# Limits a value must keep to (prices and GPU counts: gpucost.limits, shared with plan files).
+# Each is far beyond any real offer (the dearest machine in the embedded catalogs rents for
+# $142/h, the largest has 16 GPUs and 6 TB of RAM), so only damaged or hostile data meets them.
+MAX_PRICE_HR = MAX_PRICE_HR_USD  # $/h for one instance, on-demand or spot
 MAX_RATE_USD = 1_000.0  # $/GB-month of disk, $/GB of transfer
 MAX_TEXT_CHARS = 200  # one text cell (names, regions, timestamps)
-MAX_SNAPSHOT_BYTES = 256 * 2**20  # one snapshot file (the largest embedded one is 1.2 MB)
-MAX_PROVENANCE_DEPTH = 16  # nesting of the free-form provenance object
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +87,8 @@ COLUMNS: dict[str, Column] = {
     "instance_type": _text(None),
     "gpu": _text(None),  # canonical catalog name
     # GPUs per instance; fractional GPUs exist (AWS g6f)
-    "gpu_count": _number(None, 0.0, MAX_GPUS_PER_INSTANCE,
-                         f"a GPU count above 0 and at most {MAX_GPUS_PER_INSTANCE:g}",
+    "gpu_count": _number(None, 0.0, MAX_GPUS_PER_NODE,
+                         f"a GPU count above 0 and at most {MAX_GPUS_PER_NODE}",
                          above_low=True),
     "gpu_memory_gb": _number(math.nan, 0.0, 2048.0, "GB per GPU above 0 and at most 2048",
                              above_low=True),
@@ -415,25 +413,16 @@ def read_snapshot(path: str | os.PathLike[str]) -> Snapshot:
     expected. The one entry point for reading a snapshot file."""
     p = Path(path)
     origin = str(p)
-    try:
-        with p.open("rb") as handle:
-            if os.fstat(handle.fileno()).st_size > MAX_SNAPSHOT_BYTES:
-                raise SnapshotError(f"price snapshot {origin!r} is larger than "
-                                    f"{MAX_SNAPSHOT_BYTES // 2**20} MiB",
-                                    hint="it is not a snapshot gpucost wrote; delete it")
-            raw = handle.read()
-    except FileNotFoundError:
-        raise SnapshotError(f"price snapshot {origin!r} not found") from None
-    except IsADirectoryError:
+    if p.is_dir():
         raise SnapshotError(f"price snapshot {origin!r} is a folder, not a file",
-                            hint="snapshots are <dir>/<source>/<date>.json files") from None
-    except OSError as exc:
-        raise SnapshotError(f"cannot read price snapshot {origin!r}: {exc.strerror}") from None
+                            hint="snapshots are <dir>/<source>/<date>.json files")
+    text = read_text(p, what="price snapshot", error=SnapshotError,
+                     max_bytes=MAX_SNAPSHOT_BYTES)
     try:
-        data = json.loads(raw.decode("utf-8"), parse_constant=_NonFinite)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        data = json.loads(text, parse_constant=_NonFinite)
+    except json.JSONDecodeError as exc:
         raise SnapshotError(
-            f"price snapshot {origin!r} is corrupt ({' '.join(str(exc).split())})",
+            f"price snapshot {origin!r} is corrupt ({exc})",
             hint="delete it and run `gpucost prices refresh` or re-import",
         ) from None
     except RecursionError:
@@ -468,11 +457,14 @@ def read_snapshot(path: str | os.PathLike[str]) -> Snapshot:
                             "8601 timestamp")
     fetched_at = parse_timestamp(data["fetched_at"], origin=origin)
     provenance = data.get("provenance") or {}
-    if not isinstance(provenance, dict) or _depth(provenance) > MAX_PROVENANCE_DEPTH:
-        raise SnapshotError(f"{origin}: 'provenance' must be an object nested at most "
-                            f"{MAX_PROVENANCE_DEPTH} deep")
-    if _has_non_finite(provenance):
-        raise SnapshotError(f"{origin}: 'provenance' holds NaN or Infinity, which is not JSON")
+    if not isinstance(provenance, dict):
+        raise SnapshotError(f"{origin}: 'provenance' must be an object")
+    _check_depth(provenance, f"{origin}: 'provenance'", SnapshotError)
+    try:
+        json.dumps(provenance, allow_nan=False)
+    except (ValueError, TypeError):
+        raise SnapshotError(f"{origin}: 'provenance' holds NaN or Infinity, which is not JSON"
+                            ) from None
     offers = Offers.from_columns(data["columns"], origin=origin)
     return Snapshot(
         source=source,
@@ -483,31 +475,6 @@ def read_snapshot(path: str | os.PathLike[str]) -> Snapshot:
         provenance=provenance,
         path=p,
     )
-
-
-def _children(value: Any) -> list[Any]:
-    if isinstance(value, dict):
-        return list(value.values())
-    return list(value) if isinstance(value, list) else []
-
-
-def _depth(value: Any) -> int:
-    """How deeply ``value`` nests (a scalar: 0), without recursion."""
-    depth, level = 0, _children(value)
-    while level:
-        depth += 1
-        level = [child for item in level for child in _children(item)]
-    return depth
-
-
-def _has_non_finite(value: Any) -> bool:
-    level = [value]
-    while level:
-        if any(isinstance(v, _NonFinite) or (isinstance(v, float) and not math.isfinite(v))
-               for v in level):
-            return True
-        level = [child for item in level for child in _children(item)]
-    return False
 
 
 def warn_on_stderr(message: str) -> None:
