@@ -581,8 +581,8 @@ def to_plan(
         (
             "setup: none, your own machine is ready and holds the data"
             if row["provider"] == "local"
-            else f"setup {row['setup_hours'] * 60:.0f} min: {params.setup_minutes:g} min "
-            f"provisioning and image + {params.data_gb:g} GB download at "
+            else f"setup {row['setup_hours'] * 60:.0f} min: {row['setup_minutes']:g} min "
+            f"provisioning and image ({row['setup_source']}) + {params.data_gb:g} GB download at "
             f"{row['download_gbps']:g} Gbit/s"
             + (" (assumed: the offer gives no bandwidth)" if row["bandwidth_assumed"] else "")
         ),

@@ -460,7 +460,7 @@ def compare(
     data_gb: float = 0.0,
     checkpoint_gb: float = 0.0,
     results_gb: float = 0.0,
-    setup_minutes: float = 10.0,
+    setup_minutes: float | None = None,
     interruption_rate_per_hr: float | None = None,
     include_local: bool = False,
 ) -> pd.DataFrame:
@@ -473,7 +473,8 @@ def compare(
     per source, user-refreshed first, else the embedded default).
 
     The job's data (``data_gb`` downloaded per node), ``checkpoint_gb`` (one checkpoint),
-    ``results_gb`` (copied off) and ``setup_minutes`` (provisioning and image) price setup,
+    ``results_gb`` (copied off) and ``setup_minutes`` (provisioning and image; default per provider
+    and instance family, :mod:`gpucost.model.setup_times`) price setup,
     storage, transfers and spot rework; ``interruption_rate_per_hr`` overrides the sourced
     rates; ``include_local`` adds this machine (electricity at the default $/kWh).
 

@@ -4,24 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from gpucost.envelope import add_format_argument
+from gpucost.model.setup_times import check_setup_minutes
 
-# Per-provider defaults for --provider: (USD per GB-month of disk, hours per month, USD per GB
-# in). Public list prices: AWS gp3 $0.08, GCP pd-balanced $0.10, Azure Premium SSD ~$0.12
-# (P-tiers vary), Vast.ai disk typically $0.10-0.20 in 30-day months, RunPod volume $0.10
-# (running) / $0.20 (stopped), Lambda persistent storage $0.20. Ingress is free on clouds;
-# Vast hosts charge their stated inbound $/GB (commonly ~$0.003).
-PROVIDER_DEFAULTS: dict[str, tuple[float, float, float]] = {
-    "aws": (0.08, 730.0, 0.0),
-    "gcp": (0.10, 730.0, 0.0),
-    "azure": (0.12, 730.0, 0.0),
-    "lambda": (0.20, 730.0, 0.0),
-    "runpod": (0.20, 730.0, 0.0),
-    "vast": (0.20, 720.0, 0.003),
-}
-
+if TYPE_CHECKING:
+    from gpucost.model.setup_times import SetupTime
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -54,8 +44,8 @@ def register(sub: Any) -> None:
     p.add_argument("--disk-gb", type=float, required=True, help="allocated disk, GB")
     p.add_argument(
         "--provider",
-        help="take --gb-month, --month-hours and --ingress-per-gb defaults from this "
-        f"provider's list prices ({', '.join(sorted(PROVIDER_DEFAULTS))})",
+        help="take --gb-month, --month-hours, --ingress-per-gb and --setup-min defaults from "
+        "this provider's list prices and setup time (`gpucost prices show --rates`)",
     )
     p.add_argument("--gb-month", type=float, metavar="USD", help="disk price, USD per GB-month")
     p.add_argument(
@@ -66,8 +56,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--setup-min",
         type=float,
-        default=15.0,
-        help="minutes from creating a machine to training on it (default 15)",
+        help="minutes from creating a machine to training on it (default: the provider's and "
+        "instance family's setup time from a sourced table)",
     )
     p.add_argument(
         "--ingress-gb",
@@ -118,44 +108,110 @@ def _offer_row(instance_type: str, provider: str, prices: list[str] | None) -> d
     return found.to_records()[best]
 
 
-def run(args: argparse.Namespace) -> int:
-    from gpucost.errors import InputError
-    from gpucost.model.economics import MONTH_HOURS_CLOUD, breakeven
+@dataclass(frozen=True)
+class _Defaults:
+    """What --offer and --provider say when the user does not: one rule for each figure."""
+
+    provider: str
+    running_hr: float | None
+    gb_month: float | None
+    month_hours: float
+    ingress_per_gb: float
+    setup: SetupTime
+    gb_month_note: str | None  # said when the figure was assumed, not known
+    ingress_note: str | None
+
+
+def _defaults(args: argparse.Namespace) -> _Defaults:
+    """Disk, month, inbound and setup figures from the offer (--offer), else the provider's
+    rates (gpucost.pricing.rates, the table every snapshot is priced with), else unknown."""
+    import math
+
+    from gpucost.model.economics import DEFAULT_STORAGE_USD_GB_MONTH
+    from gpucost.model.setup_times import setup_time
+    from gpucost.pricing.rates import month_hours_for, rates_for
 
     provider = (args.provider or "").lower()
-    gb_month, month_hours, ingress_per_gb = PROVIDER_DEFAULTS.get(
-        provider, (None, MONTH_HOURS_CLOUD, 0.0)
+    row = _offer_row(args.offer, provider, args.prices) if args.offer else None
+    if row is not None:
+        provider = str(row["provider"])
+    rates = rates_for(provider)
+    gb_month_note = ingress_note = None
+    # A stopped disk: the provider's stopped price where it differs (RunPod), else the offer's.
+    gb_month = rates.storage_stopped_gb_month if rates else None
+    if gb_month is None and row is not None and math.isfinite(row["storage_gb_month"]):
+        gb_month = float(row["storage_gb_month"])
+    if gb_month is None and rates is not None:
+        gb_month = rates.stopped_gb_month
+    if gb_month is None and row is not None:
+        gb_month = DEFAULT_STORAGE_USD_GB_MONTH  # as compare and plan price this offer
+        gb_month_note = f"disk ${gb_month:g}/GB-month: the offer gives no disk price"
+    month = month_hours_for(provider)
+    if row is not None and math.isfinite(row["month_hours"]) and row["month_hours"] > 0:
+        month = float(row["month_hours"])
+    ingress = rates.ingress_gb if rates and rates.ingress_gb is not None else None
+    if row is not None and math.isfinite(row["ingress_gb"]):
+        ingress = float(row["ingress_gb"])
+    if ingress is None:
+        ingress = 0.0
+        if provider:
+            ingress_note = f"inbound data free: no inbound price for {provider}"
+    return _Defaults(
+        provider=provider,
+        running_hr=None if row is None else float(row["price_hr"]),
+        gb_month=gb_month,
+        month_hours=month,
+        ingress_per_gb=ingress,
+        setup=setup_time(provider, "" if row is None else str(row["instance_type"])),
+        gb_month_note=gb_month_note,
+        ingress_note=ingress_note,
     )
-    running = args.running_hr
-    if args.offer:
-        row = _offer_row(args.offer, provider, args.prices)
-        running = row["price_hr"] if running is None else running
-        if row["storage_gb_month"] == row["storage_gb_month"]:  # not NaN
-            gb_month = row["storage_gb_month"]
-        month_hours, ingress_per_gb = row["month_hours"], row["ingress_gb"]
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpucost.errors import InputError
+    from gpucost.model.economics import breakeven
+
+    defaults = _defaults(args)
+    running = args.running_hr if args.running_hr is not None else defaults.running_hr
     if running is None:
         raise InputError(
             "the running price is missing", hint="give --running-hr USD or --offer INSTANCE_TYPE"
         )
-    if args.gb_month is not None:
-        gb_month = args.gb_month
+    gb_month = args.gb_month if args.gb_month is not None else defaults.gb_month
     if gb_month is None:
+        where = f"provider {defaults.provider!r} has no" if defaults.provider else "no"
         raise InputError(
-            "the disk price is missing",
-            hint="give --gb-month USD (per GB-month) or --provider NAME",
+            f"the disk price is missing: {where} disk price in gpucost's rates table",
+            hint="give --gb-month USD (per GB-month)"
+            + ("" if defaults.provider else ", --provider NAME or --offer INSTANCE_TYPE"),
         )
-    if args.month_hours is not None:
-        month_hours = args.month_hours
-    if args.ingress_per_gb is not None:
-        ingress_per_gb = args.ingress_per_gb
+    month_hours = args.month_hours if args.month_hours is not None else defaults.month_hours
+    ingress_per_gb = (
+        args.ingress_per_gb if args.ingress_per_gb is not None else defaults.ingress_per_gb
+    )
+    if args.setup_min is not None:
+        check_setup_minutes(args.setup_min)
+        setup_min, setup_note = args.setup_min, None
+    else:
+        setup_min, setup_note = defaults.setup.minutes, f"setup {defaults.setup.source}"
     if args.idle_hours is not None and not args.idle_hours >= 0:
         raise InputError(f"--idle-hours must be >= 0, got {args.idle_hours}")
+    assumptions = [
+        note
+        for note, given in (
+            (defaults.gb_month_note, args.gb_month),
+            (defaults.ingress_note, args.ingress_per_gb),
+            (setup_note, args.setup_min),
+        )
+        if note and given is None
+    ]
     b = breakeven(
         running,
         args.disk_gb,
         gb_month,
         month_hours=month_hours,
-        setup_minutes=args.setup_min,
+        setup_minutes=setup_min,
         ingress_gb=args.ingress_gb,
         ingress_usd_gb=ingress_per_gb,
         p_no_gpus=args.p_no_gpus,
@@ -171,6 +227,7 @@ def run(args: argparse.Namespace) -> int:
             doc["idle_hours"] = args.idle_hours
             doc["policy"] = b.policy(args.idle_hours)
         doc["advice"] = b.advice(args.idle_hours)
+        doc["assumptions"] = assumptions
         print_document("breakeven", doc)
         return 0
     be = b.breakeven_hours
@@ -192,5 +249,6 @@ def run(args: argparse.Namespace) -> int:
         "break-even: " + ("never (stopping is free)" if be == float("inf") else f"{be:.1f} h idle")
     )
     lines.append(f"advice:     {b.advice(args.idle_hours)}")
+    lines += [f"assumed:    {n}" for n in assumptions]
     sys.stdout.write("\n".join(lines) + "\n")
     return 0

@@ -47,8 +47,8 @@ def add_economics(e: Any) -> None:
     e.add_argument(
         "--setup-min",
         type=float,
-        default=10.0,
-        help="provisioning + image pull before the data download, minutes (default 10)",
+        help="provisioning + image pull before the data download, minutes (default: per "
+        "provider and instance family from a sourced table, 4-12 min)",
     )
     e.add_argument(
         "--interruption-rate",

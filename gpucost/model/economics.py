@@ -348,7 +348,9 @@ class JobParams:
     data_gb: float = 0.0  # dataset downloaded onto each node and kept on its disk
     checkpoint_gb: float = 0.0  # one checkpoint (0 = the job cannot resume)
     results_gb: float = 0.0  # copied off at the end
-    setup_minutes: float = 10.0  # provisioning + image pull + environment, before the data
+    # provisioning + image pull + environment, before the data; None = per provider and
+    # instance family from the sourced table (gpucost.model.setup_times)
+    setup_minutes: float | None = None
     checkpoints_kept: int = 2
     checkpoint_write_gb_s: float = DEFAULT_CHECKPOINT_WRITE_GB_S
     disk_gb: float | None = None  # allocated per node; None = sized from the above
@@ -362,7 +364,11 @@ class JobParams:
     def __post_init__(self) -> None:
         from gpucost.errors import InputError
 
-        for name in ("data_gb", "checkpoint_gb", "results_gb", "setup_minutes"):
+        if self.setup_minutes is not None:
+            from gpucost.model.setup_times import check_setup_minutes
+
+            check_setup_minutes(self.setup_minutes, "setup minutes")
+        for name in ("data_gb", "checkpoint_gb", "results_gb"):
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0:
                 raise InputError(f"{name.replace('_', ' ')} must be a number >= 0, got {value!r}")
@@ -405,6 +411,8 @@ class JobParams:
 COST_UNITS: dict[str, str] = {
     "total_hours": "h (expected wall clock: setup + compute + checkpoints + rework)",
     "setup_hours": "h (provisioning, image, data download)",
+    "setup_minutes": "min (provisioning, boot, driver, image: before the data download)",
+    "setup_source": "where the setup time comes from",
     "compute_usd": "USD (nodes x $/h x compute hours)",
     "setup_usd": "USD (nodes x $/h x setup hours)",
     "storage_usd": "USD (disk GB x $/GB-month / month hours x wall hours, all nodes)",
@@ -454,7 +462,12 @@ def job_costs(
     download_gbps = np.where(
         bandwidth_assumed, DEFAULT_DOWNLOAD_GBPS, np.minimum(net, MAX_DOWNLOAD_GBPS)
     )
-    setup_hours = params.setup_minutes / 60.0 + params.data_gb * 8.0 / download_gbps / 3600.0
+    from gpucost.model.setup_times import setup_minutes
+
+    setup_min, setup_source = setup_minutes(
+        cols["provider"], cols["instance_type"], override=params.setup_minutes
+    )
+    setup_hours = setup_min / 60.0 + params.data_gb * 8.0 / download_gbps / 3600.0
     # your own machine is already set up and already holds the data
     setup_hours = np.where(cols["provider"] == "local", 0.0, setup_hours)
 
@@ -521,6 +534,8 @@ def job_costs(
     return {
         "total_hours": total_hours,
         "setup_hours": setup_hours,
+        "setup_minutes": setup_min,
+        "setup_source": setup_source,
         "compute_usd": compute,
         "setup_usd": setup,
         "storage_usd": storage,

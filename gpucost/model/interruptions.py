@@ -15,7 +15,6 @@ for everything. Published figures are turned into per-hour rates here:
 from __future__ import annotations
 
 import csv
-import fnmatch
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -25,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucost.errors import InputError
+from gpucost.model.patterns import pattern_mask
 
 TABLE_PATH = Path(__file__).with_name("interruption_rates.csv")
 MONTH_HOURS = 730.0
@@ -93,15 +93,6 @@ def rules() -> tuple[RateRule, ...]:
     return tuple(out)
 
 
-def _pattern_mask(values: npt.NDArray[np.str_], pattern: str) -> npt.NDArray[np.bool_]:
-    wild = pattern.rstrip("*")
-    if pattern.endswith("*") and not any(ch in wild for ch in "*?["):
-        return np.char.startswith(values, wild)  # the common "p4*" case, vectorised
-    uniq, inverse = np.unique(values, return_inverse=True)
-    hit = np.array([fnmatch.fnmatchcase(str(u), pattern) for u in uniq], dtype=bool)
-    return hit[inverse]
-
-
 def interruption_rates(
     provider: npt.NDArray[np.str_],
     instance_type: npt.NDArray[np.str_],
@@ -126,7 +117,7 @@ def interruption_rates(
         if rule.provider != "*":
             todo &= prov == rule.provider
         if rule.instance != "*" and todo.any():
-            todo[todo] = _pattern_mask(itype[todo], rule.instance)
+            todo[todo] = pattern_mask(itype[todo], rule.instance)
         rule_index[todo] = k
     unmatched = rule_index < 0
     if unmatched.any():

@@ -1,0 +1,123 @@
+"""Setup time per provider and instance family, from the sourced table; --setup-min overrides."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpucost.cli import main
+from gpucost.errors import InputError
+from gpucost.model.economics import JobParams
+from gpucost.model.setup_times import (
+    MAX_SETUP_MINUTES,
+    OVERRIDE_SOURCE,
+    TABLE_PATH,
+    rules,
+    setup_minutes,
+    setup_time,
+)
+from gpucost.pricing.snapshot import Offers, Snapshot, load_offers, write_snapshot
+from gpucost.ranking import compare
+
+
+def test_every_row_of_the_table_has_a_source_and_a_confidence() -> None:
+    lines = [ln for ln in TABLE_PATH.read_text().splitlines() if ln and not ln.startswith("#")]
+    rows = list(csv.DictReader(lines))
+    assert rows and len(rules()) == len(rows)
+    for row in rows:
+        assert row["source"].strip() and row["confidence"] in {"high", "medium", "low"}
+        assert 0 <= float(row["minutes"]) <= MAX_SETUP_MINUTES
+    # the catch-all comes last, so every machine has a setup time and nothing after it is dead
+    assert (rows[-1]["provider"], rows[-1]["instance"]) == ("*", "*")
+
+
+def test_the_providers_of_the_embedded_snapshot_differ_where_their_start_differs() -> None:
+    offers = load_offers()
+    minutes, source = setup_minutes(offers["provider"], offers["instance_type"])
+    assert np.all(minutes > 0) and all(source)
+    by_provider = {
+        p: set(minutes[offers["provider"] == p].tolist()) for p in ("aws", "lambda", "vast")
+    }
+    assert by_provider["lambda"] == {4.0, 12.0}  # 1-4 GPU vs 8-GPU instances
+    assert by_provider["aws"] == {5.0, 10.0}  # small vs 8-GPU EFA (p4/p5/p6) instances
+    assert setup_time("lambda", "gpu_8x_h100_sxm5").minutes == 12.0
+    assert setup_time("aws", "p4d.24xlarge").minutes == 10.0
+    assert setup_time("AWS", "g5.xlarge").minutes == 5.0
+    assert "Hao et al. 2021" in setup_time("gcp", "a2-highgpu-8g").source
+    assert setup_time("local").minutes == 0.0
+    assert setup_time("nobody").source.startswith("6 min (low confidence): no published figure")
+
+
+def test_override_replaces_every_row_but_your_own_machine() -> None:
+    minutes, source = setup_minutes(
+        np.array(["aws", "local", "vast"]), np.array(["p5.48xlarge", "local-cpu", "x"]),
+        override=2.5,
+    )
+    assert minutes.tolist() == [2.5, 0.0, 2.5]
+    assert source[0] == source[2] == OVERRIDE_SOURCE
+
+
+@pytest.mark.parametrize("bad", [-1.0, float("nan"), float("inf"), 1e300, MAX_SETUP_MINUTES + 1])
+def test_absurd_setup_minutes_are_refused(bad: float) -> None:
+    with pytest.raises(InputError):
+        JobParams(setup_minutes=bad)
+    with pytest.raises(InputError):
+        setup_time("aws", override=bad)
+
+
+def test_a_short_job_is_not_dominated_by_a_flat_ten_minutes() -> None:
+    # A 2-minute training on a 1-GPU Lambda machine: 4 min setup from the table, not 10.
+    frame = compare(samples=833.42 * 120, provider="lambda", gpu_count=1, market="on-demand")
+    one = frame[frame["instance_type"] == "gpu_1x_a10"].iloc[0]
+    assert one["setup_minutes"] == 4.0 and "Lambda Cloud" in one["setup_source"]
+    assert one["setup_hours"] * 60 == pytest.approx(4.0)
+    assert one["total_hours"] * 60 < 2 * 60 / 10 + 10  # well under the old 10 + compute
+    eight = compare(samples=1e6, provider="lambda", gpu_count=8)
+    assert set(eight["setup_minutes"]) == {12.0}
+    flat = compare(samples=833.42 * 120, provider="lambda", gpu_count=1, setup_minutes=10)
+    assert set(flat["setup_minutes"]) == {10.0} and set(flat["setup_source"]) == {OVERRIDE_SOURCE}
+
+
+def test_compare_cli_setup_min_overrides_and_refuses_absurd_values(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["compare", "--provider", "aws", "-n", "3", "--setup-min", "1", "--json"]) == 0
+    plans = json.loads(capsys.readouterr().out)["plans"]
+    assert {p["setup_minutes"] for p in plans} == {1.0}
+    assert main(["compare", "--provider", "aws", "-n", "3", "--json"]) == 0
+    plans = json.loads(capsys.readouterr().out)["plans"]
+    assert all("Hao et al. 2021" in p["setup_source"] for p in plans)
+    for bad in ("-1", "1e300", "nan"):
+        assert main(["compare", "--setup-min", bad]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "setup" in err and "Traceback" not in err
+
+
+def _vast_snapshot(tmp_path: Path, **extra: float) -> Path:
+    row = {"provider": "vast", "region": "SE", "instance_type": "vast-8x4090", "gpu": "RTX 4090",
+           "gpu_count": 8, "price_hr": 3.4828, "month_hours": 720, **extra}
+    return write_snapshot(
+        Snapshot(source="vast", fetched_at=dt.datetime.now(dt.UTC),
+                 offers=Offers.from_records([row])),
+        tmp_path,
+    )
+
+
+def test_breakeven_setup_comes_from_the_offers_provider(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _vast_snapshot(tmp_path, storage_gb_month=0.2, ingress_gb=0.003)
+    argv = ["breakeven", "--offer", "vast-8x4090", "--prices", str(path), "--disk-gb", "250",
+            "--json"]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["setup_hours"] * 60 == pytest.approx(6.0)
+    assert doc["assumptions"] == [f"setup {setup_time('vast').source}"]
+    assert main([*argv, "--setup-min", "15"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["setup_hours"] == 0.25 and doc["assumptions"] == []
