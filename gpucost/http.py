@@ -7,14 +7,23 @@ and 5xx answers and transport errors with exponential backoff (a ``Retry-After``
 over the computed delay), and turns every failure into a :class:`ProviderError` whose message
 names the source, the method and the URL with credentials removed. Request headers are never
 part of a message.
+
+Limits against a slow or hostile server: each request (all its attempts, the whole answer) has a
+deadline, an answer is read streamed and refused once it passes a size cap, and a ``cancel``
+event (Ctrl-C, the refresh's own deadline) ends an attempt at once. Per-read timeouts alone are
+not enough: a server that drips one byte every few seconds never trips them. So a watchdog
+shuts the attempt's socket down when the deadline passes or ``cancel`` is set, which ends a read
+blocked anywhere (connecting, the headers, the body) within a tenth of a second.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import email.utils
 import json
 import re
+import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -22,11 +31,13 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from gpucost.errors import CredentialsError, ProviderError
+from gpucost.limits import HTTP_READ_TIMEOUT_S, HTTP_REQUEST_DEADLINE_S, MAX_ANSWER_BYTES
 
 if TYPE_CHECKING:
     import httpx
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+_WATCH_INTERVAL_S = 0.1  # how often a watchdog looks at the clock and the cancel event
 # Query parameters and JSON keys whose values are secrets (matched case-insensitively).
 _SECRET_NAMES = re.compile(r"(api[_-]?key|key|token|secret|password|signature|authorization|"
                            r"credential|access[_-]?key)", re.IGNORECASE)
@@ -103,16 +114,98 @@ def retry_after_s(value: str | None, *, now: dt.datetime | None = None) -> float
     return max(0.0, (when - (now or dt.datetime.now(dt.UTC))).total_seconds())
 
 
+class Cancelled(ProviderError):
+    """The request was given up because its ``cancel`` event was set (Ctrl-C, a deadline)."""
+
+
+class _Watchdog:
+    """Ends one attempt when its deadline passes or ``cancel`` is set, whatever it waits for.
+
+    httpcore reports each socket it opens through the ``trace`` extension; once the watchdog
+    fires it shuts that socket down (the plain one and, for HTTPS, the TLS one), so a read blocked
+    in another frame returns at once and httpx raises a transport error, which :meth:`reason`
+    then explains."""
+
+    def __init__(self, deadline: float, cancel: threading.Event | None) -> None:
+        self.deadline = deadline
+        self.cancel = cancel
+        self.fired: str | None = None  # "deadline" | "cancel"
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="http-watchdog", daemon=True)
+
+    def __enter__(self) -> _Watchdog:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._done.set()
+
+    def trace(self, event: str, info: Mapping[str, Any]) -> None:
+        if event in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+            sock = info["return_value"].get_extra_info("socket")
+            with self._lock:
+                if isinstance(sock, socket.socket):
+                    self._sockets.append(sock)
+                fired = self.fired
+            if fired:
+                self._shut_down()
+
+    def _watch(self) -> None:
+        while not self._done.wait(_WATCH_INTERVAL_S):
+            if self.cancel is not None and self.cancel.is_set():
+                self.fired = "cancel"
+            elif time.monotonic() >= self.deadline:
+                self.fired = "deadline"
+            else:
+                continue
+            self._shut_down()
+            return
+
+    def _shut_down(self) -> None:
+        with self._lock:
+            for sock in self._sockets:
+                # Already closed, or detached by the TLS wrapper: nothing to do. The base class's
+                # shutdown, since an SSLSocket's own would drop its SSL object under the reader.
+                with contextlib.suppress(OSError):
+                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+    def check(self) -> None:
+        """Raise the reason to stop, if there is one (between chunks of an answer)."""
+        if self.fired is None:
+            if self.cancel is not None and self.cancel.is_set():
+                self.fired = "cancel"
+            elif time.monotonic() >= self.deadline:
+                self.fired = "deadline"
+        if self.fired is not None:
+            raise _Stop(self.fired)
+
+
+class _Stop(Exception):
+    """Internal: an attempt ended by its watchdog ("deadline" or "cancel")."""
+
+
+class _TooLarge(Exception):
+    """Internal: the answer passed the size cap."""
+
+
 class RetryingHttp:
     """A retrying, rate-limited JSON client for one provider API (a price source or a provider).
 
     ``secrets`` are values (API keys) to scrub from any message; pass the key the source sends.
+    ``timeout_s`` bounds each wait for the server (connect, each read); ``deadline_s`` bounds a
+    whole request, retries and answer included; an answer longer than ``max_answer_bytes`` is
+    refused after reading that much; setting ``cancel`` stops a request within 0.1 s.
     """
 
     def __init__(self, client: httpx.Client, *, source: str, min_interval_s: float = 0.0,
                  max_attempts: int = 5, backoff_s: float = 0.5, max_backoff_s: float = 30.0,
-                 timeout_s: float = 30.0, secrets: tuple[str, ...] = (),
-                 sleep: Callable[[float], None] | None = None) -> None:
+                 timeout_s: float = HTTP_READ_TIMEOUT_S, secrets: tuple[str, ...] = (),
+                 sleep: Callable[[float], None] | None = None,
+                 deadline_s: float = HTTP_REQUEST_DEADLINE_S,
+                 max_answer_bytes: int = MAX_ANSWER_BYTES,
+                 cancel: threading.Event | None = None) -> None:
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
         self.client = client
@@ -121,6 +214,9 @@ class RetryingHttp:
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
         self.timeout_s = timeout_s
+        self.deadline_s = deadline_s
+        self.max_answer_bytes = max_answer_bytes
+        self.cancel = cancel
         self.secrets = secrets
         self.sleep = sleep if sleep is not None else default_sleep
         self.limiter = RateLimiter(min_interval_s, sleep=self.sleep)
@@ -138,13 +234,23 @@ class RetryingHttp:
         import httpx
 
         shown = redact_url(str(self.client.build_request(method, url, params=params).url))
+        deadline = time.monotonic() + self.deadline_s
         last = "no attempt made"
         for attempt in range(1, self.max_attempts + 1):
             self.limiter.wait()
             self.requests_sent += 1
+            watchdog = _Watchdog(deadline, self.cancel)
             try:
-                response = self.client.request(method, url, params=params, json=json_body,
-                                               headers=headers, timeout=self.timeout_s)
+                with watchdog:
+                    response = self._attempt(method, url, watchdog, params=params,
+                                             json_body=json_body, headers=headers)
+            except _Stop as stop:
+                raise self._stopped(str(stop), method, shown) from None
+            except _TooLarge:
+                raise self._fail(f"{method} {shown} answered more than "
+                                 f"{self.max_answer_bytes / 2**20:g} MiB; stopped reading it",
+                                 hint="no price API answers that much: the server or the URL "
+                                      "is wrong") from None
             except httpx.TimeoutException:
                 last = f"timed out after {self.timeout_s:g} s"
                 delay = self._backoff(attempt)
@@ -170,9 +276,48 @@ class RetryingHttp:
                 else:
                     return response, shown
             if attempt < self.max_attempts:
+                if time.monotonic() + delay >= deadline:  # the next try could not finish
+                    raise self._stopped("deadline", method, shown, last=last)
                 self.sleep(delay)
         raise self._fail(f"{method} {shown} failed after {self.max_attempts} attempts ({last})",
                          hint="the provider may be down or throttling; try again later")
+
+    def _attempt(self, method: str, url: str, watchdog: _Watchdog, *,
+                 params: Mapping[str, Any] | None, json_body: Any,
+                 headers: Mapping[str, str] | None) -> httpx.Response:
+        """One try: the answer read in chunks under the size cap and the watchdog's eye."""
+        import httpx
+
+        remaining = max(0.001, watchdog.deadline - time.monotonic())
+        try:
+            with self.client.stream(method, url, params=params, json=json_body, headers=headers,
+                                    timeout=min(self.timeout_s, remaining),
+                                    extensions={"trace": watchdog.trace}) as streamed:
+                stated = streamed.headers.get("Content-Length", "")
+                if stated.isdigit() and int(stated) > self.max_answer_bytes:
+                    raise _TooLarge
+                body = bytearray()  # grows in place (no copy per chunk)
+                for chunk in streamed.iter_bytes():  # decoded: a gzip bomb counts as inflated
+                    body += chunk
+                    if len(body) > self.max_answer_bytes:
+                        raise _TooLarge
+                    watchdog.check()
+        except httpx.TransportError:
+            watchdog.check()  # a socket the watchdog shut down: say why, not "connection failed"
+            raise
+        # The body is decoded already: the copy must not announce an encoding or length again.
+        kept = [(k, v) for k, v in streamed.headers.multi_items()
+                if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+        return httpx.Response(streamed.status_code, headers=kept, content=bytes(body),
+                              request=streamed.request)
+
+    def _stopped(self, why: str, method: str, shown: str, last: str = "") -> ProviderError:
+        if why == "cancel":
+            return Cancelled(f"{self.source}: {method} {shown} was cancelled")
+        tried = f" (last try: {last})" if last else ""
+        return self._fail(f"{method} {shown} did not finish within its {self.deadline_s:g} s "
+                          f"deadline{tried}",
+                          hint="the server is stalled or far too slow; try again later")
 
     def request_json(self, method: str, url: str, *, params: Mapping[str, Any] | None = None,
                      json_body: Any = None, headers: Mapping[str, str] | None = None) -> Any:

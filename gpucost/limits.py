@@ -22,3 +22,13 @@ MAX_RUN_FILE_BYTES = 1 << 20  # status.json, progress.json
 MAX_METRICS_BYTES = 64 << 20  # metrics.jsonl: one line per report
 MAX_SNAPSHOT_BYTES = 256 << 20  # a price snapshot (the largest embedded one is 1.2 MB)
 MAX_CATALOG_BYTES = 256 << 20  # one imported catalog CSV (SkyPilot's largest is tens of MB)
+
+# Provider APIs (gpucost.http, gpucost.pricing.refresh). A server that drips one byte every few
+# seconds never trips a per-read timeout; these deadlines end it anyway.
+HTTP_READ_TIMEOUT_S = 30.0  # connecting, or waiting for the next byte
+HTTP_REQUEST_DEADLINE_S = 120.0  # one request: every attempt, backoff and the whole answer
+MAX_ANSWER_BYTES = 64 << 20  # one answer (the largest price-API page is a few MB)
+REFRESH_DEADLINE_S = 300.0  # `gpucost prices refresh` as a whole, every source together
+# An answer with fewer offers than this fraction of the previous snapshot's is refused as
+# suspicious: real catalogs move by a few percent a day, a cut-off or filtered answer by more.
+MAX_REFRESH_SHRINK = 0.5

@@ -251,13 +251,18 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: set[int]
 # --------------------------------------------------------------------------------------- refresh
 
 def _register_refresh(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from gpucost.limits import REFRESH_DEADLINE_S
+
     p = actions.add_parser(
         "refresh", help="fetch live prices from the provider APIs into dated snapshots",
         description="Fetch every source (or those named) concurrently and write one snapshot per "
                     "source. A failing source keeps its previous snapshot; a source without "
                     "credentials is skipped with a note on how to set them. Each source's base "
-                    "URL can be overridden with GPUCOST_<SOURCE>_URL (see --list). Exit 0 when "
-                    "no source failed, 3 when one failed, 2 when none could run.")
+                    "URL can be overridden with GPUCOST_<SOURCE>_URL (see --list). An answer with "
+                    "no offers, or with fewer than half of the previous snapshot's, is refused "
+                    "as suspicious (the previous snapshot stays) unless --allow-shrink. Exit 0 "
+                    "when no source failed, 3 when one failed or was refused, 2 when none could "
+                    "run.")
     p.add_argument("--source", action="append", metavar="NAME",
                    help="only this source (repeatable; see --list)")
     p.add_argument("--out", metavar="DIR",
@@ -265,13 +270,25 @@ def _register_refresh(actions: argparse._SubParsersAction[argparse.ArgumentParse
     p.add_argument("--list", action="store_true",
                    help="list the sources, their credentials and URL variables, and exit")
     p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.add_argument("--allow-shrink", action="store_true",
+                   help="write an answer even if it has no offers or under half the previous "
+                        "snapshot's")
+    p.add_argument("--deadline", type=float, default=None, metavar="SECONDS",
+                   help="give up on sources not done after this long (default "
+                        f"{REFRESH_DEADLINE_S:g}); each request also has its own deadline")
     p.set_defaults(handler=_refresh)
 
 
 def _refresh(args: argparse.Namespace) -> int:
+    from gpucost.errors import InputError
+    from gpucost.limits import REFRESH_DEADLINE_S
     from gpucost.pricing.refresh import refresh
     from gpucost.pricing.sources.base import get_source, sources
 
+    deadline = REFRESH_DEADLINE_S if args.deadline is None else args.deadline
+    if not 0 < deadline <= 86_400:
+        raise InputError(f"--deadline must be above 0 and at most 86400 seconds, got "
+                         f"{args.deadline:g}")
     if args.list:
         for source in sources().values():
             needs = source.credentials_hint or "no credentials needed"
@@ -284,10 +301,11 @@ def _refresh(args: argparse.Namespace) -> int:
         from rich.console import Console
 
         console = Console(stderr=True)
-    results = refresh(args.source, out_dir=args.out, console=console)
+    results = refresh(args.source, out_dir=args.out, console=console, deadline_s=deadline,
+                      allow_shrink=args.allow_shrink)
     for result in results:
         print(f"{result.source}: {result.status}: {result.message}")
-    if any(r.status == "failed" for r in results):
+    if any(r.status in ("failed", "refused") for r in results):
         return 3
     if not any(r.status == "updated" for r in results):
         print("gpucost: nothing was refreshed; the reasons are above", file=sys.stderr)

@@ -28,6 +28,7 @@ import json
 import math
 import os
 import re
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -156,7 +157,9 @@ class AwsSource(PriceSource[AwsClients]):
         return "" if found is not None else None  # boto3 keeps the secret; we never hold it
 
     @contextlib.contextmanager
-    def open_client(self, base_url: str, secret: str) -> Iterator[AwsClients]:
+    def open_client(self, base_url: str, secret: str,
+                    cancel: threading.Event | None = None) -> Iterator[AwsClients]:
+        # boto3 has no cancel hook: a refresh stops waiting for it at the refresh deadline.
         import boto3
         from botocore.config import Config
 

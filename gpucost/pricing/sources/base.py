@@ -16,6 +16,7 @@ import decimal
 import json
 import math
 import os
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from gpucost.errors import ProviderError, SnapshotError, UnknownProviderError
+from gpucost.limits import HTTP_READ_TIMEOUT_S, HTTP_REQUEST_DEADLINE_S, MAX_ANSWER_BYTES
 from gpucost.pricing.snapshot import Offers, Snapshot
 
 if TYPE_CHECKING:
@@ -67,8 +69,10 @@ class PriceSource(ABC, Generic[ClientT]):
         """The secret this source sends ("" for a public API), or None when none is set."""
 
     @abstractmethod
-    def open_client(self, base_url: str, secret: str) -> AbstractContextManager[ClientT]:
-        """A client for the real API (or ``base_url``), closed when the context exits."""
+    def open_client(self, base_url: str, secret: str,
+                    cancel: threading.Event | None = None) -> AbstractContextManager[ClientT]:
+        """A client for the real API (or ``base_url``), closed when the context exits. Where the
+        client can, it gives up a request as soon as ``cancel`` is set."""
 
     @abstractmethod
     def fetch(self, client: ClientT, *, now: dt.datetime | None = None) -> Snapshot:
@@ -78,17 +82,21 @@ class PriceSource(ABC, Generic[ClientT]):
 class HttpPriceSource(PriceSource["RetryingHttp"]):
     """A source over HTTP: the client is a :class:`RetryingHttp` wrapping ``httpx.Client``."""
 
-    timeout_s: ClassVar[float] = 30.0
+    timeout_s: ClassVar[float] = HTTP_READ_TIMEOUT_S  # connect, and each read
+    deadline_s: ClassVar[float] = HTTP_REQUEST_DEADLINE_S  # a request, retries and answer
+    max_answer_bytes: ClassVar[int] = MAX_ANSWER_BYTES
 
     def auth(self, secret: str) -> tuple[dict[str, str], dict[str, str]]:
         """(headers, query parameters) that carry ``secret``; bearer token by default."""
         return ({"Authorization": f"Bearer {secret}"} if secret else {}), {}
 
-    def open_client(self, base_url: str, secret: str) -> AbstractContextManager[RetryingHttp]:
-        return self._client(base_url, secret)
+    def open_client(self, base_url: str, secret: str,
+                    cancel: threading.Event | None = None) -> AbstractContextManager[RetryingHttp]:
+        return self._client(base_url, secret, cancel)
 
     @contextlib.contextmanager
-    def _client(self, base_url: str, secret: str) -> Iterator[RetryingHttp]:
+    def _client(self, base_url: str, secret: str,
+                cancel: threading.Event | None) -> Iterator[RetryingHttp]:
         import httpx
 
         from gpucost.http import RetryingHttp
@@ -98,7 +106,9 @@ class HttpPriceSource(PriceSource["RetryingHttp"]):
         with httpx.Client(base_url=base_url, headers=headers, params=params,
                           follow_redirects=True, timeout=self.timeout_s) as raw:
             yield RetryingHttp(raw, source=self.name, min_interval_s=self.min_interval_s,
-                            timeout_s=self.timeout_s, secrets=(secret,) if secret else ())
+                               timeout_s=self.timeout_s, secrets=(secret,) if secret else (),
+                               deadline_s=self.deadline_s,
+                               max_answer_bytes=self.max_answer_bytes, cancel=cancel)
 
 
 def env_or_file(env: Mapping[str, str], var: str, *files: Path) -> str | None:
