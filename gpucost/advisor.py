@@ -221,7 +221,7 @@ def _reasons(
         )
     else:
         scope = (
-            f"within the {_money(constraints.budget_usd)} budget"
+            f"within the {_money(constraints.budget_usd)} budget even at worst"
             if constraints.budget_usd is not None
             else "with no budget limit"
         )
@@ -355,6 +355,11 @@ def advise(
         )
         return Advice(ranking, constraints, params, feasible, pareto, None, None, fits, peak, relax)
     cheapest_i, fastest_i = pick(hours, cost, idx)
+    if constraints.budget_usd is not None:
+        # The fastest plan within the budget stays within it even at its worst (interrupted at
+        # the worst moment, finished on-demand): the budget is the run's hard cap.
+        safe = idx[cols["worst_usd"][idx] <= constraints.budget_usd]
+        fastest_i = pick(hours, cost, safe)[1] if len(safe) else cheapest_i
     cheap_row, fast_row = _row(ranking, cheapest_i), _row(ranking, fastest_i)
     same = cheapest_i == fastest_i
     cheapest = Choice(

@@ -235,7 +235,8 @@ class Profile:
     def load(cls, path: str | os.PathLike[str]) -> Profile:
         text = read_text(
             path, what="profile file", error=ProfileError, max_bytes=MAX_PROFILE_BYTES,
-            missing_hint="pass a path to a .json profile, or a name from `gpucost profiles`",
+            missing_hint="pass a path to a .json profile, or an example name: "
+            + ", ".join(example_names()),
         )
         data = parse_json(text, origin=f"profile {path}", error=ProfileError)
         return cls.from_dict(data, origin=str(path))
@@ -350,10 +351,17 @@ def resolve_profile(ref: str | os.PathLike[str] | None) -> Profile:
     candidate = embedded_profiles_dir() / f"{ref}.json"
     if candidate.exists():
         return Profile.load(candidate)
-    names = sorted(p.stem for p in embedded_profiles_dir().glob("*.json") if p.stem != "schema")
     raise ProfileError(
-        f"no profile file or example named {str(ref)!r}", hint="examples: " + ", ".join(names)
+        f"no profile file or example named {str(ref)!r}",
+        hint="examples: " + ", ".join(example_names()),
     )
+
+
+def example_names() -> list[str]:
+    """The names of the example profiles shipped with gpucost (`--profile NAME`)."""
+    from gpucost.paths import embedded_profiles_dir
+
+    return sorted(p.stem for p in embedded_profiles_dir().glob("*.json") if p.stem != "schema")
 
 
 DEFAULT_PROFILE = "resnet50-v100-amp"

@@ -98,6 +98,9 @@ def explain_lines(plan: Plan) -> list[str]:
             f"a {j.checkpoint_gb:g} GB checkpoint every {ck.interval_minutes:.1f} min of "
             f"work (Young/Daly) to {ck.target}"
         )
+    elif ck.enabled and ck.every_epochs:
+        each = "every epoch" if ck.every_epochs == 1 else f"every {ck.every_epochs:g} epochs"
+        how = f"a checkpoint {each} to {ck.target}"
     else:
         how = "no periodic checkpoints" + ("" if not ck.enabled else f" (to {ck.target})")
     term("checkpoints", e.checkpoint_usd, how)

@@ -212,4 +212,16 @@ def _report(args: argparse.Namespace, profile: Any, path: Path, note: str | None
         print(line)
     if note:
         print(note)
-    print(f"wrote {path}  (next: gpucost compare --profile {path})")
+    print(f"wrote {path}  (next: {next_command(profile, path)})")
+
+
+def next_command(profile: Any, path: Path) -> str:
+    """The `gpucost compare` to run on a new profile; it needs a job size if the profile has
+    no typical job (dataset size and epochs) recorded."""
+    command = f"gpucost compare --profile {path}"
+    if profile.dataset_size and profile.epochs:
+        return command
+    if profile.dataset_size:
+        return f"{command} --epochs N (or record --epochs when profiling)"
+    return (f"{command} --samples N, or --epochs N --dataset-size M (or record --dataset-size "
+            "and --epochs when profiling)")

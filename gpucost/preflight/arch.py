@@ -33,7 +33,7 @@ _A17296 = ("github.com/AUTOMATIC1111/stable-diffusion-webui/issues/17296 (build_
            "TORCH_CUDA_ARCH_LIST)")
 _W653 = "github.com/jhj0517/Whisper-WebUI/issues/653 (build_cuda.sh TORCH_CUDA_ARCH_LIST)"
 _C16438 = "github.com/Comfy-Org/ComfyUI/pull/16438 (build_cuda.sh TORCH_CUDA_ARCH_LIST)"
-_LINE = "inferred: same CUDA line of the neighbouring releases in this table"
+_LINE = "same CUDA line as the neighbouring releases in this table"  # shown after "inferred: "
 
 
 @dataclass(frozen=True)

@@ -225,13 +225,17 @@ def check_price_age(c: Check, ctx: Context) -> CheckResult:
                       exit_code=2, file=ctx.display_path, line=line)
     source = f" from {offer.price_source}" if offer.price_source else ""
     if age > max_days:
-        return c.fail(f"prices{source} are {age} days old (dated {date}); the policy allows "
+        return c.fail(f"prices{source} are {_days(age)} old (dated {date}); the policy allows "
                       f"{max_days:g}", "refresh the price snapshot and re-plan (`gpucost plan`), "
                       "or raise max_price_age_days in the policy",
                       exit_code=3, file=ctx.display_path, line=line, age_days=age,
                       max_age_days=max_days)
-    return c.ok(f"prices{source} are {max(age, 0)} days old (limit {max_days:g})",
+    return c.ok(f"prices{source} are {_days(max(age, 0))} old (limit {max_days:g})",
                 age_days=max(age, 0), max_age_days=max_days)
+
+
+def _days(n: int) -> str:
+    return f"{n} day" if n == 1 else f"{n} days"
 
 
 def check_timeout(c: Check, ctx: Context) -> CheckResult:
