@@ -23,6 +23,7 @@ import numpy as np
 
 from gpucost.errors import InputError, NoOffersError, UnknownProviderError
 from gpucost.model.economics import COST_UNITS, JobParams, job_costs
+from gpucost.model.fabrics import Fabrics, resolve_fabrics
 from gpucost.pricing.registry import DEFAULT_MAX_AGE_DAYS, is_stale
 from gpucost.pricing.snapshot import Offers, Snapshot, load_snapshots, merge_offers
 from gpucost.profile import Profile, resolve_profile
@@ -268,21 +269,23 @@ def _predict_configs(
     gpu_count: np.ndarray,
     nodes: np.ndarray,
     link: np.ndarray,
-    network_gbps: np.ndarray,
+    fabrics: Fabrics,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Throughput (samples/s) and scaling efficiency per row, one model call per distinct config."""
     from gpucost.model.perf import predict
 
     gpu_names, gpu_code = np.unique(gpu, return_inverse=True)
     link_names, link_code = np.unique(link, return_inverse=True)
-    net_values, net_code = np.unique(np.nan_to_num(network_gbps, nan=-1.0), return_inverse=True)
+    net_values, net_code = np.unique(fabrics.gbps, return_inverse=True)
+    transports, transport_code = np.unique(fabrics.transport, return_inverse=True)
     # Fractional GPUs (AWS g6f) run one process on a slice: predict one GPU, then scale down.
     whole = np.maximum(np.rint(gpu_count), 1.0).astype(np.int64)
     fraction = np.where(gpu_count < 1.0, gpu_count, 1.0)
     # One row per distinct configuration, compared column by column: a key packed into one
     # integer by fixed radices collides once a count passes its radix (1 GPU x 4,097 nodes
     # packed like 2 GPUs x 1 node).
-    config = np.stack([gpu_code, whole, nodes.astype(np.int64), link_code, net_code], axis=1)
+    config = np.stack([gpu_code, whole, nodes.astype(np.int64), link_code, net_code,
+                       transport_code], axis=1)
     unique_keys, first, inverse = np.unique(
         config, axis=0, return_index=True, return_inverse=True
     )
@@ -296,14 +299,14 @@ def _predict_configs(
             throughput[j] = profile.throughput if profile.gpu == "CPU" else np.nan
             efficiency[j] = 1.0
             continue
-        net = float(net_values[net_code[i]])
         pred = predict(
             profile,
             gpu=str(gpu_names[gpu_code[i]]),
             gpus_per_node=int(whole[i]),
             nodes=int(nodes[i]),
-            inter_node_gbps=None if net < 0 else net,
+            inter_node_gbps=float(net_values[net_code[i]]),
             intra_node_link=str(link_names[link_code[i]]) or None,
+            inter_node_transport=str(transports[transport_code[i]]),
         )
         throughput[j] = pred.throughput
         efficiency[j] = pred.efficiency
@@ -373,13 +376,16 @@ def rank(
             hint="relax --gpu/--provider/--region/--max-price-hr/--spot, "
             "or run `gpucost prices show`",
         )
+    fabrics = resolve_fabrics(cols["provider"], cols["instance_type"], cols["network_gbps"])
+    # what a multi-node plan's nodes talk over (a one-node plan crosses no network)
+    cols["inter_node_fabric"] = np.where(cols["nodes"] > 1, fabrics.description, "")
     throughput, efficiency = _predict_configs(
         profile,
         cols["gpu"],
         cols["gpu_count"],
         cols["nodes"],
         cols["intra_node_link"],
-        cols["network_gbps"],
+        fabrics,
     )
     runnable = np.isfinite(throughput) & (throughput > 0)
     if not runnable.all():
@@ -413,6 +419,7 @@ def rank(
         **costs,
         "usd_per_hour_total": cols["nodes"] * cols["price_hr"],
         "efficiency": efficiency,
+        "inter_node_fabric": cols["inter_node_fabric"],
         "gpu_memory_gb": cols["gpu_memory_gb"],
         "price_date": cols["fetched_at"].astype("U10"),  # ISO timestamp -> its date
         "source": cols["source"],

@@ -679,6 +679,9 @@ def main(argv: Iterable[str] | None = None) -> int:
             "nvlink_hop_latency_s": float(f"{nv_lat:.3g}"),
             "pcie_hop_latency_s": float(f"{ref['pcie_hop_latency_s']:.3g}"),
             "network_hop_latency_s": float(f"{net_lat:.3g}"),
+            # NCCL over TCP sockets (fabrics.csv transport "tcp"): the AWS cluster ran that way
+            "tcp_busbw_efficiency": round(ref["network_busbw_efficiency"], 3),
+            "tcp_hop_latency_s": float(f"{ref['network_hop_latency_s']:.3g}"),
             "two_node_network_factor": 1.0,  # see provenance: AWS-only, not shipped
             "default_network_gbps": old["default_network_gbps"],
         },

@@ -286,17 +286,20 @@ def test_default_compare_runs_without_heavy_imports() -> None:
 def test_node_counts_past_4096_keep_their_own_throughput(profile: Profile) -> None:
     """Regression: the configuration key once packed GPUs per node and nodes into one integer
     with a radix of 4,096, so 1 GPU x 4,097 nodes got the throughput of 2 GPUs x 1 node."""
+    from gpucost.model.fabrics import Fabrics
     from gpucost.model.perf import predict
     from gpucost.ranking import _predict_configs
 
     gpu = np.array(["V100 SXM2 16GB", "V100 SXM2 16GB"])
+    fabrics = Fabrics(np.array([100.0, 100.0]), np.array(["rdma", "rdma"]),
+                      np.array(["", ""], dtype=object))
     throughput, _ = _predict_configs(
         profile, gpu, np.array([1.0, 2.0]), np.array([4097.0, 1.0]),
-        np.array(["nvlink", "nvlink"]), np.array([100.0, 100.0]),
+        np.array(["nvlink", "nvlink"]), fabrics,
     )
     big = predict(profile, gpu="V100", gpus_per_node=1, nodes=4097, inter_node_gbps=100.0,
-                  intra_node_link="nvlink")
+                  intra_node_link="nvlink", inter_node_transport="rdma")
     pair = predict(profile, gpu="V100", gpus_per_node=2, nodes=1, inter_node_gbps=100.0,
-                   intra_node_link="nvlink")
+                   intra_node_link="nvlink", inter_node_transport="rdma")
     assert throughput.tolist() == pytest.approx([big.throughput, pair.throughput])
     assert throughput[0] != pytest.approx(throughput[1])

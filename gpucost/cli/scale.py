@@ -8,7 +8,6 @@ finishes only a little sooner.
 from __future__ import annotations
 
 import argparse
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +15,7 @@ from gpucost.cli.predict import add_group_arguments
 from gpucost.envelope import add_format_argument, print_document
 
 if TYPE_CHECKING:
+    from gpucost.model.fabrics import Fabric
     from gpucost.model.perf import Prediction
     from gpucost.profile import Profile
 
@@ -60,6 +60,7 @@ class Offer:
     network_gbps: float | None
     link: str | None
     label: str  # where the price comes from
+    fabric: Fabric  # what its nodes talk over
 
 
 def find_offer(gpu: str, gpus_per_node: int | None) -> Offer | None:
@@ -67,6 +68,7 @@ def find_offer(gpu: str, gpus_per_node: int | None) -> Offer | None:
     import numpy as np
 
     from gpucost.errors import SnapshotError
+    from gpucost.model.fabrics import fabric_for
     from gpucost.pricing.snapshot import load_offers
 
     try:
@@ -83,13 +85,15 @@ def find_offer(gpu: str, gpus_per_node: int | None) -> Offer | None:
         return None
     i = int(np.flatnonzero(mask)[np.argmin(offers["price_hr"][mask])])
     net = float(offers["network_gbps"][i])
+    fabric = fabric_for(str(offers["provider"][i]), str(offers["instance_type"][i]), net)
     return Offer(
         price_hr=float(offers["price_hr"][i]),
         gpus_per_node=gpus_per_node,
-        network_gbps=None if math.isnan(net) else net,
+        network_gbps=fabric.gbps,
         link=str(offers["intra_node_link"][i]) or None,
         label=f"{offers['provider'][i]} {offers['instance_type'][i]} ({offers['region'][i]}), "
-              f"prices of {str(offers['fetched_at'][i])[:10]}",
+              f"prices of {str(offers['fetched_at'][i])[:10]}; between nodes: {fabric.describe()}",
+        fabric=fabric,
     )
 
 
@@ -126,6 +130,8 @@ def curve(profile: Profile, args: argparse.Namespace, offer: Offer | None,
     k = args.gpus_per_node or (offer.gpus_per_node if offer else 1)
     net = args.network_gbps if args.network_gbps is not None else (
         offer.network_gbps if offer else None)
+    # the offer's fabric transport, unless --network-gbps describes another network
+    transport = offer.fabric.transport if offer and args.network_gbps is None else None
     link = args.link or (offer.link if offer else None)
     price = args.price_hr if args.price_hr is not None else (offer.price_hr if offer else None)
     hours: dict[int, float] = {}
@@ -133,7 +139,8 @@ def curve(profile: Profile, args: argparse.Namespace, offer: Offer | None,
     # Doubling the largest count must be known to judge the knee, so predict up to 2N.
     for n in range(1, 2 * args.max_nodes + 1):
         pred = predict(profile, gpu=args.gpu, gpus_per_node=k, nodes=n, inter_node_gbps=net,
-                       intra_node_link=link, grad_accum_steps=args.grad_accum)
+                       intra_node_link=link, grad_accum_steps=args.grad_accum,
+                       inter_node_transport=transport)
         h = samples / pred.throughput / 3600.0
         hours[n] = h
         if n <= args.max_nodes:

@@ -115,11 +115,13 @@ def _positive_int(name: str, value: object) -> int:
 
 @lru_cache(maxsize=4096)
 def _links(gpu: str, gpus_per_node: int, intra_node_gbps: float | None,
-           inter_node_gbps: float | None, intra_node_link: str | None) -> scaling.Links:
+           inter_node_gbps: float | None, intra_node_link: str | None,
+           inter_node_transport: str | None = None) -> scaling.Links:
     cal = translate.calibration()["scaling"]
     return scaling.resolve_links(translate.gpu_spec(gpu), cal, intra_node_gbps=intra_node_gbps,
                                  inter_node_gbps=inter_node_gbps, intra_node_link=intra_node_link,
-                                 gpus_per_node=gpus_per_node)
+                                 gpus_per_node=gpus_per_node,
+                                 inter_node_transport=inter_node_transport)
 
 
 def _source_parts(profile: Profile, gamma: float) -> tuple[float, float, float]:
@@ -228,6 +230,7 @@ def predict(
     member_gpus: Sequence[str] | None = None,
     overlap_gamma: float | None = None,
     batch_size: int | None = None,
+    inter_node_transport: str | None = None,
 ) -> Prediction:
     """Predict one optimizer step of ``profile`` on ``nodes`` x ``gpus_per_node`` GPUs.
 
@@ -240,6 +243,8 @@ def predict(
     ``gpus_per_node * nodes`` members of a mixed group. ``overlap_gamma``: Pollux's overlap
     exponent (>= 1; ``None``: fitted value). ``batch_size``: per-device batch per micro-step on
     the target (``None``: the profile's); throughput never falls as it grows.
+    ``inter_node_transport``: "rdma" or "tcp", the fabric's transport (an offer's comes from
+    :func:`gpucost.model.fabrics.resolve_fabrics`; ``None``: RDMA coefficients).
     """
     k = _positive_int("gpus_per_node", gpus_per_node)
     n = _positive_int("nodes", nodes)
@@ -281,7 +286,8 @@ def predict(
             c, d, h = parts
         if c > compute:
             compute, slowest, data, host = c, member, d, h
-        member_links = _links(member, k, intra_node_gbps, inter_node_gbps, intra_node_link)
+        member_links = _links(member, k, intra_node_gbps, inter_node_gbps, intra_node_link,
+                              inter_node_transport)
         if links is None or member_links.intra_busbw_Bps < links.intra_busbw_Bps:
             links = member_links
     assert links is not None

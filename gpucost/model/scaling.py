@@ -9,9 +9,13 @@ node. With K GPUs per node, N nodes and S gradient bytes per GPU:
 
 busbw is NCCL's "bus bandwidth" (what nccl-tests prints), a fitted fraction of the link's line
 rate (NVLink, PCIe, or the node's network; a fitted factor can slow two-node groups, as on
-the Sia traces' AWS cluster, shipped as 1). PCIe traffic between GPUs crosses the host, whose
-aggregate bandwidth the node's K GPUs share, so PCIe busbw falls as K grows (as NCCL's
-maintainers describe for PCI systems); NVLink/NVSwitch busbw does not. The part of t that
+the Sia traces' AWS cluster, shipped as 1). Between nodes the fabric's transport
+(:mod:`gpucost.model.fabrics`) picks the coefficients: RDMA fabrics (InfiniBand, EFA, RoCE) reach
+most of the line rate at microsecond hop latency (the NCCL anchors); TCP sockets over Ethernet
+reach less than half of it with sub-millisecond hops (the Sia traces' AWS cluster).
+PCIe traffic between GPUs crosses the host, whose aggregate bandwidth the node's K GPUs share,
+so PCIe busbw falls as K grows (as NCCL's maintainers describe for PCI systems); NVLink/NVSwitch
+busbw does not. The part of t that
 backward does not hide follows Pollux's goodput model:
 step = (compute^gamma + sync^gamma)^(1/gamma), gamma >= 1 fitted (1: no overlap; large: the
 longer of the two). With gradient accumulation over s micro-steps only the last one syncs.
@@ -28,6 +32,7 @@ from gpucost.catalog.spec import GpuSpec
 from gpucost.errors import InputError
 
 LINK_KINDS = ("nvlink", "pcie", "")
+TRANSPORTS = ("rdma", "tcp")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,13 +66,19 @@ def _uses_nvlink(spec: GpuSpec, link: str | None, gpus_per_node: int) -> bool:
 
 def resolve_links(spec: GpuSpec, scaling: Mapping[str, Any], *, intra_node_gbps: float | None,
                   inter_node_gbps: float | None, intra_node_link: str | None,
-                  gpus_per_node: int = 8) -> Links:
+                  gpus_per_node: int = 8, inter_node_transport: str | None = None) -> Links:
     """Bus bandwidths for a group of ``spec`` GPUs.
 
     ``intra_node_gbps`` / ``inter_node_gbps`` are line rates in Gbit/s (per GPU per direction
     inside a node; per node on the network, as the offers' ``network_gbps``); ``None`` takes the
-    catalog's NVLink/PCIe figure and the calibrated default network.
+    catalog's NVLink/PCIe figure and the calibrated default network. ``inter_node_transport``:
+    "rdma" or "tcp" (an offer's, from :func:`gpucost.model.fabrics.resolve_fabrics`); ``None``
+    takes the RDMA coefficients, as before fabrics were known.
     """
+    if inter_node_transport is not None and inter_node_transport not in TRANSPORTS:
+        raise InputError(f"inter_node_transport {inter_node_transport!r} is not rdma or tcp",
+                         hint="pass the fabric's transport, or None")
+    net = "tcp" if inter_node_transport == "tcp" else "network"
     if intra_node_link is not None and intra_node_link not in LINK_KINDS:
         raise InputError(f"intra_node_link {intra_node_link!r} is not one of nvlink, pcie or ''",
                          hint="pass the offers table's intra_node_link value, or None")
@@ -86,9 +97,9 @@ def resolve_links(spec: GpuSpec, scaling: Mapping[str, Any], *, intra_node_gbps:
         raise InputError(f"inter_node_gbps must be positive Gbit/s, got {inter_node_gbps!r}")
     return Links(
         intra_busbw_Bps=line_Bps * float(scaling[f"{kind}_busbw_efficiency"]),
-        inter_busbw_Bps=network_gbps * 1e9 / 8.0 * float(scaling["network_busbw_efficiency"]),
+        inter_busbw_Bps=network_gbps * 1e9 / 8.0 * float(scaling[f"{net}_busbw_efficiency"]),
         intra_latency_s=float(scaling[f"{kind}_hop_latency_s"]),
-        inter_latency_s=float(scaling["network_hop_latency_s"]),
+        inter_latency_s=float(scaling[f"{net}_hop_latency_s"]),
         intra_kind=kind,
         host_busbw_Bps=(math.inf if nvlink
                         else float(scaling["host_busbw_factor"]) * spec.pcie_gbs * 1e9),

@@ -1,0 +1,154 @@
+"""Inter-node fabric per offer (fabrics.csv): published specs, resolution, and the sync model."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpucost.catalog import get_gpu
+from gpucost.model import translate
+from gpucost.model.fabrics import (
+    CSV_PATH,
+    FabricFileError,
+    fabric_for,
+    read_rules,
+    resolve_fabrics,
+    rules,
+)
+from gpucost.model.perf import predict
+from gpucost.model.scaling import resolve_links
+from gpucost.pricing.snapshot import Offers, Snapshot, load_snapshots, merge_offers
+from gpucost.profile import resolve_profile
+from gpucost.ranking import Job, make_filters, rank
+
+
+@pytest.mark.parametrize(("provider", "instance_type", "name", "transport", "gbps"), [
+    ("aws", "p3dn.24xlarge", "EFA", "rdma", 100),
+    ("aws", "p3.16xlarge", "Ethernet (ENA)", "tcp", 25),
+    ("aws", "p4d.24xlarge", "EFA", "rdma", 400),
+    ("aws", "p4de.24xlarge", "EFA", "rdma", 400),
+    ("aws", "p5.48xlarge", "EFA v2", "rdma", 3200),
+    ("aws", "p5en.48xlarge", "EFA v3", "rdma", 3200),
+    ("aws", "g5.48xlarge", "EFA", "rdma", 100),
+    ("aws", "g6.12xlarge", "EFA", "rdma", 40),
+    ("gcp", "a2-highgpu-8g", "Ethernet (gVNIC)", "tcp", 100),
+    ("gcp", "a3-highgpu-8g", "GPUDirect-TCPX", "rdma", 800),
+    ("gcp", "a3-megagpu-8g", "GPUDirect-TCPXO", "rdma", 1600),
+    ("gcp", "a3-ultragpu-8g", "GPUDirect RDMA (RoCE)", "rdma", 3200),
+    ("azure", "Standard_ND96asr_v4", "InfiniBand HDR", "rdma", 1600),
+    ("azure", "Standard_ND96isr_H100_v5", "InfiniBand NDR", "rdma", 3200),
+    ("nebius", "gpu-h100-sxm_8gpu-128vcpu-1600gb", "InfiniBand NDR", "rdma", 3200),
+])
+def test_published_fabrics(provider: str, instance_type: str, name: str, transport: str,
+                           gbps: float) -> None:
+    fabric = fabric_for(provider, instance_type, None)
+    assert (fabric.name, fabric.transport, fabric.gbps) == (name, transport, gbps)
+    assert not fabric.assumed and fabric.source
+    assert fabric.describe() == f"{name} {gbps:g} Gbit/s ({transport})"
+
+
+def test_marketplaces_are_unknown_with_the_default_stated() -> None:
+    default = translate.calibration()["scaling"]["default_network_gbps"]
+    for provider, instance_type in (("vast", "1x-RTX_4090-32-65536"),
+                                    ("runpod", "8x_H100-SXM_SECURE"),
+                                    ("shadeform", "crusoe_A100-80G-sxm4x8"),
+                                    ("newcloud", "anything")):
+        fabric = fabric_for(provider, instance_type, None)
+        assert fabric.name == "unknown" and fabric.transport == "tcp"
+        assert fabric.gbps == default
+        assert f"the default {default:g} Gbit/s" in fabric.describe()
+        assert "no published fabric" in fabric.describe()
+    # a marketplace offer that states its link (Vast's inet speed) is taken at its word
+    assert fabric_for("vast", "x", 0.8).gbps == 0.8
+    # a cloud type without EFA runs TCP at the instance's stated bandwidth
+    plain = fabric_for("aws", "g4dn.xlarge", 25.0)
+    assert (plain.transport, plain.gbps, plain.assumed) == ("tcp", 25.0, "")
+    assert fabric_for("aws", "g4dn.xlarge", float("nan")).gbps == default
+
+
+def test_every_rule_has_a_source_and_each_provider_a_catch_all() -> None:
+    table = rules()
+    assert len(table) >= 50
+    providers = {r.provider for r in table}
+    assert {"aws", "gcp", "azure", "lambda", "vast", "runpod"} <= providers
+    for provider in providers:
+        mine = [r for r in table if r.provider == provider]
+        assert mine[-1].instance_type == "*", provider  # exact rules first, then the rest
+        assert all(r.source and r.confidence in ("high", "medium", "low") for r in mine)
+
+
+def test_malformed_fabric_file_is_rejected(tmp_path: Path) -> None:
+    header = CSV_PATH.read_text(encoding="utf-8").splitlines()[0]
+    for bad in ('aws,p4d.24xlarge,EFA,infiniband,400,"src",high',
+                'aws,p4d.24xlarge,EFA,rdma,-5,"src",high',
+                'aws,p4d.24xlarge,EFA,rdma,400,,high'):
+        path = tmp_path / "fabrics.csv"
+        path.write_text(f"{header}\n{bad}\n", encoding="utf-8")
+        with pytest.raises(FabricFileError):
+            read_rules(path)
+
+
+def test_vectorised_resolution_matches_one_by_one() -> None:
+    offers = merge_offers(load_snapshots())
+    fabrics = resolve_fabrics(offers["provider"], offers["instance_type"], offers["network_gbps"])
+    assert len(fabrics.gbps) == len(offers) > 1000
+    for i in range(0, len(offers), 37):
+        one = fabric_for(str(offers["provider"][i]), str(offers["instance_type"][i]),
+                         float(offers["network_gbps"][i]))
+        assert (fabrics.gbps[i], fabrics.transport[i], fabrics.description[i]) == (
+            one.gbps, one.transport, one.describe())
+    empty = resolve_fabrics(np.array([], dtype=str), np.array([], dtype=str), np.array([]))
+    assert len(empty.gbps) == len(empty.transport) == len(empty.description) == 0
+
+
+def test_tcp_sockets_sync_slower_than_rdma_at_the_same_line_rate() -> None:
+    cal = translate.calibration()["scaling"]
+    spec = get_gpu("A100 SXM4 40GB")
+    rdma = resolve_links(spec, cal, intra_node_gbps=None, inter_node_gbps=100.0,
+                         intra_node_link=None, inter_node_transport="rdma")
+    tcp = resolve_links(spec, cal, intra_node_gbps=None, inter_node_gbps=100.0,
+                        intra_node_link=None, inter_node_transport="tcp")
+    assert tcp.inter_busbw_Bps == pytest.approx(rdma.inter_busbw_Bps * cal[
+        "tcp_busbw_efficiency"] / cal["network_busbw_efficiency"])
+    assert tcp.inter_latency_s > rdma.inter_latency_s
+    assert tcp.intra_busbw_Bps == rdma.intra_busbw_Bps  # inside a node nothing changes
+    profile = resolve_profile("bert-large-a100-fp16")
+    kwargs = {"gpu": "A100 SXM4 40GB", "gpus_per_node": 8, "nodes": 4, "inter_node_gbps": 100.0}
+    slow = predict(profile, **kwargs, inter_node_transport="tcp")  # type: ignore[arg-type]
+    fast = predict(profile, **kwargs, inter_node_transport="rdma")  # type: ignore[arg-type]
+    assert slow.throughput < fast.throughput
+    # None keeps the behaviour from before fabrics were known (RDMA coefficients)
+    assert predict(profile, **kwargs).throughput == fast.throughput  # type: ignore[arg-type]
+    with pytest.raises(Exception, match="rdma or tcp"):
+        predict(profile, **kwargs, inter_node_transport="carrier pigeon")  # type: ignore[arg-type]
+
+
+def _offer(provider: str, instance_type: str, network_gbps: float) -> dict[str, object]:
+    return {"provider": provider, "region": "r", "instance_type": instance_type,
+            "gpu": "A100 SXM4 40GB", "gpu_count": 8, "gpu_memory_gb": 40, "price_hr": 30.0,
+            "intra_node_link": "nvlink", "network_gbps": network_gbps}
+
+
+def test_ranking_uses_each_offers_fabric() -> None:
+    """Same GPUs, price and stated bandwidth: the EFA instance scales better than a marketplace
+    host of unknown fabric, and every multi-node plan names its fabric."""
+    fetched = dt.datetime(2026, 11, 30, tzinfo=dt.UTC)
+    offers = Offers.from_records([_offer("aws", "p4d.24xlarge", 400.0),
+                                  _offer("vast", "8x-A100_SXM4", 400.0)])
+    job = Job(samples=1e7, description="10M samples")
+    ranking = rank(resolve_profile("bert-large-a100-fp16"), job,
+                   [Snapshot(source="t", fetched_at=fetched, offers=offers)],
+                   make_filters(max_nodes=4), now=fetched)
+    cols = ranking.columns
+    by = {(str(p), int(n)): (float(t), str(f)) for p, n, t, f in zip(
+        cols["provider"], cols["nodes"], cols["throughput"], cols["inter_node_fabric"],
+        strict=True)}
+    assert by[("aws", 1)][0] == pytest.approx(by[("vast", 1)][0])
+    assert by[("aws", 1)][1] == by[("vast", 1)][1] == ""
+    for n in (2, 3, 4):
+        assert by[("aws", n)][0] > by[("vast", n)][0]
+        assert by[("aws", n)][1] == "EFA 400 Gbit/s (rdma)"
+        assert by[("vast", n)][1].startswith("unknown 400 Gbit/s (tcp); assumed")
