@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,8 @@ from typing import Any
 import pytest
 
 from gpucost.cli import main
-from gpucost.errors import SnapshotError
+from gpucost.errors import InputError, SnapshotError
+from gpucost.model.interruptions import TABLE_PATH, read_rate_table, rules
 from gpucost.paths import embedded_snapshots_dir, user_snapshots_dir
 from gpucost.pricing.snapshot import (
     Offers,
@@ -197,3 +199,126 @@ def test_every_snapshot_of_a_source_damaged_leaves_that_source_out(tmp_path: Pat
     shutil.rmtree(folder / "alpha")
     with pytest.raises(SnapshotError, match="no price snapshots found \\(or only damaged"):
         load_snapshots([folder], warn=warned.append)
+
+
+# ------------------------------------------------------------------ `gpucost prices import`
+
+CATALOG_HEADER = ("InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,"
+                  "SpotPrice,Region,AvailabilityZone,Arch")
+
+
+def catalog(tmp_path: Path, *rows: str, header: str = CATALOG_HEADER) -> Path:
+    """A one-file SkyPilot catalog folder (aws_vms_gpu.csv) holding ``rows``."""
+    folder = tmp_path / "catalog"
+    write_text(folder / "aws_vms_gpu.csv", "\n".join([header, *rows]) + "\n")
+    return folder
+
+
+def row(price: str = "3.06", spot: str = "0.9", count: str = "1.0", info: str = "") -> str:
+    return f"p3.2xlarge,V100,{count},8.0,61.0,{info},{price},{spot},us-east-1,use1-az1,x86_64"
+
+
+def import_catalog(folder: Path, tmp_path: Path) -> int:
+    return main(["prices", "import", "skypilot-catalog", str(folder), "--fetched-at",
+                 "2026-11-30", "--out", str(tmp_path / "out")])
+
+
+@pytest.mark.parametrize(("bad_row", "message"), [
+    (row(price="inf"), "line 3: Price 'inf' is not a finite, non-negative number"),
+    (row(price="1e999"), "line 3: Price '1e999' is not a finite, non-negative number"),
+    (row(price="nan"), "line 3: Price 'nan' is not a finite"),
+    (row(price="-0"), "line 3: Price '-0' is not a finite, non-negative number"),
+    (row(spot="-1.5"), "line 3: SpotPrice '-1.5' is not a finite, non-negative number"),
+    (row(price="cheap"), "line 3: Price 'cheap' is not a finite"),
+    (row(price="1e308"), "line 3: Price 1e\\+308 for V100 p3.2xlarge is above 1000"),
+    (row(count="1e23"), "line 3: AcceleratorCount 1e\\+23 for V100 p3.2xlarge is above 64"),
+])
+def test_a_catalog_with_impossible_prices_is_refused_naming_file_line_and_field(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], bad_row: str, message: str) -> None:
+    folder = catalog(tmp_path, row(), bad_row)
+    assert import_catalog(folder, tmp_path) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert re.search("aws_vms_gpu.csv " + message, err), err
+    assert not (tmp_path / "out").exists()  # nothing written
+
+
+def test_damaged_catalog_files_are_refused_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = catalog(tmp_path, row())
+    csv_file = folder / "aws_vms_gpu.csv"
+    for content, message in (
+            (b"\xff\xfe" + csv_file.read_bytes(), "is not UTF-8 text"),
+            (csv_file.read_bytes() + b'x,"' + b"y" * 200_000 + b'"\n', "not CSV"),
+    ):
+        csv_file.write_bytes(content)
+        assert import_catalog(folder, tmp_path) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err and "Traceback" not in err, err
+
+
+def test_a_hostile_gpu_info_cell_is_ignored_not_a_crash(tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    deep = '"' + "[" * 5000 + "]" * 5000 + '"'
+    folder = catalog(tmp_path, row(info=deep), row(info='"{""Gpus"": ' + "[" * 3000 + '"'))
+    assert import_catalog(folder, tmp_path) == 0, capsys.readouterr().err
+    assert "skypilot-aws: 1 offers" in capsys.readouterr().out  # same machine twice: kept once
+
+
+def test_damaged_provenance_and_readme_are_refused_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = catalog(tmp_path, row())
+    deep = write_text(tmp_path / "prov.json", '{"fetched_at": ' + "[" * 100_000 + "]" * 100_000
+                      + "}")
+    nan = write_text(tmp_path / "nan.json", '{"fetched_at": "2026-11-30", "commit": NaN}')
+    for argv, message in (
+            (["--provenance", str(deep)], "nested deeper than"),
+            (["--provenance", str(nan)], "NaN is not a finite number"),
+            (["--fetched-at", "9999-12-31T23:00:00-05:00"], "is not an ISO 8601 timestamp"),
+    ):
+        assert main(["prices", "import", "skypilot-catalog", str(folder), "--out",
+                     str(tmp_path / "out"), *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err and "Traceback" not in err, err
+    (folder / "README.md").write_bytes(b"# prices as of 2026-11-30 \xff\n")
+    assert main(["prices", "import", "skypilot-catalog", str(folder), "--out",
+                 str(tmp_path / "out")]) == 2
+    assert "README" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ the interruption-rate table
+
+def rate_table(tmp_path: Path, *lines: str) -> Path:
+    original = TABLE_PATH.read_text(encoding="utf-8").splitlines()
+    return write_text(tmp_path / "rates.csv", "\n".join([*original, *lines]) + "\n")
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ("x,spot,*,,inf,,low,src", "rate_per_hr 'inf', expected a number from 0 to 1 per hour"),
+    ("x,spot,*,,1e999,,low,src", "rate_per_hr '1e999', expected a number from 0"),
+    ("x,spot,*,,nan,,low,src", "rate_per_hr 'nan', expected"),
+    ("x,spot,*,,-0,,low,src", "rate_per_hr '-0', expected"),
+    ("x,spot,*,,2,,low,src", "rate_per_hr '2', expected"),
+    ("x,spot,*,,,,low,src", "rate_per_hr '', expected"),
+    ("x,reserved,*,,0.1,,low,src", "market 'reserved', expected one of on-demand, spot"),
+    ("x,spot,*,30%,,,low,src", "band '30%', expected one of"),
+    ("x,spot,*,,0.1,always,low,src", "reliability 'always'"),
+    ("x,spot,*,,0.1", "5 cells, expected 8"),
+])
+def test_a_bad_interruption_rate_row_names_file_line_and_column(
+        tmp_path: Path, line: str, message: str) -> None:
+    path = rate_table(tmp_path, line)
+    last = len(path.read_text().splitlines())
+    with pytest.raises(InputError, match=re.escape(f"{path} line {last}: ") + message):
+        read_rate_table(path)
+
+
+def test_the_shipped_rate_table_reads_cleanly_and_a_damaged_one_is_one_line(
+        tmp_path: Path) -> None:
+    assert read_rate_table(TABLE_PATH) == rules()
+    bad = write_text(tmp_path / "r.csv", "provider,market\naws,spot\n")
+    with pytest.raises(InputError, match="the header must be provider,market,instance"):
+        read_rate_table(bad)
+    bad.write_bytes(b"\xff\xfe")
+    with pytest.raises(InputError, match="is not UTF-8 text"):
+        read_rate_table(bad)

@@ -212,9 +212,9 @@ def test_provenance_file_json_and_toml(tmp_path: Path) -> None:
         assert snaps["skypilot-gcp"].date == date
         assert snaps["skypilot-gcp"].provenance["files"][0]["commit"] == expected
     (tmp_path / "bad.json").write_text("{not json")
-    with pytest.raises(InputError, match="not valid json"):
+    with pytest.raises(InputError, match="is not valid JSON"):
         load_provenance_file(tmp_path / "bad.json")
-    with pytest.raises(InputError, match="cannot read"):
+    with pytest.raises(InputError, match="does not exist"):
         load_provenance_file(tmp_path / "missing.json")
 
 
@@ -226,7 +226,7 @@ def test_bad_folders_and_files(tmp_path: Path) -> None:
     (tmp_path / "aws_vms_gpu.csv").write_text("InstanceType,Price\np4d.24xlarge,1.0\n")
     with pytest.raises(SnapshotError, match=r"not a SkyPilot catalog.*AcceleratorName"):
         import_skypilot_catalog(tmp_path, fetched_at="2026-11-30")
-    with pytest.raises(InputError, match="not a date"):
+    with pytest.raises(InputError, match=r"catalog import: fetched_at 'yesterday' is not an ISO"):
         import_skypilot_catalog(FLAT, fetched_at="yesterday")
 
 

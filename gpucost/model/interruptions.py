@@ -67,29 +67,63 @@ class RateRule:
     source: str
 
 
+MAX_RATE_PER_HR = 1.0  # one interruption an hour: past that no job finishes; a typo, not data
+MARKETS = ("on-demand", "spot")
+_TABLE_COLUMNS = ("provider", "market", "instance", "band", "rate_per_hr", "reliability",
+                  "confidence", "source")
+_MAX_TABLE_BYTES = 1 << 20
+
+
 @lru_cache(maxsize=1)
 def rules() -> tuple[RateRule, ...]:
     """The rates table, parsed once."""
-    lines = [
-        ln
-        for ln in TABLE_PATH.read_text(encoding="utf-8").splitlines()
-        if ln and not ln.startswith("#")
-    ]
+    return read_rate_table(TABLE_PATH)
+
+
+def read_rate_table(path: Path) -> tuple[RateRule, ...]:
+    """The rules of an interruption-rate table (CSV, ``#`` comment lines), every cell checked:
+    InputError (exit 2) names the file, line and column and what was expected."""
+    from gpucost._io import read_text
+
+    text = read_text(path, what="interruption-rate table", error=InputError,
+                     max_bytes=_MAX_TABLE_BYTES)
+    numbered = [(n, ln) for n, ln in enumerate(text.splitlines(), 1)
+                if ln and not ln.startswith("#")]
+    try:
+        parsed = list(csv.reader(ln for _, ln in numbered))
+    except csv.Error as exc:
+        raise InputError(f"{path} is not CSV ({exc})") from None
+    if not parsed or tuple(parsed[0]) != _TABLE_COLUMNS:
+        raise InputError(f"{path}: the header must be {','.join(_TABLE_COLUMNS)}")
     out = []
-    for row in csv.DictReader(lines):
-        rate = band_rate_per_hr(row["band"]) if row["band"] else float(row["rate_per_hr"])
+    for (line, _), cells in zip(numbered[1:], parsed[1:], strict=True):
+        where = f"{path} line {line}"
+        if len(cells) != len(_TABLE_COLUMNS):
+            raise InputError(f"{where}: {len(cells)} cells, expected {len(_TABLE_COLUMNS)}")
+        row = dict(zip(_TABLE_COLUMNS, cells, strict=True))
+        if row["market"] not in MARKETS:
+            raise InputError(f"{where}: market {row['market']!r}, expected one of "
+                             + ", ".join(MARKETS))
+        if row["reliability"] not in ("", "host"):
+            raise InputError(f"{where}: reliability {row['reliability']!r}, expected '' or "
+                             "'host'")
+        if row["band"]:
+            if row["band"].replace(" ", "") not in BANDS:
+                raise InputError(f"{where}: band {row['band']!r}, expected one of "
+                                 + ", ".join(BANDS))
+            rate = band_rate_per_hr(row["band"])
+        else:
+            try:
+                rate = float(row["rate_per_hr"])
+            except ValueError:
+                rate = math.nan
+            if not 0.0 <= rate <= MAX_RATE_PER_HR or math.copysign(1.0, rate) < 0:
+                raise InputError(f"{where}: rate_per_hr {row['rate_per_hr']!r}, expected a "
+                                 f"number from 0 to {MAX_RATE_PER_HR:g} per hour (or a band)")
         label = f"{row['band']} monthly band" if row["band"] else f"{rate:g}/h"
-        out.append(
-            RateRule(
-                row["provider"],
-                row["market"],
-                row["instance"],
-                rate,
-                row["reliability"] == "host",
-                row["confidence"],
-                f"{label}: {row['source']}",
-            )
-        )
+        out.append(RateRule(row["provider"], row["market"], row["instance"], rate,
+                            row["reliability"] == "host", row["confidence"],
+                            f"{label}: {row['source']}"))
     return tuple(out)
 
 

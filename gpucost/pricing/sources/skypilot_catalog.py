@@ -40,17 +40,18 @@ import json
 import math
 import os
 import re
-import tomllib
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpucost._io import parse_json, parse_toml, read_text
 from gpucost.catalog.spec import GpuSpec
 from gpucost.errors import InputError, SnapshotError
+from gpucost.limits import MAX_CATALOG_BYTES, MAX_GPUS_PER_NODE, MAX_PRICE_HR_USD
 from gpucost.pricing.rates import month_hours_for, offer_rates, rates_for
-from gpucost.pricing.snapshot import Offers, Snapshot
+from gpucost.pricing.snapshot import Offers, Snapshot, parse_timestamp
 
 IMPORTER_VERSION = "1"
 REPOSITORY = "skypilot-org/skypilot-catalog"
@@ -58,6 +59,7 @@ CATALOG_ROOT = "catalogs/v8"
 SOURCE_PREFIX = "skypilot-"
 
 _FLAT_NAME = re.compile(r"^(?P<cloud>[a-z0-9]+)_vms(?:_(?P<part>gpu|host))?\.csv$")
+MAX_PROVENANCE_BYTES = 1 << 20  # a --provenance file: a date and a few commits
 _NOT_GPU = re.compile(r"inferentia|trainium|gaudi|virtex|fpga|habana", re.IGNORECASE)
 _ROUND_USD = 8  # decimals kept on a sum of two catalog prices (the inputs have at most 6)
 
@@ -159,7 +161,8 @@ def read_readme_provenance(directory: str | os.PathLike[str]) -> dict[str, Any]:
     readme = Path(directory) / "README.md"
     if not readme.is_file():
         return {}
-    text = readme.read_text(encoding="utf-8")
+    text = read_text(readme, what="catalog README", error=InputError,
+                     max_bytes=MAX_CATALOG_BYTES)
     out: dict[str, Any] = {}
     date = re.search(r"as of (\d{4}-\d{2}-\d{2})", text)
     if date:
@@ -185,32 +188,26 @@ def read_readme_provenance(directory: str | os.PathLike[str]) -> dict[str, Any]:
 def load_provenance_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A ``--provenance`` file (JSON or TOML): ``fetched_at``, ``commit`` or ``commits``."""
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read provenance file {str(p)!r}: {exc.strerror}") from None
-    try:
-        data = tomllib.loads(raw.decode("utf-8")) if p.suffix == ".toml" else json.loads(raw)
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"provenance file {str(p)!r} is not valid {p.suffix[1:] or 'JSON'}: {exc}",
-                         hint='e.g. {"fetched_at": "2026-11-30", "commit": "<40 hex digits>"}'
-                         ) from None
+    text = read_text(p, what="provenance file", error=InputError, max_bytes=MAX_PROVENANCE_BYTES)
+    origin = f"provenance file {str(p)!r}"
+    data = (parse_toml(text, origin=origin, error=InputError) if p.suffix == ".toml"
+            else parse_json(text, origin=origin, error=InputError))
     if not isinstance(data, dict):
-        raise InputError(f"provenance file {str(p)!r} must hold an object")
+        raise InputError(f"{origin} must hold an object",
+                         hint='e.g. {"fetched_at": "2026-11-30", "commit": "<40 hex digits>"}')
+    for key in ("commit", "repository"):
+        if key in data and not isinstance(data[key], str):
+            raise InputError(f"{origin}: {key} must be a string")
+    commits = data.get("commits", {})
+    if not isinstance(commits, dict) or not all(isinstance(v, str) for v in commits.values()):
+        raise InputError(f"{origin}: commits must map file names to commit strings")
     return data
 
 
 def _parse_date(value: object, origin: str) -> dt.datetime:
-    if isinstance(value, dt.datetime):
-        return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
-    if isinstance(value, dt.date):
-        return dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC)
-    try:
-        parsed = dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        raise InputError(f"{origin}: {value!r} is not a date",
-                         hint="use YYYY-MM-DD or an ISO 8601 timestamp") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+    """A date or time (TOML's own, or ISO 8601 text) as UTC; the snapshot's range rule holds."""
+    text = value.isoformat() if isinstance(value, dt.date) else str(value)
+    return parse_timestamp(text, origin=origin)
 
 
 def import_skypilot_catalog(
@@ -233,7 +230,7 @@ def import_skypilot_catalog(
     if when is None:
         raise InputError(f"the prices in {str(root)!r} have no date",
                          hint="pass --fetched-at YYYY-MM-DD (the catalog commit's date)")
-    stamp = _parse_date(when, "fetched_at")
+    stamp = _parse_date(when, "catalog import")
     commits: Mapping[str, str] = info.get("commits") or {}
     default_commit = info.get("commit")
     repository = str(info.get("repository", REPOSITORY))
@@ -245,7 +242,7 @@ def import_skypilot_catalog(
         accel_rows: list[dict[str, str]] = []
         file_info = []
         for source in cloud_files:
-            raw = source.path.read_bytes()
+            raw = _read_catalog_file(source)
             rows = _read_rows(raw, source.relpath)
             file_info.append({
                 "file": source.relpath, "path": source.upstream_path,
@@ -292,6 +289,19 @@ def import_skypilot_catalog(
     return snapshots
 
 
+def _read_catalog_file(source: _SourceFile) -> bytes:
+    try:
+        with source.path.open("rb") as handle:
+            raw = handle.read(MAX_CATALOG_BYTES + 1)
+    except OSError as exc:
+        raise InputError(f"cannot read catalog file {str(source.path)!r}: "
+                         f"{exc.strerror or exc}") from None
+    if len(raw) > MAX_CATALOG_BYTES:
+        raise SnapshotError(f"catalog file {str(source.path)!r} is larger than "
+                            f"{MAX_CATALOG_BYTES >> 20} MiB", hint="it is not a SkyPilot catalog")
+    return raw
+
+
 def _rates_provenance(cloud: str) -> dict[str, Any] | None:
     """Which storage/transfer figures were applied, and where they come from."""
     rates = rates_for(cloud)
@@ -301,19 +311,52 @@ def _rates_provenance(cloud: str) -> dict[str, Any] | None:
             "source": rates.source, "as_of": rates.as_of}
 
 
+# Columns read as numbers, and what a value must be. Each is checked on every row where it is
+# set, so the message can name the file and line; ceilings on the offers themselves (a GCP TPU
+# pod row may cost $2,048/h, a GPU offer may not) are checked where a row becomes an offer.
+_NUMERIC_FIELDS = ("Price", "SpotPrice", "AcceleratorCount", "vCPUs", "MemoryGiB")
+_MAX_GPU_INFO_CHARS = 10_000  # a GpuInfo cell is a few hundred characters
+
+
 def _read_rows(raw: bytes, origin: str) -> list[dict[str, str]]:
+    """The rows of a catalog CSV, each with ``_where`` ("<file> line <n>") for messages."""
     try:
         text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise SnapshotError(f"{origin} is not UTF-8 text") from None
+    except UnicodeDecodeError as exc:
+        raise SnapshotError(f"{origin} is not UTF-8 text (byte {raw[exc.start]:#04x} at offset "
+                            f"{exc.start})") from None
     reader = csv.DictReader(text.splitlines())
     required = {"InstanceType", "AcceleratorName", "AcceleratorCount", "Price", "Region"}
-    missing = required - set(reader.fieldnames or ())
-    if missing:
-        raise SnapshotError(f"{origin}: not a SkyPilot catalog "
-                            f"(no column {', '.join(sorted(missing))})",
-                            hint="expected the header of catalogs/v8/<cloud>/vms.csv")
-    return [{k: (v or "").strip() for k, v in row.items() if k is not None} for row in reader]
+    try:
+        missing = required - set(reader.fieldnames or ())
+        if missing:
+            raise SnapshotError(f"{origin}: not a SkyPilot catalog "
+                                f"(no column {', '.join(sorted(missing))})",
+                                hint="expected the header of catalogs/v8/<cloud>/vms.csv")
+        rows = []
+        for row in reader:
+            clean = {k: (v or "").strip() for k, v in row.items() if isinstance(k, str)}
+            where = f"{origin} line {reader.line_num}"
+            for field_name in _NUMERIC_FIELDS:
+                _check_number(clean.get(field_name, ""), field_name, where)
+            clean["_where"] = where
+            rows.append(clean)
+    except csv.Error as exc:
+        raise SnapshotError(f"{origin} line {reader.line_num}: not CSV ({exc})") from None
+    return rows
+
+
+def _check_number(text: str, field_name: str, where: str) -> None:
+    if not text:
+        return  # not stated: the rules above decide what that means
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0 or math.copysign(1.0, value) < 0:
+        shown = text if len(text) <= 40 else text[:40] + "..."
+        raise SnapshotError(f"{where}: {field_name} {shown!r} is not a finite, non-negative "
+                            "number", hint="the catalog file is damaged; fetch it again")
 
 
 def _is_host_row(row: Mapping[str, str]) -> bool:
@@ -335,11 +378,12 @@ def _spot(text: str | None) -> float:
 
 
 def _gpu_info(text: str) -> dict[str, Any]:
-    if not text:
+    """The GpuInfo cell (JSON or a Python literal), or {}: it only refines names and memory."""
+    if not text or len(text) > _MAX_GPU_INFO_CHARS:
         return {}
     try:
         value = json.loads(text) if text.startswith('{"') else ast.literal_eval(text)
-    except (ValueError, SyntaxError):
+    except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
         return {}
     return value if isinstance(value, dict) else {}
 
@@ -433,9 +477,10 @@ def _link(spec: GpuSpec) -> str:
 
 def _record(cloud: str, *, region: str, zone: str, instance_type: str, accelerator: str,
             count: float, info: Mapping[str, Any], vcpus: float, ram_gb: float,
-            price: float, spot: float, tally: _Tally,
+            price: float, spot: float, tally: _Tally, where: str,
             candidate: str | None = None) -> dict[str, Any] | None:
-    """An offer for one machine, or None with the reason counted in ``tally``."""
+    """An offer for one machine, or None with the reason counted in ``tally``; SnapshotError
+    naming ``where`` (file and line) for a price or GPU count past the stated ceilings."""
     if _NOT_GPU.search(accelerator):
         tally.skip("not a GPU", accelerator)
         return None
@@ -449,9 +494,16 @@ def _record(cloud: str, *, region: str, zone: str, instance_type: str, accelerat
     if math.isnan(count):
         tally.skip("no GPU count", accelerator)
         return None
-    if math.isnan(price):
+    if math.isnan(price) or price == 0:
         tally.skip("no on-demand price", accelerator)
         return None
+    for what, value, ceiling in (("Price", price, MAX_PRICE_HR_USD),
+                                 ("SpotPrice", spot, MAX_PRICE_HR_USD),
+                                 ("AcceleratorCount", count, MAX_GPUS_PER_NODE)):
+        if value > ceiling:
+            raise SnapshotError(f"{where}: {what} {value:g} for {accelerator} {instance_type} is "
+                                f"above {ceiling:g}, the most gpucost accepts for one machine",
+                                hint="the catalog file is damaged; fetch it again")
     memory_hint = _memory_hint_gb(cloud, gpu, count) if count >= 1 else None
     if candidate is None:
         candidate = gpu_candidate(cloud, accelerator, instance_type, str(gpu.get("Name", "")),
@@ -484,7 +536,8 @@ def _plain_record(cloud: str, row: Mapping[str, str], tally: _Tally) -> dict[str
         instance_type=row["InstanceType"], accelerator=row["AcceleratorName"],
         count=_number(row.get("AcceleratorCount")), info=_gpu_info(row.get("GpuInfo", "")),
         vcpus=_number(row.get("vCPUs")), ram_gb=_number(row.get("MemoryGiB")),
-        price=_number(row.get("Price")), spot=_spot(row.get("SpotPrice")), tally=tally)
+        price=_number(row.get("Price")), spot=_spot(row.get("SpotPrice")), tally=tally,
+        where=row["_where"])
     if rec is not None:
         tally.rows_kept += 1
     return rec
@@ -534,7 +587,7 @@ def _gcp_records(accel_rows: Sequence[Mapping[str, str]], host_rows: Sequence[Ma
                 accelerator=accelerator, count=count, info={}, vcpus=_number(host.get("vCPUs")),
                 ram_gb=_number(host.get("MemoryGiB")),
                 price=_sum(host.get("Price"), row.get("Price")),
-                spot=spot if spot > 0 else math.nan, tally=tally,
+                spot=spot if spot > 0 else math.nan, tally=tally, where=row["_where"],
                 candidate=_GCP_GPU_NAMES.get(accelerator, accelerator))
             if rec is None:
                 break  # skipped for its GPU, which every host shares: counted once
