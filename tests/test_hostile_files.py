@@ -5,7 +5,10 @@ traceback (issue 16)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -13,8 +16,12 @@ from typing import Any
 import pytest
 import tomli_w
 
+from gpucost import reporting
 from gpucost.cli import main
 from gpucost.errors import PlanFileError, ProfileError
+from gpucost.executor.ledger import Ledger
+from gpucost.executor.rundir import RunDir
+from gpucost.executor.runfiles import RunFileError
 from gpucost.plan import load_plan
 from gpucost.profile import Profile
 
@@ -50,7 +57,7 @@ def _write_plan(folder: Path, doc: dict[str, Any]) -> Path:
     ("offer", "nodes", 1e23, "[offer] nodes = 99999999999999991611392 is out of range "
                              "(must be <= 1024)"),  # 1e23 as TOML's float reads it
     ("offer", "gpu_count", 1e308, "[offer] gpu_count = 1e+308 is out of range (must be <= 64)"),
-    ("offer", "price_hr", 1e308, "[offer] price_hr = 1e+308 is out of range (must be <= 1000)"),
+    ("offer", "price_hr", 1e308, "[offer] price_hr = 1e+308 is out of range (must be <= 10000)"),
     ("offer", "price_hr", -0.0, "[offer] price_hr is -0"),
     ("offer", "on_demand_price_hr", 0.0, "[offer] on_demand_price_hr = 0.0 is out of range"),
 ])
@@ -185,3 +192,113 @@ def test_a_damaged_policy_or_baseline_is_a_preflight_input_problem(
     report = json.loads(capsys.readouterr().out)
     assert code == 2
     assert "has no estimate.cost_usd" in report["checks"][0]["message"]
+
+
+# ---- run files: status.json, progress.json, metrics.jsonl ---------------------------------------
+def _run_with_status(home: Path, body: bytes) -> RunDir:
+    rd = RunDir(home / "runs" / "tiny-1").create()
+    with Ledger() as ledger:
+        ledger.create_run(run_id="tiny-1", name="tiny", plan_path="p", provider="torchrun",
+                          run_dir=str(rd.path), price_hr=0.02, nodes=1, budget_cap_usd=0.05)
+    rd.status_path.write_bytes(body)
+    return rd
+
+
+@pytest.mark.parametrize(("status", "expect"), [
+    ({"state": "running", "epochs": "ten"}, 'epochs should be a valid number, got "ten"'),
+    ({"state": "running", "metrics": [1, 2]}, "metrics should be a valid dictionary"),
+    ({"state": "running", "metrics": {"loss": "low"}}, "metrics.loss should be a valid number"),
+    ({"state": "running", "throughput": "fast"}, "throughput should be a valid number"),
+    ({"state": "running", "eta_s": {"h": 1}}, "eta_s should be a valid number"),
+    ({"state": ["running"]}, "state should be a valid string"),
+    ({"state": "running", "cost_usd": 1e999}, "1e999 is not a finite number"),
+])
+def test_status_with_wrong_types_is_one_line(
+    _isolated_home: Path, capsys: pytest.CaptureFixture[str], status: dict[str, Any],
+    expect: str,
+) -> None:
+    text = json.dumps(status).replace("Infinity", "1e999")
+    rd = _run_with_status(_isolated_home, text.encode())
+    _one_line_error(capsys, ["status", "tiny-1"], str(rd.status_path), expect)
+
+
+def test_status_that_is_not_utf8_is_one_line(
+    _isolated_home: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    rd = _run_with_status(_isolated_home, b'{"state": "runn\xffing"}')
+    _one_line_error(capsys, ["status", "tiny-1"], str(rd.status_path), "is not UTF-8")
+
+
+def test_the_runs_screen_skips_a_damaged_status(_isolated_home: Path) -> None:
+    from gpucost.tui.screens.runs import read_runs
+
+    _run_with_status(_isolated_home, b'{"state": "running", "epoch": "x"}')
+    good = RunDir(_isolated_home / "runs" / "tiny-2").create()
+    good.write_status({"state": "running", "epoch": 1})
+    assert [r.run_id for r in read_runs()] == ["tiny-2"]
+
+
+def test_metrics_history_refuses_a_damaged_line_but_skips_a_cut_last_one(tmp_path: Path) -> None:
+    rd = RunDir(tmp_path).create()
+    good = json.dumps({"time": 1.0, "epoch": 1, "metrics": {"loss": 0.5}})
+    rd.metrics_path.write_text(good + "\n" + '{"time": 2.0, "epo')
+    assert [m["epoch"] for m in rd.metrics()] == [1]
+    rd.metrics_path.write_text(good + "\n" + json.dumps({"time": 2.0, "epoch": "two"}) + "\n")
+    with pytest.raises(RunFileError, match=r"metrics.jsonl line 2: epoch should be a valid num"):
+        rd.metrics()
+    rd.progress_path.write_text('{"time": 1.0, "throughput": [1]}')
+    assert rd.read_progress() is None  # the launcher carries on; the next report replaces it
+
+
+TRAINING_LOOP = """
+import math, sys, torch, gpucost
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(64, 4), torch.randn(64, 1)
+for epoch in range(1, 4):
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+    gpucost.report(epoch=epoch, throughput=float("nan") if epoch < 3 else 640.0,
+                   metrics={"loss": loss.detach(), "acc": "n/a", "ppl": math.inf,
+                            "lr": torch.tensor(0.1)})
+    gpucost.report(epoch=epoch, metrics=[("loss", 1.0)], throughput="fast")
+print("trained", flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_report_never_raises_into_a_training_loop(tmp_path: Path) -> None:
+    rd = RunDir(tmp_path / "run").create()
+    script = tmp_path / "train.py"
+    script.write_text(TRAINING_LOOP)
+    env = {**os.environ, "GPUCOST_RUN_DIR": str(rd.path), "PYTHONPATH": str(REPO_ROOT)}
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "trained\n"
+    warnings = done.stderr.splitlines()
+    assert all(w.startswith("gpucost.report: warning: ") for w in warnings), done.stderr
+    assert len(warnings) == 4, done.stderr  # throughput, metrics.acc, metrics.ppl, metrics
+    history = rd.metrics_path.read_text()
+    assert "NaN" not in history and "Infinity" not in history
+    reports = rd.metrics()  # every line passes the run-file model
+    assert [r["epoch"] for r in reports] == [1, 1, 2, 2, 3, 3]
+    assert [r["throughput"] for r in reports] == [None, None, None, None, 640.0, None]
+    assert set(reports[0]["metrics"]) == {"loss", "lr"} and reports[1]["metrics"] == {}
+    assert rd.read_progress() == reports[-1]
+
+
+def test_report_into_a_vanished_run_folder_warns_and_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    import gpucost
+
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("GPUCOST_RUN_DIR", str(blocker / "run"))
+    monkeypatch.setattr(reporting, "_warned", set())
+    for epoch in (1, 2):
+        gpucost.report(epoch=epoch, metrics={"loss": 0.1})
+    err = capsys.readouterr().err
+    assert err.count("gpucost.report: warning: progress not recorded") == 1, err

@@ -13,7 +13,6 @@ appended with one write each.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 
 from gpucost import paths
 from gpucost._io import atomic_write_json
+from gpucost.executor import runfiles
 
 
 class RunDir:
@@ -71,23 +71,20 @@ class RunDir:
         atomic_write_json(self.status_path, {**status, "updated_at": time.time()})
 
     def read_status(self) -> dict[str, Any] | None:
-        return _read_json(self.status_path)
+        """status.json, checked (RunFileError when damaged); None before the first write."""
+        return runfiles.read_status(self.status_path)
 
     def read_progress(self) -> dict[str, Any] | None:
-        return _read_json(self.progress_path)
+        """The latest report, checked; None when there is none or it is damaged (the
+        launcher keeps supervising: the next report replaces it)."""
+        try:
+            return runfiles.read_report(self.progress_path)
+        except runfiles.RunFileError:
+            return None
 
     def metrics(self) -> list[dict[str, Any]]:
-        try:
-            lines = self.metrics_path.read_text().splitlines()
-        except FileNotFoundError:
-            return []
-        out = []
-        for line in lines:
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:  # a line cut by a crash mid-write: skip it
-                continue
-        return out
+        """Every report so far, checked (RunFileError when a line is damaged)."""
+        return runfiles.read_reports(self.metrics_path)
 
     def note(self, message: str) -> None:
         append_line(self.launcher_log_path,
@@ -101,11 +98,3 @@ def append_line(path: Path, line: str) -> None:
         os.write(fd, (line.rstrip("\n") + "\n").encode("utf-8"))
     finally:
         os.close(fd)
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
-    return data if isinstance(data, dict) else None

@@ -45,13 +45,17 @@ def read_runs(root: Path | None = None) -> list[RunStatus]:
     """Runs with a readable status.json: live ones first, then newest first (by the
     launcher's last update)."""
     from gpucost.executor.rundir import RunDir
+    from gpucost.executor.runfiles import RunFileError
 
     root = root or paths.runs_dir()
     if not root.is_dir():
         return []
     runs = []
     for folder in root.iterdir():
-        status = RunDir(folder).read_status() if folder.is_dir() else None
+        try:
+            status = RunDir(folder).read_status() if folder.is_dir() else None
+        except RunFileError:  # a damaged status.json: `gpucost status RUN` says what is wrong
+            continue
         if status is not None:
             runs.append(RunStatus(folder.name, status))
     runs.sort(key=lambda r: (r.final, -float(r.status.get("updated_at") or 0.0), r.run_id))
