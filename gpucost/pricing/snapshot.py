@@ -115,7 +115,6 @@ COLUMNS: dict[str, Column] = {
 NUMERIC = tuple(name for name, column in COLUMNS.items() if column.kind != "str")
 TEXT = tuple(name for name, column in COLUMNS.items() if column.kind == "str")
 _NUMBER_TYPES: frozenset[type] = frozenset({int, float, type(None)})
-_TEXT_TYPES: frozenset[type] = frozenset({str, type(None)})
 # Control characters and lone surrogates (which JSON's \u escapes can carry) break terminals
 # and UTF-8 output; no provider, region or instance name has them.
 _BAD_TEXT = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
@@ -212,7 +211,10 @@ class Offers:
             if values is None:
                 if column.default is None and not (allow_missing and n == 0):
                     raise SnapshotError(f"{origin}: required column {name!r} is missing")
-                values = [column.default] * n
+                # Left out because every cell is the default (see Snapshot.to_dict): no checks.
+                out[name] = np.full(n, column.default,
+                                    dtype=str if column.kind == "str" else np.float64)
+                continue
             # Type checks, membership tests and whole-list conversions run in C: a 10,000-row
             # snapshot loads and validates in milliseconds (numpy turns None into NaN itself).
             if isinstance(values, np.ndarray):
@@ -243,17 +245,20 @@ def _shown(value: Any) -> str:
 
 
 def _text_column(name: str, column: Column, values: Sequence[Any], origin: str) -> np.ndarray:
-    bad = _first_bad_type(values, _TEXT_TYPES)
-    if bad is not None:
-        raise SnapshotError(f"{origin}: column {name!r} row {bad} is {_shown(values[bad])}, "
-                            "expected text")
     has_none = None in values
     if column.default is None and (has_none or "" in values):
         row = next(i for i, v in enumerate(values) if v is None or v == "")
         raise SnapshotError(f"{origin}: column {name!r} is empty in row {row}")
     if has_none:
         values = ["" if v is None else v for v in values]
-    if _BAD_TEXT.search("".join(values)):
+    try:
+        joined = "".join(values)  # refuses anything but text, in C
+    except TypeError:
+        bad = next(i for i, v in enumerate(values) if not isinstance(v, str))
+        raise SnapshotError(f"{origin}: column {name!r} row {bad} is {_shown(values[bad])}, "
+                            "expected text") from None
+    # isprintable() is the fast test; the pattern decides (a no-break space is fine).
+    if not joined.isprintable() and _BAD_TEXT.search(joined):
         row = next(i for i, v in enumerate(values) if _BAD_TEXT.search(v))
         raise SnapshotError(f"{origin}: column {name!r} row {row} is {_shown(values[row])}, "
                             "expected printable text (no control characters)")
