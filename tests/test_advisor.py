@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from gpucost.advisor import Constraints, advise, pareto_front, pick, plan_label, to_plan
 from gpucost.cli import main
 from gpucost.errors import InputError, NoOffersError
-from gpucost.model.economics import JobParams
+from gpucost.model.economics import SYSTEM_DISK_GB, JobParams
 from gpucost.plan import load_plan
 from gpucost.pricing.snapshot import Offers, Snapshot, write_snapshot
 from gpucost.profile import Profile, resolve_profile
@@ -306,7 +306,7 @@ def test_plan_round_trips_and_carries_its_assumptions(
     assert loaded.job.entry_script == "train.py"
     assert loaded.safety.budget_cap_usd >= loaded.estimate.cost_usd
     assert loaded.safety.timeout_hours >= loaded.estimate.hours
-    assert loaded.disk.size_gb == math.ceil((20 + 2 * 0.5 + 1) * 1.3)
+    assert loaded.disk.size_gb == math.ceil((20 + 2 * 0.5 + 1) * 1.3) + SYSTEM_DISK_GB
     assert loaded.idle.policy == "destroy"  # 100 h away is past any break-even here
     notes = " ".join(loaded.assumptions.notes)
     assert "prices from tiny dated 2026-11-30" in notes and "interruptions" in notes

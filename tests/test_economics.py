@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from gpucost.cli import main
 from gpucost.errors import InputError
 from gpucost.model.economics import (
+    SYSTEM_DISK_GB,
     JobParams,
     breakeven,
     breakeven_idle_hours,
@@ -147,8 +148,9 @@ def test_checkpoints_beat_restarting_from_scratch() -> None:
 
 
 def test_disk_size() -> None:
-    assert disk_size_gb(150.0, 0.2, checkpoints_kept=2) == math.ceil(150.4 * 1.3)
-    assert disk_size_gb(0.0) == 1.0
+    assert disk_size_gb(150.0, 0.2, checkpoints_kept=2) == math.ceil(150.4 * 1.3) + 50.0
+    assert disk_size_gb(0.0) == 50.0  # the OS and image alone: a 1 GB disk cannot boot
+    assert disk_size_gb(10.0, system_gb=0.0) == 13.0
 
 
 def test_interruption_table() -> None:
@@ -204,7 +206,7 @@ def test_job_cost_terms_add_up_by_hand() -> None:
     assert c["setup_hours"][0] == pytest.approx(setup_h)
     assert c["compute_usd"][0] == pytest.approx(2 * 2.0 * 10)
     assert c["setup_usd"][0] == pytest.approx(2 * 2.0 * setup_h)
-    disk = math.ceil((45 + 2 * 1 + 4) * 1.3)
+    disk = math.ceil((45 + 2 * 1 + 4) * 1.3) + SYSTEM_DISK_GB
     assert c["disk_gb"][0] == disk
     assert c["storage_usd"][0] == pytest.approx(2 * disk * 0.1 / 730 * (10 + setup_h))
     assert c["egress_usd"][0] == pytest.approx(5 * 0.09)
@@ -590,7 +592,7 @@ def test_python_api_compare_takes_the_job_economics(tmp_path: Path) -> None:
     assert heavy["compute_usd"].iloc[0] == pytest.approx(bare["compute_usd"].iloc[0])
     assert heavy["setup_usd"].iloc[0] > bare["setup_usd"].iloc[0]
     assert heavy["storage_usd"].iloc[0] > bare["storage_usd"].iloc[0]
-    assert heavy["disk_gb"].iloc[0] == math.ceil(500 * 1.3)
+    assert heavy["disk_gb"].iloc[0] == math.ceil(500 * 1.3) + SYSTEM_DISK_GB
 
 
 def test_compare_ranks_a_named_local_machine_beside_the_cloud(

@@ -45,6 +45,10 @@ MAX_DOWNLOAD_GBPS = 10.0  # a dataset download rarely beats this, whatever the N
 DEFAULT_CHECKPOINT_WRITE_GB_S = 0.5  # local NVMe or object store with parallel parts
 CHECKPOINT_FIXED_S = 5.0  # per checkpoint: pausing, gathering state, syncing, whatever its size
 DISK_HEADROOM = 0.30
+# The boot disk also holds the OS, the NVIDIA driver, CUDA and the training image: AWS's Deep
+# Learning Base AMIs and SkyPilot's GPU images are ~50 GB snapshots, a pytorch/pytorch CUDA image
+# on Vast unpacks to ~15-20 GB. A plan sized for the data alone (1 GB) cannot boot.
+SYSTEM_DISK_GB = 50.0
 # Expected hours are capped here: a job this far out never finishes, and the cap keeps every
 # cost finite (and the ordering intact) instead of overflowing to inf.
 NEVER_HOURS = 1e9
@@ -248,14 +252,16 @@ def disk_size_gb(
     checkpoints_kept: int = 2,
     results_gb: Num | float = 0.0,
     headroom: float = DISK_HEADROOM,
+    system_gb: float = SYSTEM_DISK_GB,
 ) -> Num:
-    """Disk to allocate, whole GB: data + checkpoints kept + results, plus headroom.
+    """Disk to allocate, whole GB: the OS and image, then data + checkpoints kept + results
+    plus headroom.
 
     Billed by allocated size and never shrinks, so this is also what storage costs are
-    computed from. At least 1 GB.
+    computed from.
     """
     need = data_gb + checkpoints_kept * checkpoint_gb + results_gb
-    size = np.maximum(np.ceil(_arr(need) * (1.0 + headroom) - 1e-9), 1.0)
+    size = np.ceil(_arr(need) * (1.0 + headroom) - 1e-9) + system_gb
     return size if size.ndim else float(size)  # type: ignore[return-value]
 
 
