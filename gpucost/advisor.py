@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucost.errors import InputError, NoOffersError
+from gpucost.marketplace import search_for
 from gpucost.model.economics import JobParams, breakeven
 from gpucost.plan import (
     AssumptionsSection,
@@ -695,4 +696,9 @@ def to_plan(
             hours=_r(hours, 6), cost_usd=_r(cost), **{t: _r(row[t]) for t in ESTIMATE_TERMS}
         ),
         assumptions=AssumptionsSection(notes=notes),
+        marketplace=search_for(
+            provider=str(row["provider"]), gpu_count=float(row["gpu_count"]),
+            price_hr=float(row["price_hr"]), region=str(row["region"]),
+            download_gbps=float(row["download_gbps"]), disk_gb=float(row["disk_gb"]),
+            bandwidth_assumed=bool(row["bandwidth_assumed"])),
     )

@@ -16,6 +16,9 @@ with ``tomli_w``), ``schema = "gpucost-plan"``, ``schema_version = 1``::
     [idle]        policy (stop | destroy) after the job, expected_return_hours, breakeven_hours
     [estimate]    hours, cost_usd and its terms (compute, setup, storage, egress, ingress, spot)
     [assumptions] notes
+    [marketplace] (schema_version 2; Vast and RunPod plans) the search that finds a live machine
+                  like the planned one at launch: gpu_count, max_price_hr, region,
+                  min_reliability, min_inet_down_mbps, min_disk_gb
 
 Unknown keys are rejected rather than ignored: a misspelt ``budget_cap_usd`` must not silently
 drop a safety limit. Every problem is a :class:`~gpucost.errors.PlanFileError` naming the
@@ -40,13 +43,15 @@ from gpucost.errors import PlanFileError
 from gpucost.limits import MAX_GPUS_PER_NODE, MAX_NODES, MAX_PLAN_BYTES, MAX_PRICE_HR_USD
 
 SCHEMA = "gpucost-plan"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2 added [marketplace]; a plan without it is written as version 1
+MARKETPLACE_SCHEMA_VERSION = 2
 
 MARKETS = ("on-demand", "spot")
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "amp")
 VERIFY_ACTIONS = ("warn", "stop")
 IDLE_POLICIES = ("stop", "destroy")
 FALLBACKS = ("on-demand", "none")
+MARKETPLACES = ("vast", "runpod")  # providers whose plans record a search, not a machine
 
 
 def _m(
@@ -179,6 +184,20 @@ class AssumptionsSection:
     notes: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class MarketplaceSection:
+    """A marketplace (Vast, RunPod) rents out machines that come and go: an offer id found while
+    planning is usually gone by launch. The plan records the search instead; the executor runs
+    it at launch and records which machine it got. The GPU is [offer] gpu."""
+
+    gpu_count: int = field(metadata=_m(ge=1, doc="GPUs per machine"))
+    max_price_hr: float = field(metadata=_m(gt=0, doc="USD/h per machine, at most"))
+    region: str = ""  # country code, e.g. "US"; empty = anywhere
+    min_reliability: float = field(default=0.0, metadata=_m(ge=0, le=1))
+    min_inet_down_mbps: float = field(default=0.0, metadata=_m(ge=0))
+    min_disk_gb: float = field(default=0.0, metadata=_m(ge=0))
+
+
 _SECTIONS: dict[str, type[Any]] = {
     "job": JobSection,
     "offer": OfferSection,
@@ -190,7 +209,9 @@ _SECTIONS: dict[str, type[Any]] = {
     "idle": IdleSection,
     "estimate": EstimateSection,
     "assumptions": AssumptionsSection,
+    "marketplace": MarketplaceSection,
 }
+_OPTIONAL_SECTIONS = frozenset({"marketplace"})  # absent = None
 
 
 @dataclass(frozen=True)
@@ -205,6 +226,7 @@ class Plan:
     disk: DiskSection = field(default_factory=DiskSection)
     idle: IdleSection = field(default_factory=IdleSection)
     assumptions: AssumptionsSection = field(default_factory=AssumptionsSection)
+    marketplace: MarketplaceSection | None = None
     created_at: str = ""  # ISO 8601 UTC; filled by to_toml when blank
 
     def __post_init__(self) -> None:
@@ -234,11 +256,15 @@ class Plan:
         created = self.created_at or dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         doc: dict[str, Any] = {
             "schema": SCHEMA,
-            "schema_version": SCHEMA_VERSION,
+            # The oldest version that describes the file, so older readers keep reading plans
+            # that use nothing newer.
+            "schema_version": MARKETPLACE_SCHEMA_VERSION if self.marketplace else 1,
             "created_at": created,
         }
         for name in _SECTIONS:
             section = getattr(self, name)
+            if section is None:
+                continue
             doc[name] = {
                 f.name: getattr(section, f.name)
                 for f in dataclasses.fields(section)
@@ -292,7 +318,7 @@ def plan_from_dict(raw: Mapping[str, Any], *, origin: str = "plan") -> Plan:
             hint="upgrade gpucost",
         )
     if version < 1:
-        raise PlanFileError(f"{origin}: schema_version must be 1, got {version}")
+        raise PlanFileError(f"{origin}: schema_version must be 1 or more, got {version}")
     created = raw.get("created_at", "")
     if isinstance(created, dt.datetime):  # TOML's unquoted datetime
         created = created.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -307,6 +333,13 @@ def plan_from_dict(raw: Mapping[str, Any], *, origin: str = "plan") -> Plan:
     sections: dict[str, Any] = {}
     for name, cls in _SECTIONS.items():
         body = raw.get(name)
+        if body is None and name in _OPTIONAL_SECTIONS:
+            continue
+        if name == "marketplace" and version < MARKETPLACE_SCHEMA_VERSION:
+            raise PlanFileError(
+                f"{origin}: [marketplace] needs schema_version = {MARKETPLACE_SCHEMA_VERSION}",
+                hint=f"set schema_version = {MARKETPLACE_SCHEMA_VERSION}",
+            )
         if body is None:
             if _has_required(cls):
                 raise PlanFileError(
@@ -430,6 +463,8 @@ def _check_field(section: Any, f: dataclasses.Field[Any], where: str) -> None:
 def _validate_plan(plan: Plan, *, origin: str) -> None:
     for name in _SECTIONS:
         section = getattr(plan, name)
+        if section is None:
+            continue
         for f in dataclasses.fields(section):
             _check_field(section, f, f"{origin}: [{name}] {f.name}")
     job, offer = plan.job, plan.offer
@@ -463,6 +498,19 @@ def _validate_plan(plan: Plan, *, origin: str) -> None:
         raise PlanFileError(
             f"{origin}: [offer] market = 'spot' makes no sense for provider 'local'",
             hint='use market = "on-demand"',
+        )
+    search = plan.marketplace
+    if search is not None and offer.provider not in MARKETPLACES:
+        raise PlanFileError(
+            f"{origin}: [marketplace] is for {' and '.join(MARKETPLACES)} plans, not "
+            f"{offer.provider!r}",
+            hint="remove [marketplace]: this provider's instance_type names the machine",
+        )
+    if search is not None and search.gpu_count != round(offer.gpu_count):
+        raise PlanFileError(
+            f"{origin}: [marketplace] gpu_count = {search.gpu_count} but [offer] gpu_count = "
+            f"{offer.gpu_count:g}",
+            hint="search for machines like the planned one: make them equal",
         )
     est = plan.estimate
     terms = est.terms()

@@ -1,6 +1,7 @@
 """The vast provider against a real HTTP server on 127.0.0.1 that replays recorded Vast.ai
-responses (tests/fixtures/vast) with its own instance bookkeeping, and injects 429, 5xx, late
-answers and half-done creates. After every test no instance may be left alive in the emulator."""
+responses (tests/fixtures/vast, and the offers of tests/fixtures/api/vast_bundles.json for the
+search) with its own instance bookkeeping, and injects 429, 5xx, late answers and half-done
+creates. After every test no instance may be left alive in the emulator."""
 
 from __future__ import annotations
 
@@ -28,7 +29,26 @@ from gpucost.executor.vast import VastProvider
 from gpucost.plan import load_plan
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "vast"
+BUNDLES = FIXTURES.parent / "api" / "vast_bundles.json"
 KEY = "test-key"
+_OPS = {"eq": lambda a, b: a == b, "gte": lambda a, b: a >= b, "lte": lambda a, b: a <= b,
+        "in": lambda a, b: a in b}
+
+
+def matches(offer: dict[str, Any], query: dict[str, Any]) -> bool:
+    """Vast's search filters, as the server applies them: {field: {op: value}}; geolocation
+    compares the two-letter country code, verified reads the offer's verification."""
+    for key, ops in query.items():
+        if not isinstance(ops, dict):
+            continue  # order, limit, type, allocated_storage
+        value = offer.get(key)
+        if key == "geolocation":
+            value = str(value).rpartition(",")[2].strip()
+        elif key == "verified":
+            value = offer.get("verification") == "verified"
+        if value is None or not all(_OPS[op](value, want) for op, want in ops.items()):
+            return False
+    return True
 
 
 def fixture(name: str) -> Any:
@@ -40,8 +60,10 @@ class VastEmulator:
     injected answers per call kind (create, list, show, stop, destroy): "429", "500", "502",
     "503", "delay:<s>" (answered late), "500-after" (done, then answered 500)."""
 
-    def __init__(self, offers: set[int]) -> None:
+    def __init__(self, offers: set[int], market: list[dict[str, Any]] | None = None) -> None:
         self.offers = set(offers)
+        self.market = market or []  # what a search can find (asks not in offers are taken)
+        self.searches: list[dict[str, Any]] = []
         self.instances: dict[int, dict[str, Any]] = {}
         self.created: list[dict[str, Any]] = []  # every create's payload, for inspection
         self.faults: dict[str, list[str]] = {}
@@ -60,6 +82,9 @@ class VastEmulator:
             def do_PUT(self) -> None:
                 emu.handle(self, "PUT")
 
+            def do_POST(self) -> None:
+                emu.handle(self, "POST")
+
             def do_DELETE(self) -> None:
                 emu.handle(self, "DELETE")
 
@@ -76,8 +101,10 @@ class VastEmulator:
         payload = json.loads(body) if body else {}
         path = req.path.split("?")[0]
         kind = {("PUT", "asks"): "create", ("GET", "list"): "list", ("GET", "one"): "show",
-                ("PUT", "one"): "stop", ("DELETE", "one"): "destroy"}.get(
+                ("PUT", "one"): "stop", ("DELETE", "one"): "destroy",
+                ("POST", "bundles"): "search"}.get(
             (method, "asks" if path.startswith("/api/v0/asks/") else
+             "bundles" if path == "/api/v0/bundles/" else
              "list" if path == "/api/v0/instances/" else "one"), "unknown")
         self.calls.append(kind)
         if req.headers.get("Authorization") != f"Bearer {KEY}":
@@ -85,6 +112,8 @@ class VastEmulator:
         with self._lock:
             pending = self.faults.get(kind)
             fault = pending.pop(0) if pending else ""
+        if fault.startswith("http:"):  # an error status with a JSON body
+            return self.reply(req, int(fault[5:]), {"success": False, "error": "bad_request"})
         if fault in ("429", "500", "502", "503"):
             text = (FIXTURES / "rate_limited.txt").read_bytes() if fault == "429" else b"oops"
             return self.reply_raw(req, int(fault), text, "text/plain")
@@ -98,6 +127,9 @@ class VastEmulator:
 
     def apply(self, kind: str, path: str, payload: dict[str, Any]) -> tuple[int, Any]:
         ident = int(m.group(1)) if (m := re.search(r"/(\d+)/$", path)) else -1
+        if kind == "search":
+            self.searches.append(payload)
+            return 200, {"offers": [o for o in self.market if matches(o, payload)]}
         if kind == "create":
             if ident not in self.offers:
                 taken = fixture("create_instance_no_such_ask.json")
@@ -105,7 +137,7 @@ class VastEmulator:
                 taken["ask_id"] = ident
                 return 404, taken
             self.offers.discard(ident)
-            self.created.append(payload)
+            self.created.append({**payload, "ask": ident})
             contract = self._next
             self._next += 1
             inst = copy.deepcopy(fixture("show_instance.json")["instances"])
@@ -238,29 +270,60 @@ def test_missing_or_rejected_key_is_a_credentials_error(
         fast(vast.url, api_key="wrong").find("tok")
 
 
-def test_provider_error_mid_create_is_found_by_label_and_destroyed(vast: VastEmulator,
-                                                                   tmp_path: Path) -> None:
-    # The create happens but its answer is a 500; the retry finds the offer taken (by us).
+def test_a_create_whose_answer_is_lost_is_found_by_label_not_sent_again(
+        vast: VastEmulator) -> None:
+    # The create happens but its answer is a 500: the instance list, not a second create
+    # (which would rent a second machine, or fail on the ask we took ourselves), has the answer.
     vast.faults["create"] = ["500-after"]
+    provider = fast(vast.url)
+    (res,) = provider.provision(request())
+    assert res.resource_id == "1234568"
+    assert vast.calls.count("create") == 1 and vast.calls.count("list") == 1
+    provider.destroy(res)
+
+
+def test_a_failed_create_with_nothing_made_is_sent_again(vast: VastEmulator) -> None:
+    vast.faults["create"] = ["502"]  # refused before anything was made
+    (res,) = fast(vast.url).provision(request())
+    assert vast.calls.count("create") == 2 and len(vast.created) == 1
+    fast(vast.url).destroy(res)
+
+
+def test_find_with_an_error_status_is_an_error_not_no_instances(vast: VastEmulator) -> None:
+    vast.faults["list"] = ["http:400"]
+    with pytest.raises(ProviderError, match="list instances: HTTP 400"):
+        fast(vast.url).find("tok")
+
+
+def test_an_unanswered_search_leaves_the_intent_for_cleanup(vast: VastEmulator, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]
+                                                            ) -> None:
+    # The create's answer is lost and Vast cannot say (HTTP 400) whether it made anything: the
+    # intent row must stay live, so that cleanup looks again (it used to read "none" and drop it).
+    vast.faults["create"] = ["500-after"]
+    vast.faults["list"] = ["http:400", "http:400"]
     path = vast_plan(tmp_path)
-    runner = Runner(load_plan(path), path, provider=fast(vast.url))
-    result = runner.launch()
+    result = Runner(load_plan(path), path, provider=fast(vast.url)).launch()
     assert result.state == "failed"
-    assert any("already taken" in m for m in result.messages)
-    assert any("had made 1 resource(s): destroyed 1234568" in m for m in result.messages)
+    assert any("could not check for half-created" in m for m in result.messages)
     with Ledger() as ledger:
-        assert ledger.resources(live_only=True) == []
+        (row,) = ledger.resources(live_only=True)
+        assert row.resource_id is None and row.state == "requested"
+    assert main(["cleanup"]) == 0
+    assert "destroy vast instance 1234568" in capsys.readouterr().out
+    assert vast.alive() == []
 
 
 def test_network_timeout_leaves_a_row_cleanup_resolves(
         vast: VastEmulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     vast.faults["create"] = ["delay:1.0"]
-    vast.faults["list"] = ["503"]
+    vast.faults["list"] = ["503", "503"]  # the create's own look, then the launcher's
     path = vast_plan(tmp_path)
     provider = fast(vast.url, timeout_s=0.3, max_attempts=1)
     result = Runner(load_plan(path), path, provider=provider).launch()
     assert result.state == "failed"
-    assert any("timed out" in m for m in result.messages)
+    # the create timed out and Vast could not say whether it made anything
+    assert any("vast list instances" in m and "HTTP 503" in m for m in result.messages)
     time.sleep(0.9)
     assert vast.alive() == [1234568]  # created after all, unknown to the ledger
     with Ledger() as ledger:
@@ -358,3 +421,71 @@ def test_a_job_that_stops_its_instance_succeeds_and_the_idle_policy_applies(
     assert main(["down", runner.run_id]) == 0
     assert "destroy vast instance 1234568" in capsys.readouterr().out
     assert vast.alive() == []
+
+
+def test_a_vast_plan_written_by_gpucost_plan_launches_on_a_machine_it_searches_for(
+        vast: VastEmulator, tmp_path: Path) -> None:
+    """A plan made from the embedded catalog names a bucket ("4x-RTX_4090-32-65536"), not a
+    machine: launch runs the plan's [marketplace] search and rents the cheapest free match."""
+    path = tmp_path / "plan.toml"
+    assert main(["plan", "--provider", "vast", "--gpu", "RTX 4090", "-o", str(path)]) == 0
+    plan = load_plan(path)
+    search, offer = plan.marketplace, plan.offer
+    assert search is not None and not offer.instance_type.isdigit()
+    assert plan.disk.size_gb >= 50  # the OS and image, not 1 GB
+    n, country = search.gpu_count, search.region
+    template = fixture_offer(24768912)
+
+    def ask(ident: int, **changes: Any) -> dict[str, Any]:
+        return {**template, "id": ident, "num_gpus": n, "geolocation": f"Berlin, {country}",
+                "dph_base": offer.price_hr, **changes}
+
+    vast.market = [
+        ask(101, dph_base=offer.price_hr * 0.8),  # cheapest, but rented since the search
+        ask(102),  # the one to get
+        ask(103, dph_base=offer.price_hr * 0.5, gpu_name="RTX 3090", gpu_ram=24576),
+        ask(104, dph_base=search.max_price_hr * 2),  # over the plan's price limit
+        ask(105, dph_base=offer.price_hr * 0.5, num_gpus=n * 2),  # another machine size
+        ask(106, dph_base=offer.price_hr * 0.5, geolocation="Texas, US"),  # elsewhere
+    ]
+    vast.offers = {102, 103, 104, 105, 106}
+
+    def container_stops_itself() -> None:
+        while 1234568 not in vast.instances:
+            time.sleep(0.01)
+        time.sleep(0.3)
+        import httpx
+
+        httpx.put(f"{vast.url}/api/v0/instances/1234568/", json={"state": "stopped"},
+                  headers={"Authorization": f"Bearer {KEY}"})
+
+    threading.Thread(target=container_stops_itself, daemon=True).start()
+    result = Runner(plan, path, provider=fast(vast.url), poll_s=0.05).launch()
+    assert result.state == "succeeded", result.messages
+    (query,) = vast.searches
+    assert query["num_gpus"] == {"eq": n} and query["geolocation"] == {"eq": country}
+    assert query["dph_base"] == {"lte": search.max_price_hr}
+    assert [c["ask"] for c in vast.created] == [102]
+    assert vast.created[0]["disk"] == plan.disk.size_gb
+    assert any(f"(ask 102: {n} x RTX 4090, Berlin, {country}" in m for m in result.messages)
+    with Ledger() as ledger:
+        (row,) = [r for r in ledger.resources(result.run_id) if r.kind == "instance"]
+        assert row.resource_id == "1234568" and row.meta["offer"] == "102"
+        assert row.price_hr == pytest.approx(offer.price_hr)
+    assert vast.alive() == []
+
+
+def test_no_machine_like_the_planned_one_is_a_capacity_error(vast: VastEmulator,
+                                                             tmp_path: Path) -> None:
+    path = tmp_path / "plan.toml"
+    assert main(["plan", "--provider", "vast", "--gpu", "RTX 4090", "-o", str(path)]) == 0
+    vast.market = [{**fixture_offer(24768912), "id": 101}]  # 1 GPU in Sweden: no match
+    result = Runner(load_plan(path), path, provider=fast(vast.url)).launch()
+    assert result.state == "failed"
+    assert any("no vast offer matches the plan's search" in m for m in result.messages)
+    assert vast.created == []
+
+
+def fixture_offer(ident: int) -> dict[str, Any]:
+    offers = json.loads(BUNDLES.read_text())["offers"]
+    return dict(next(o for o in offers if o["id"] == ident))

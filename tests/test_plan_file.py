@@ -180,7 +180,7 @@ def test_job_needs_a_size() -> None:
 
 def test_schema_and_syntax_errors(tmp_path: Path) -> None:
     doc = _doc()
-    doc["schema_version"] = 2
+    doc["schema_version"] = 3
     _rejects(doc, "newer than this gpucost understands", "upgrade gpucost")
     doc = _doc()
     doc["schema"] = "something-else"
@@ -209,3 +209,37 @@ def test_explain_format_is_stable() -> None:
 
     _golden("explain_plan.txt", "\n".join(explain_lines(_plan())) + "\n")
     _golden("explain_example_plan.txt", "\n".join(explain_lines(load_plan(EXAMPLE))) + "\n")
+
+
+def _vast_doc(version: int = 2) -> dict[str, Any]:
+    doc = _doc()
+    doc["schema_version"] = version
+    doc["offer"].update(provider="vast", instance_type="4x-RTX_4090-32-65536", gpu="RTX 4090",
+                        gpu_count=4.0)
+    doc["marketplace"] = {"gpu_count": 4, "max_price_hr": 2.0, "region": "DE",
+                          "min_reliability": 0.95}
+    return doc
+
+
+def test_a_marketplace_search_round_trips_and_needs_version_2() -> None:
+    plan = parse_plan(tomli_w.dumps(_vast_doc()), origin="p.toml")
+    assert plan.marketplace is not None and plan.marketplace.region == "DE"
+    again = tomllib.loads(plan.to_toml())
+    assert again["schema_version"] == 2 and again["marketplace"]["max_price_hr"] == 2.0
+    assert _doc()["schema_version"] == 1  # a plan without it stays readable by older gpucost
+    _rejects(_vast_doc(version=1), r"\[marketplace\] needs schema_version = 2")
+
+
+def test_a_marketplace_search_must_fit_the_offer() -> None:
+    doc = _vast_doc()
+    doc["offer"]["provider"] = "aws"
+    _rejects(doc, r"\[marketplace\] is for vast and runpod plans, not 'aws'")
+    doc = _vast_doc()
+    doc["marketplace"]["gpu_count"] = 8
+    _rejects(doc, r"gpu_count = 8 but \[offer\] gpu_count = 4")
+    doc = _vast_doc()
+    doc["marketplace"]["min_reliability"] = 1.5
+    _rejects(doc, r"min_reliability = 1.5 is out of range")
+    doc = _vast_doc()
+    doc["marketplace"]["max_price"] = 1.0
+    _rejects(doc, r"unknown field\(s\) in \[marketplace\]: max_price")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 if TYPE_CHECKING:
-    from gpucost.plan import Plan
+    from gpucost.plan import MarketplaceSection, Plan
 
 # Lifecycle of one resource as the ledger and `gpucost ps` show it.
 ResourceState = Literal["requested", "pending", "running", "stopped", "exited", "destroyed",
@@ -43,6 +43,8 @@ class ProvisionRequest:
     disk_gb: float = 0.0
     user_data: str = ""  # bootstrap script for remote machines
     offer_id: str = ""  # marketplace offer (Vast ask id)
+    gpu: str = ""  # catalog GPU name, what a marketplace search must find
+    search: MarketplaceSection | None = None  # a marketplace plan's search, run at launch
     image: str = ""  # machine or container image
     # What the machine does when the job's bootstrap shuts it down: "stop" keeps the disk (the
     # stop idle policy), "terminate" releases everything.

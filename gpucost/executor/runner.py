@@ -195,7 +195,7 @@ class Runner:
             gpu_count=max(1, round(o.gpu_count)), nodes=o.nodes, market=market, region=o.region,
             zone=o.zone, price_hr=self._price_hr, disk_gb=self.plan.disk.size_gb,
             user_data=self.provider.bootstrap_script(self.plan, self.run_id),
-            offer_id=o.instance_type,
+            offer_id=o.instance_type, gpu=o.gpu, search=self.plan.marketplace,
             shutdown_behavior="stop" if (self.plan.idle.policy == "stop"
                                          and market == "on-demand") else "terminate")
         row = self.ledger.intent(run_id=self.run_id, provider=self.provider.name,
@@ -247,7 +247,9 @@ class Runner:
                 try:
                     nodes = self._provision()
                     self._say(f"run {self.run_id}: provisioned "
-                              + ", ".join(r.resource_id for _, r in nodes))
+                              + ", ".join(r.resource_id + (f" ({r.meta['machine']})"
+                                                           if r.meta.get("machine") else "")
+                                          for _, r in nodes))
                     self.provider.wait([r for _, r in nodes], timeout_s=self._wait_budget_s())
                     for row, _ in nodes:
                         self.ledger.set_state(row, "running")

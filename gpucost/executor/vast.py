@@ -1,11 +1,17 @@
 """The `vast` provider: Vast.ai instances through its REST API (httpx).
 
-Create is ``PUT /api/v0/asks/{offer_id}/`` (the plan's ``instance_type`` holds the offer id);
-an offer someone else rented first answers 404 ``no_such_ask``, which becomes a CapacityError.
-Stop is ``PUT /api/v0/instances/{id}/ {"state": "stopped"}``, destroy is ``DELETE``. Requests
-are retried with exponential backoff on 429 (Vast sends no Retry-After), 5xx and network
-timeouts. Every instance carries the run's token as its ``label``, which is how
-:meth:`VastProvider.find` recovers instances whose ids never reached the ledger. The container's
+A plan made for Vast records a search (``[marketplace]``: GPU, count, country, max $/h,
+reliability, bandwidth, disk), because an ask found while planning is rarely still there at
+launch. :meth:`VastProvider.provision` runs it (``POST /api/v0/bundles/``), keeps the offers whose
+GPU the catalog reads as the planned one, and rents the cheapest that is still free
+(``PUT /api/v0/asks/{id}/``; an ask someone else took first answers 404 ``no_such_ask`` and the
+next one is tried). A hand-written plan without ``[marketplace]`` names the ask id in
+``instance_type``. Stop is ``PUT /api/v0/instances/{id}/ {"state": "stopped"}``, destroy is
+``DELETE``. Reads and deletes are retried with exponential backoff on 429 (Vast sends no
+Retry-After), 5xx and network timeouts. A create is not idempotent: it is retried only after a
+429 (refused unread) or after the instance list shows that nothing carries the run's token.
+Every instance carries that token as its ``label``, which is how :meth:`VastProvider.find`
+recovers instances whose ids never reached the ledger. The container's
 ``onstart`` script verifies the GPU, runs the job under a hard timeout and then stops its own
 instance with the per-container key Vast injects (``CONTAINER_ID``, ``CONTAINER_API_KEY``).
 """
@@ -29,6 +35,9 @@ if TYPE_CHECKING:
     from gpucost.plan import Plan
 
 DEFAULT_URL = "https://console.vast.ai"
+MIB_PER_GB = 1024.0  # Vast's gpu_ram is in MiB
+SEARCH_LIMIT = 64
+MAX_ASKS_TRIED = 5  # asks taken by others since the search before giving up
 DEFAULT_IMAGE = "pytorch/pytorch:latest"
 _STATES: dict[str, ResourceState] = {
     "created": "pending", "loading": "pending", "scheduling": "pending", "running": "running",
@@ -126,29 +135,134 @@ class VastProvider(Provider):
         if request.nodes != 1:
             raise InputError(f"vast cannot provide {request.nodes} connected nodes",
                              hint=self.unsupported["multi-node"])
-        offer = request.offer_id or request.instance_type
-        if not offer.isdigit():
-            raise InputError(f"vast offer id {offer!r} is not a number",
-                             hint="set [offer] instance_type to the offer (ask) id from search")
+        if request.search is not None:
+            candidates = self.search(request)
+        else:
+            offer = request.offer_id or request.instance_type
+            if not offer.isdigit():
+                raise InputError(f"vast offer id {offer!r} is not a number",
+                                 hint="plan with `gpucost plan --provider vast` (it records a "
+                                      "[marketplace] search), or set [offer] instance_type to "
+                                      "an ask id")
+            candidates = [{"id": int(offer)}]
+        taken = []
+        for candidate in candidates[:MAX_ASKS_TRIED]:
+            try:
+                return [self._rent(request, candidate)]
+            except CapacityError as err:
+                taken.append(err.message)
+        raise CapacityError("; ".join(taken) if taken else "no vast offer matches the plan's "
+                            "search", hint="search again later, or relax [marketplace] (max "
+                            "price, region, reliability) in the plan")
+
+    def search(self, request: ProvisionRequest) -> list[dict[str, Any]]:
+        """Free machines like the planned one, cheapest first (the plan's [marketplace])."""
+        from gpucost.catalog import get_gpu, try_resolve_gpu_name
+
+        wanted = request.search
+        assert wanted is not None
+        memory_mib = get_gpu(request.gpu).memory_gb * MIB_PER_GB
+        query: dict[str, Any] = {
+            "verified": {"eq": True}, "external": {"eq": False}, "rentable": {"eq": True},
+            "rented": {"eq": False}, "num_gpus": {"eq": wanted.gpu_count},
+            # the catalog's reading of the name decides; this only narrows the answer
+            "gpu_ram": {"gte": 0.9 * memory_mib, "lte": 1.1 * memory_mib},
+            "dph_base": {"lte": wanted.max_price_hr},
+            "reliability": {"gte": wanted.min_reliability},
+            "inet_down": {"gte": wanted.min_inet_down_mbps},
+            "disk_space": {"gte": wanted.min_disk_gb},
+            "order": [["dph_base", "asc"]], "limit": SEARCH_LIMIT,
+            "type": "bid" if request.market == "spot" else "on-demand",
+            "allocated_storage": max(wanted.min_disk_gb, request.disk_gb),
+        }
+        if wanted.region:
+            query["geolocation"] = {"eq": wanted.region}
+        answer = self._request("POST", "/api/v0/bundles/", "search offers", json=query)
+        if answer.status_code >= 400:
+            raise ProviderError(f"vast search offers: HTTP {answer.status_code}: "
+                                f"{answer.text[:200]}")
+        offers = self._body(answer, "search offers").get("offers")
+        if not isinstance(offers, list):
+            raise ProviderError("vast search offers: the answer has no offers list")
+        found = []
+        for offer in offers:
+            if not isinstance(offer, dict) or not isinstance(offer.get("id"), int):
+                continue
+            gpu = try_resolve_gpu_name(str(offer.get("gpu_name", "")),
+                                       memory_gb=float(offer.get("gpu_ram") or 0) / MIB_PER_GB
+                                       or None)
+            if gpu == request.gpu:
+                found.append(offer)
+        return sorted(found, key=lambda o: float(o.get("dph_base") or 0.0))
+
+    def _rent(self, request: ProvisionRequest, offer: Mapping[str, Any]) -> Resource:
+        ask = str(offer["id"])
         payload: dict[str, Any] = {
             "client_id": "me", "image": request.image or self.image, "label": request.token,
             "disk": max(10.0, request.disk_gb), "runtype": "ssh", "onstart": request.user_data,
             "env": {"GPUCOST_RUN_ID": request.run_id},
         }
+        price = float(offer.get("dph_base") or request.price_hr)
         if request.market == "spot":
-            payload["price"] = request.price_hr  # an interruptible (bid) rental at this price
-        answer = self._request("PUT", f"/api/v0/asks/{offer}/", "create", json=payload)
+            payload["price"] = price  # an interruptible (bid) rental at this price
+        answer = self._create(ask, payload, request.token)
+        # a str: made by a try whose answer was lost, found by its label
+        contract = answer if isinstance(answer, str) else self._created(answer, ask)
+        meta: dict[str, Any] = {"offer": ask}
+        if "gpu_name" in offer:
+            meta["machine"] = (f"ask {ask}: {offer.get('num_gpus')} x {offer.get('gpu_name')}, "
+                               f"{offer.get('geolocation')}, {price:g} USD/h, machine "
+                               f"{offer.get('machine_id')}, reliability "
+                               f"{offer.get('reliability2', offer.get('reliability'))}")
+        return Resource(provider=self.name, resource_id=contract, token=request.token,
+                        region=str(offer.get("geolocation") or request.region),
+                        price_hr=price, meta=meta)
+
+    def _created(self, answer: httpx.Response, ask: str) -> str:
+        """The new instance id from a create's answer."""
         body = self._body(answer, "create")
         if answer.status_code == 404 or "no_such_ask" in str(body.get("msg", "")):
-            raise CapacityError(f"vast offer {offer} is already taken: {body.get('msg')}",
+            raise CapacityError(f"vast offer {ask} is already taken: {body.get('msg')}",
                                 hint="search again (`gpucost compare --provider vast`) and "
                                      "plan with a current offer")
         if answer.status_code >= 400 or not body.get("success"):
             raise ProviderError(f"vast create failed: HTTP {answer.status_code} "
                                 f"{body.get('error')}: {body.get('msg')}")
-        return [Resource(provider=self.name, resource_id=str(body["new_contract"]),
-                         token=request.token, region=request.region, price_hr=request.price_hr,
-                         meta={"offer": offer})]
+        return str(body["new_contract"])
+
+    def _create(self, ask: str, payload: Mapping[str, Any], token: str) -> httpx.Response | str:
+        """PUT the create once per try. A 429 was refused unread and is retried; after a 5xx or
+        a lost answer the create may have happened, so the instance list decides: an instance
+        with our label is the answer, none means the create can be sent again."""
+        import httpx
+
+        from gpucost.http import RETRY_STATUSES
+
+        client = self._http().client
+        last = ""
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                answer = client.put(f"/api/v0/asks/{ask}/", json=dict(payload),
+                                    timeout=self.timeout_s)
+            except (httpx.TimeoutException, httpx.TransportError) as err:
+                last = f"{type(err).__name__}"
+            else:
+                if answer.status_code in (401, 403):
+                    raise CredentialsError(f"vast create: refused with HTTP "
+                                           f"{answer.status_code}", hint="check VAST_API_KEY")
+                if answer.status_code not in RETRY_STATUSES:
+                    return answer
+                last = f"HTTP {answer.status_code}"
+                if answer.status_code == 429:
+                    time.sleep(self.backoff_s * 2 ** (attempt - 1))
+                    continue
+            time.sleep(self.backoff_s * 2 ** (attempt - 1))
+            made = self.find(token)  # raises when Vast cannot say: then nothing is retried
+            if made:
+                return made[0].resource_id
+        raise ProviderError(f"vast create on ask {ask}: no answer after {self.max_attempts} "
+                            f"tries ({last}) and no instance labelled {token}",
+                            hint="Vast is unavailable; retry later, then `gpucost cleanup`")
 
     def _instance(self, resource_id: str) -> dict[str, Any] | None:
         answer = self._request("GET", f"/api/v0/instances/{resource_id}/", "show instance")
@@ -207,7 +321,14 @@ class VastProvider(Provider):
 
     def find(self, token: str) -> list[Resource]:
         answer = self._request("GET", "/api/v0/instances/", "list instances")
-        found = self._body(answer, "list instances").get("instances") or []
+        if answer.status_code >= 400:  # an error is no answer, least of all "none"
+            raise ProviderError(f"vast list instances: HTTP {answer.status_code}: "
+                                f"{answer.text[:200]}",
+                                hint="the intent stays in the ledger; `gpucost cleanup` looks "
+                                     "again")
+        found = self._body(answer, "list instances").get("instances")
+        if not isinstance(found, list):
+            raise ProviderError("vast list instances: the answer has no instances list")
         return [Resource(provider=self.name, resource_id=str(i["id"]), token=token,
                          meta={"offer": str(i.get("ask_contract_id", ""))})
                 for i in found if i.get("label") == token]
