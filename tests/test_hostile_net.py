@@ -186,3 +186,17 @@ def test_an_answer_that_more_than_halves_the_source_is_refused(
     previous_vast_snapshot(tmp_path, answered + 1)
     (result,) = refresh(["vast"], out_dir=tmp_path)
     assert result.status == "updated", result
+
+
+def test_an_impossible_offer_in_an_answer_is_left_out_and_counted(
+        vast_replay: ReplayServer, tmp_path: Path) -> None:
+    answer = json.loads((REPO / "tests/fixtures/api/vast_bundles.json").read_text())
+    answer["offers"][0]["dph_base"] = 1e308  # one host's typo, or a hostile host
+    vast_replay.add("POST", "/api/v0/bundles/", json_reply(answer))
+    (result,) = refresh(["vast"], out_dir=tmp_path)
+    assert result.status == "updated", result
+    assert "(1 refused, e.g. vast answer offer 0: column 'price_hr' is out of range" in \
+        result.message
+    (snap,) = load_snapshots([tmp_path])
+    assert float(snap.offers["price_hr"].max()) < 1e3
+    assert snap.provenance["rows_refused"] == 1

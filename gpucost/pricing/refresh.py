@@ -101,7 +101,10 @@ def store(source: str, snapshot: Snapshot, out_dir: Path, *, allow_shrink: bool 
     except (GpuCostError, OSError) as exc:
         return SourceResult(source, "failed", f"{source}: cannot write the snapshot ({exc}){kept}",
                             previous.path if previous else None, seconds=seconds)
-    return SourceResult(source, "updated", f"{len(snapshot.offers)} offers -> {path}", path,
+    refused = snapshot.provenance.get("rows_refused")
+    note = (f" ({refused} refused, e.g. {snapshot.provenance['rows_refused_first'][0]})"
+            if refused else "")
+    return SourceResult(source, "updated", f"{len(snapshot.offers)} offers{note} -> {path}", path,
                         offers=len(snapshot.offers), seconds=seconds)
 
 

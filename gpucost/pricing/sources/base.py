@@ -177,16 +177,31 @@ def now_utc(now: dt.datetime | None) -> dt.datetime:
 
 def build_snapshot(source: PriceSource[Any], rows: Iterable[Mapping[str, Any]], *,
                    fetched_at: dt.datetime, provenance: Mapping[str, Any]) -> Snapshot:
-    """Validate rows into a snapshot; a row the snapshot format refuses is the provider's fault."""
+    """Validate rows into a snapshot. A row the snapshot format refuses (a price past the
+    ceiling, an impossible GPU count: one marketplace host's typo) is left out and counted in
+    the provenance (``rows_refused``, with the first reasons), so that one bad offer cannot
+    block a source; an answer that loses most of its rows this way is caught by the refresh's
+    shrink check."""
+    rows = list(rows)
+    origin = f"{source.name} answer"
+    extra: dict[str, Any] = {}
     try:
-        offers = Offers.from_records(rows, origin=f"{source.name} answer")
-    except SnapshotError as exc:
-        raise ProviderError(f"{source.name}: {exc.message}",
-                            hint="the provider returned a value gpucost cannot store") from None
+        offers = Offers.from_records(rows, origin=origin)
+    except SnapshotError:
+        kept, reasons = [], []
+        for index, row in enumerate(rows):  # only when something is wrong: find which rows
+            try:
+                Offers.from_records([row], origin=f"{origin} offer {index}")
+            except SnapshotError as exc:
+                reasons.append(str(exc))
+            else:
+                kept.append(row)
+        offers = Offers.from_records(kept, origin=origin)
+        extra = {"rows_refused": len(reasons), "rows_refused_first": reasons[:5]}
     return Snapshot(source=source.name, fetched_at=fetched_at, offers=offers,
                     month_hours=source.month_hours,
                     provenance={"api": source.default_base_url, **provenance,
-                                "offers": len(offers)})
+                                "offers": len(offers), **extra})
 
 
 def resolve_gpu(name: str, memory_gb: float | None = None) -> str | None:
