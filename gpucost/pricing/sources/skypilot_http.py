@@ -20,6 +20,7 @@ import numpy as np
 from gpucost._io import atomic_write_text
 from gpucost.errors import GpuCostError, ProviderError
 from gpucost.http import HttpStatusError, RetryingHttp
+from gpucost.limits import MAX_CATALOG_BYTES
 from gpucost.pricing.snapshot import Offers, Snapshot
 from gpucost.pricing.sources.base import HttpPriceSource, now_utc
 
@@ -36,6 +37,8 @@ class SkyPilotHttpSource(HttpPriceSource):
     credentials_hint = ""
     default_base_url = "https://raw.githubusercontent.com"
     timeout_s = 120.0  # the AWS catalog is tens of MB
+    deadline_s = 600.0  # ... which a slow link takes minutes to bring
+    max_answer_bytes = MAX_CATALOG_BYTES  # a catalog file, not an API page: the importer's cap
 
     def find_credentials(self, env: Mapping[str, str], home: Path) -> str | None:
         return ""  # public files
