@@ -33,3 +33,20 @@ REFRESH_DEADLINE_S = 300.0  # `gpucost prices refresh` as a whole, every source 
 # An answer with fewer offers than this fraction of the previous snapshot's is refused as
 # suspicious: real catalogs move by a few percent a day, a cut-off or filtered answer by more.
 MAX_REFRESH_SHRINK = 0.5
+
+# Planning inputs (command-line options and the Python API's job size). Past these a number is
+# a typo or a unit slip (hours for minutes, bytes for GB), not a bigger job: refused, exit 2.
+MAX_JOB_SAMPLES = 1e15  # the largest published pretraining runs are ~1.5e13 tokens
+MAX_EPOCHS = 1e6
+MAX_DATA_GB = 1e6  # a petabyte on each node
+MAX_DEADLINE_HOURS = 87_600.0  # ten years
+MAX_BUDGET_USD = 1e9
+MAX_STALE_DAYS = 3650.0
+MAX_INTERRUPTIONS_PER_HR = 60.0  # one a minute
+MAX_NETWORK_GBPS = 100_000.0  # 100 Tbit/s per node
+MAX_GRAD_ACCUM = 1_000_000
+MAX_ELECTRICITY_USD_KWH = 10.0
+MAX_LOCAL_POWER_W = 100_000.0
+MAX_GPU_MEMORY_GB = 10_000.0
+MAX_STORAGE_USD_GB_MONTH = 100.0
+MAX_TRANSFER_USD_GB = 100.0

@@ -45,6 +45,16 @@ class Job:
     samples: float
     description: str
 
+    def __post_init__(self) -> None:
+        from gpucost.limits import MAX_JOB_SAMPLES
+
+        if not 0 < self.samples <= MAX_JOB_SAMPLES:  # NaN fails too
+            raise InputError(
+                f"the job is {self.samples:g} samples ({self.description}); at most "
+                f"{MAX_JOB_SAMPLES:g} are planned",
+                hint="check the units of --epochs, --dataset-size, --samples or --steps",
+            )
+
     @classmethod
     def from_args(
         cls,

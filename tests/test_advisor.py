@@ -391,7 +391,7 @@ def test_plan_command_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert "no plan meets the constraints" in err and "raise the budget to $" in err
     assert "\n" not in err.strip()
     assert main(["plan", "--prices", prices, "--samples", "2e7", "--data-gb", "-3"]) == 2
-    assert "data gb must be a number >= 0" in capsys.readouterr().err
+    assert "argument --data-gb: must be at least 0" in capsys.readouterr().err
     assert main(["explain", str(tmp_path / "missing.toml")]) == 2
 
 

@@ -244,7 +244,7 @@ def test_cli_csv_and_table(
     [
         (["--gpu", "Z9000"], "unknown GPU 'Z9000'"),
         (["--provider", "nope"], "unknown provider or source 'nope'"),
-        (["--samples", "-3"], "samples must be a positive number"),
+        (["--samples", "-3"], "argument --samples: must be above 0"),
         (["--profile", "missing.json"], "missing.json does not exist"),
         (["--gpu", "T4", "--max-price-hr", "0.0001"], "no offer matches"),
     ],

@@ -36,9 +36,11 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        # argparse exits 2 on usage errors, which matches our convention; keep its message short.
-        self.print_usage(sys.stderr)
-        self.exit(2, f"gpucost: error: {message}\n")
+        # A usage error is an input error like any other: one line and exit 2 from main(),
+        # pointing to the help instead of printing the whole usage.
+        from gpucost.errors import InputError
+
+        raise InputError(f"{message} (see `{self.prog} --help`)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,12 +63,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from gpucost.errors import GpuCostError
 
     parser = build_parser()
-    args = parser.parse_args(argv)
-    handler = getattr(args, "handler", None)
-    if handler is None:
-        parser.print_help()
-        return 2
     try:
+        args = parser.parse_args(argv)
+        handler = getattr(args, "handler", None)
+        if handler is None:
+            parser.print_help()
+            return 2
         return int(handler(args))
     except GpuCostError as err:
         print(f"gpucost: error: {err}", file=sys.stderr)

@@ -7,7 +7,16 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gpucost.cli.numbers import number
 from gpucost.envelope import add_format_argument
+from gpucost.limits import (
+    MAX_BUDGET_USD,
+    MAX_DATA_GB,
+    MAX_DEADLINE_HOURS,
+    MAX_PRICE_HR_USD,
+    MAX_STORAGE_USD_GB_MONTH,
+    MAX_TRANSFER_USD_GB,
+)
 from gpucost.model.setup_times import check_setup_minutes
 
 if TYPE_CHECKING:
@@ -25,7 +34,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--running-hr",
-        type=float,
+        type=number(0, MAX_PRICE_HR_USD),
         metavar="USD",
         help="running price of the machine, USD/h (or take it from --offer)",
     )
@@ -41,16 +50,23 @@ def register(sub: Any) -> None:
         metavar="PATH",
         help="price snapshot file or folder for --offer (default: newest per source)",
     )
-    p.add_argument("--disk-gb", type=float, required=True, help="allocated disk, GB")
+    p.add_argument(
+        "--disk-gb", type=number(0, MAX_DATA_GB), required=True, help="allocated disk, GB"
+    )
     p.add_argument(
         "--provider",
         help="take --gb-month, --month-hours, --ingress-per-gb and --setup-min defaults from "
         "this provider's list prices and setup time (`gpucost prices show --rates`)",
     )
-    p.add_argument("--gb-month", type=float, metavar="USD", help="disk price, USD per GB-month")
+    p.add_argument(
+        "--gb-month",
+        type=number(0, MAX_STORAGE_USD_GB_MONTH),
+        metavar="USD",
+        help="disk price, USD per GB-month",
+    )
     p.add_argument(
         "--month-hours",
-        type=float,
+        type=number(24 * 28, 24 * 31),  # a month, in hours
         help="hours per billing month: 730 (clouds) or 720 (30-day marketplaces)",
     )
     p.add_argument(
@@ -61,26 +77,33 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--ingress-gb",
-        type=float,
+        type=number(0, MAX_DATA_GB),
         default=0.0,
         help="GB pulled in again after a rebuild (data, image, checkpoints)",
     )
-    p.add_argument("--ingress-per-gb", type=float, metavar="USD", help="inbound USD per GB")
+    p.add_argument(
+        "--ingress-per-gb",
+        type=number(0, MAX_TRANSFER_USD_GB),
+        metavar="USD",
+        help="inbound USD per GB",
+    )
     p.add_argument(
         "--p-no-gpus",
-        type=float,
+        type=number(0, 1),
         default=0.0,
         metavar="P",
         help="probability the GPUs are gone when you restart a stopped machine (0..1, default 0)",
     )
     p.add_argument(
         "--lost-gpu-cost",
-        type=float,
+        type=number(0, MAX_BUDGET_USD),
         metavar="USD",
         help="what it costs when they are gone (default: a rebuild elsewhere)",
     )
     p.add_argument(
-        "--idle-hours", type=float, help="your expected idle gap, for a stop/destroy verdict"
+        "--idle-hours",
+        type=number(0, MAX_DEADLINE_HOURS),
+        help="your expected idle gap, for a stop/destroy verdict",
     )
     add_format_argument(p, ("text", "json"))
     p.set_defaults(handler=run)
@@ -195,8 +218,6 @@ def run(args: argparse.Namespace) -> int:
         setup_min, setup_note = args.setup_min, None
     else:
         setup_min, setup_note = defaults.setup.minutes, f"setup {defaults.setup.source}"
-    if args.idle_hours is not None and not args.idle_hours >= 0:
-        raise InputError(f"--idle-hours must be >= 0, got {args.idle_hours}")
     assumptions = [
         note
         for note, given in (

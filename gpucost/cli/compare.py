@@ -7,7 +7,14 @@ import sys
 from typing import Any
 
 from gpucost.cli.jobargs import add_economics, add_prices, add_profile_and_job
+from gpucost.cli.numbers import number, positive
 from gpucost.envelope import add_format_argument
+from gpucost.limits import (
+    MAX_GPU_MEMORY_GB,
+    MAX_GPUS_PER_NODE,
+    MAX_PRICE_HR_USD,
+    MAX_STALE_DAYS,
+)
 
 
 def register(sub: Any) -> None:
@@ -40,9 +47,11 @@ def register(sub: Any) -> None:
         const="on-demand",
         help="on-demand plans only",
     )
-    f.add_argument("--max-price-hr", type=float, help="max $/h per node")
-    f.add_argument("--min-gpu-memory", type=float, metavar="GB", help="min memory per GPU, GB")
-    f.add_argument("--gpu-count", type=float, action="append", help="GPUs per node (repeatable)")
+    f.add_argument("--max-price-hr", type=positive(MAX_PRICE_HR_USD), help="max $/h per node")
+    f.add_argument("--min-gpu-memory", type=positive(MAX_GPU_MEMORY_GB), metavar="GB",
+                   help="min memory per GPU, GB")
+    f.add_argument("--gpu-count", type=positive(MAX_GPUS_PER_NODE), action="append",
+                   help="GPUs per node (repeatable)")
     f.add_argument("--max-nodes", type=int, default=1, help="consider 1..N nodes (default 1)")
     add_economics(p.add_argument_group("job economics (setup, storage, transfers, spot rework)"))
     o = p.add_argument_group("output")
@@ -52,7 +61,7 @@ def register(sub: Any) -> None:
     add_prices(o)
     o.add_argument(
         "--stale-days",
-        type=float,
+        type=number(0, MAX_STALE_DAYS),
         default=30.0,
         help="flag price data older than this many days (default 30)",
     )

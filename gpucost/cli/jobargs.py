@@ -9,6 +9,18 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from gpucost.cli.numbers import count, number, positive
+from gpucost.limits import (
+    MAX_DATA_GB,
+    MAX_ELECTRICITY_USD_KWH,
+    MAX_EPOCHS,
+    MAX_GPUS_PER_NODE,
+    MAX_INTERRUPTIONS_PER_HR,
+    MAX_JOB_SAMPLES,
+    MAX_LOCAL_POWER_W,
+    MAX_PRICE_HR_USD,
+)
+
 if TYPE_CHECKING:
     from gpucost.model.economics import JobParams
     from gpucost.pricing.snapshot import Snapshot
@@ -21,28 +33,32 @@ def add_profile_and_job(p: argparse.ArgumentParser) -> None:
         "--profile", "-p", help="profile JSON file or example name (default: resnet50-v100-amp)"
     )
     job = p.add_argument_group("job size (one of; default: the profile's typical job)")
-    job.add_argument("--epochs", type=float, help="epochs (with --dataset-size)")
-    job.add_argument("--dataset-size", type=float, help="samples per epoch")
-    job.add_argument("--samples", type=float, help="total samples")
-    job.add_argument("--steps", type=float, help="optimizer steps of the profile's global batch")
+    job.add_argument("--epochs", type=positive(MAX_EPOCHS), help="epochs (with --dataset-size)")
+    job.add_argument("--dataset-size", type=positive(MAX_JOB_SAMPLES), help="samples per epoch")
+    job.add_argument("--samples", type=positive(MAX_JOB_SAMPLES), help="total samples")
+    job.add_argument("--steps", type=positive(MAX_JOB_SAMPLES),
+                     help="optimizer steps of the profile's global batch")
 
 
 def add_economics(e: Any) -> None:
     """Data, checkpoints, setup, interruptions and your own machine (an argument group)."""
     e.add_argument(
         "--data-gb",
-        type=float,
+        type=number(0, MAX_DATA_GB),
         default=0.0,
         help="dataset downloaded onto each node and kept on disk, GB",
     )
     e.add_argument(
         "--checkpoint-gb",
-        type=float,
+        type=number(0, MAX_DATA_GB),
         default=0.0,
         help="one checkpoint, GB (0: no checkpoints, an interruption restarts the job)",
     )
     e.add_argument(
-        "--results-gb", type=float, default=0.0, help="results copied off at the end, GB"
+        "--results-gb",
+        type=number(0, MAX_DATA_GB),
+        default=0.0,
+        help="results copied off at the end, GB",
     )
     e.add_argument(
         "--setup-min",
@@ -52,7 +68,7 @@ def add_economics(e: Any) -> None:
     )
     e.add_argument(
         "--interruption-rate",
-        type=float,
+        type=number(0, MAX_INTERRUPTIONS_PER_HR),
         metavar="PER_HOUR",
         help="override the sourced spot interruption rates, per node-hour",
     )
@@ -63,7 +79,7 @@ def add_economics(e: Any) -> None:
     )
     e.add_argument(
         "--electricity-kwh",
-        type=float,
+        type=number(0, MAX_ELECTRICITY_USD_KWH),
         default=0.20,
         metavar="USD",
         help="your electricity price, USD/kWh (default 0.20)",
@@ -73,16 +89,22 @@ def add_economics(e: Any) -> None:
         metavar="NAME",
         help="plan for a machine you own rather than this one: its GPU (catalog name, or CPU)",
     )
-    e.add_argument("--local-gpus", type=int, default=1, metavar="N", help="GPUs in it (default 1)")
+    e.add_argument(
+        "--local-gpus",
+        type=count(1, MAX_GPUS_PER_NODE),
+        default=1,
+        metavar="N",
+        help="GPUs in it (default 1)",
+    )
     e.add_argument(
         "--local-power-w",
-        type=float,
+        type=positive(MAX_LOCAL_POWER_W),
         metavar="W",
         help="your machine's draw under training load (default: NVML power limit or TDP)",
     )
     e.add_argument(
         "--amortisation-hr",
-        type=float,
+        type=number(0, MAX_PRICE_HR_USD),
         default=0.0,
         metavar="USD",
         help="your hardware's cost per hour of use (default 0)",

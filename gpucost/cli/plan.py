@@ -15,7 +15,9 @@ from gpucost.cli.jobargs import (
     job_params_from_args,
     snapshots_from_args,
 )
+from gpucost.cli.numbers import number, positive
 from gpucost.envelope import add_format_argument, print_document
+from gpucost.limits import MAX_BUDGET_USD, MAX_DEADLINE_HOURS, MAX_GPU_MEMORY_GB
 
 if TYPE_CHECKING:
     from gpucost.advisor import Advice, Choice
@@ -25,11 +27,14 @@ def add_job_arguments(p: argparse.ArgumentParser) -> None:
     """Profile, job size, constraints and job economics: shared by `plan` and `explain`."""
     add_profile_and_job(p)
     c = p.add_argument_group("constraints")
-    c.add_argument("--deadline-hours", type=float, metavar="H", help="finish within H hours")
-    c.add_argument("--budget", type=float, metavar="USD", help="spend at most this much")
+    c.add_argument("--deadline-hours", type=positive(MAX_DEADLINE_HOURS), metavar="H",
+                   help="finish within H hours")
+    c.add_argument("--budget", type=positive(MAX_BUDGET_USD), metavar="USD",
+                   help="spend at most this much")
     c.add_argument("--spot", action="store_true", help="allow spot/interruptible capacity")
     c.add_argument("--max-nodes", type=int, default=1, help="consider 1..N nodes (default 1)")
-    c.add_argument("--min-gpu-memory", type=float, metavar="GB", help="min memory per GPU, GB")
+    c.add_argument("--min-gpu-memory", type=positive(MAX_GPU_MEMORY_GB), metavar="GB",
+                   help="min memory per GPU, GB")
     c.add_argument("--region", action="append", help="region name or prefix (repeatable)")
     c.add_argument("--gpu", action="append", help="GPU name (repeatable)")
     c.add_argument("--provider", action="append", help="provider (repeatable)")
@@ -37,13 +42,13 @@ def add_job_arguments(p: argparse.ArgumentParser) -> None:
     add_economics(e)
     e.add_argument(
         "--max-wait-hours",
-        type=float,
+        type=number(0, MAX_DEADLINE_HOURS),
         default=2.0,
         help="longest wait for spot capacity before falling back to on-demand (default 2)",
     )
     e.add_argument(
         "--p-no-capacity",
-        type=float,
+        type=number(0, 1),
         default=0.0,
         metavar="P",
         help="probability spot capacity is still gone after the longest wait, per "
@@ -51,13 +56,13 @@ def add_job_arguments(p: argparse.ArgumentParser) -> None:
     )
     e.add_argument(
         "--return-hours",
-        type=float,
+        type=number(0, MAX_DEADLINE_HOURS),
         metavar="H",
         help="when you expect to come back after the job (for stop vs destroy)",
     )
     e.add_argument(
         "--p-no-gpus",
-        type=float,
+        type=number(0, 1),
         default=0.0,
         metavar="P",
         help="probability a stopped machine's GPUs are gone on restart (0..1)",
@@ -94,6 +99,8 @@ def register(sub: Any) -> None:
     )
     add_job_arguments(p)
     p.add_argument("--output", "-o", metavar="PLAN_TOML", help="write the plan file here")
+    p.add_argument("--force", action="store_true",
+                   help="let -o replace an existing file that is not a gpucost plan")
     add_format_argument(p, ("text", "json"))
     p.add_argument(
         "--export",
@@ -193,6 +200,10 @@ def _export_skypilot(plan: Any, args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     import math
 
+    if args.output:
+        from gpucost.cli.outputs import check_plan_output
+
+        check_plan_output(args.output, force=args.force)
     advice, _ = build_advice(args)
     plan = chosen_plan(args, advice)
     assert advice.cheapest is not None and advice.fastest is not None

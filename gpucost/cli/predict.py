@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from gpucost.cli.numbers import count, positive
 from gpucost.envelope import add_format_argument, print_document
+from gpucost.limits import MAX_GPUS_PER_NODE, MAX_GRAD_ACCUM, MAX_NETWORK_GBPS, MAX_NODES
 
 if TYPE_CHECKING:
     from gpucost.model.perf import Prediction
@@ -16,13 +18,14 @@ def add_group_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", "-p",
                    help="profile JSON file or example name (default: resnet50-v100-amp)")
     p.add_argument("--gpu", "-g", help="target GPU, any common spelling (default: the profile's)")
-    p.add_argument("--gpus-per-node", "-k", type=int, default=None, metavar="K",
+    p.add_argument("--gpus-per-node", "-k", type=count(1, MAX_GPUS_PER_NODE), default=None,
+                   metavar="K",
                    help="GPUs per node (default 1)")
-    p.add_argument("--network-gbps", type=float, metavar="GBIT",
+    p.add_argument("--network-gbps", type=positive(MAX_NETWORK_GBPS), metavar="GBIT",
                    help="each node's network, Gbit/s (default: the offer's, else 50)")
     p.add_argument("--link", choices=("nvlink", "pcie"),
                    help="GPU-to-GPU link inside a node (default: the catalog's for the GPU)")
-    p.add_argument("--grad-accum", type=int, default=1, metavar="S",
+    p.add_argument("--grad-accum", type=count(1, MAX_GRAD_ACCUM), default=1, metavar="S",
                    help="micro-steps per optimizer step; gradients sync once per S (default 1)")
 
 
@@ -35,7 +38,8 @@ def register(sub: Any) -> None:
         "behind backward). The per-GPU batch stays the profile's unless --batch moves it.",
     )
     add_group_arguments(p)
-    p.add_argument("--nodes", "-n", type=int, default=1, help="nodes (default 1)")
+    p.add_argument("--nodes", "-n", type=count(1, MAX_NODES), default=1,
+                   help="nodes (default 1)")
     p.add_argument("--batch", "-b", type=int, default=None, metavar="B",
                    help="per-GPU batch on the target (default: the profile's); what a step pays "
                    "once whatever its batch is spread over B samples")

@@ -11,8 +11,10 @@ import argparse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gpucost.cli.numbers import count, positive
 from gpucost.cli.predict import add_group_arguments
 from gpucost.envelope import add_format_argument, print_document
+from gpucost.limits import MAX_EPOCHS, MAX_JOB_SAMPLES, MAX_NODES, MAX_PRICE_HR_USD
 
 if TYPE_CHECKING:
     from gpucost.model.fabrics import Fabric
@@ -33,13 +35,15 @@ def register(sub: Any) -> None:
         "offer for the GPU in the price snapshots, or --price-hr.",
     )
     add_group_arguments(p)
-    p.add_argument("--max-nodes", "-N", type=int, default=8, help="largest node count (default 8)")
-    p.add_argument("--price-hr", type=float, metavar="USD",
+    p.add_argument("--max-nodes", "-N", type=count(1, MAX_NODES), default=8,
+                   help=f"largest node count (default 8, at most {MAX_NODES:,})")
+    p.add_argument("--price-hr", type=positive(MAX_PRICE_HR_USD), metavar="USD",
                    help="$/h per node (default: cheapest on-demand offer in the snapshots)")
     job = p.add_mutually_exclusive_group()
-    job.add_argument("--samples", type=float, help="samples in the job (default: the profile's "
-                     "dataset_size x epochs)")
-    job.add_argument("--epochs", type=float, help="epochs of the profile's dataset_size")
+    job.add_argument("--samples", type=positive(MAX_JOB_SAMPLES),
+                     help="samples in the job (default: the profile's dataset_size x epochs)")
+    job.add_argument("--epochs", type=positive(MAX_EPOCHS),
+                     help="epochs of the profile's dataset_size")
     p.add_argument("--plot", metavar="FILE.png", help="also draw the curve into a PNG file")
     add_format_argument(p)
     p.set_defaults(handler=run)
@@ -226,6 +230,10 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--max-nodes must be at least 1, got {args.max_nodes}")
     if args.price_hr is not None and not args.price_hr > 0:
         raise InputError(f"--price-hr must be positive, got {args.price_hr}")
+    if args.plot:
+        from gpucost.cli.outputs import check_output_file
+
+        check_output_file(args.plot, what="--plot", example="scaling.png", suffix=".png")
     profile = resolve_profile(args.profile)
     if args.gpu is None and profile.gpu == "CPU":
         raise InputError("this profile was measured on the CPU: pass --gpu")

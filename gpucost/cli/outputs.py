@@ -1,0 +1,62 @@
+"""Where a planning command may write: checked before any work, one line and exit 2 if not.
+
+A file is written only into a folder that exists (a typo in a path should not create a tree
+of folders), never onto a folder, with the suffix its format needs, and never over a file that
+gpucost did not write for the same purpose unless --force says so.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from gpucost.errors import InputError
+
+# A plan file is small; a file much larger than this is not one, and is not read to find out.
+_PLAN_SNIFF_BYTES = 1 << 20
+
+
+def check_output_file(
+    path: str, *, what: str, example: str, suffix: str | None = None
+) -> Path:
+    """``path`` as a file gpucost may create or replace (suffix: e.g. ".png", any case)."""
+    target = Path(path)
+    if target.is_dir():
+        raise InputError(
+            f"{what} {path} is a folder", hint=f"give a file name, e.g. {target / example}"
+        )
+    folder = target.parent
+    if not folder.is_dir():
+        raise InputError(
+            f"{what} {path}: the folder {folder} does not exist",
+            hint="create it first; gpucost does not create folders for its output",
+        )
+    if suffix is not None and target.suffix.lower() != suffix:
+        raise InputError(
+            f"{what} {path} must end in {suffix}", hint=f"e.g. {target.with_suffix(suffix)}"
+        )
+    return target
+
+
+def is_plan_file(path: Path) -> bool:
+    """Whether ``path`` holds a gpucost plan (its TOML declares the plan schema)."""
+    from gpucost.plan import SCHEMA
+
+    try:
+        if path.stat().st_size > _PLAN_SNIFF_BYTES:
+            return False
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+    return doc.get("schema") == SCHEMA
+
+
+def check_plan_output(path: str, *, force: bool) -> Path:
+    """``path`` for a plan file: replacing an earlier plan is fine, anything else needs force."""
+    target = check_output_file(path, what="plan file", example="plan.toml")
+    if target.exists() and not force and not is_plan_file(target):
+        raise InputError(
+            f"{path} exists and is not a gpucost plan: not overwriting it",
+            hint="choose another name, or pass --force to replace it",
+        )
+    return target
