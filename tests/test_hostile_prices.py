@@ -93,6 +93,7 @@ def test_a_bad_cell_names_the_file_the_column_and_what_was_expected(
     (lambda d: d.update(source="../../etc"), "source '../../etc' is not a source name"),
     (lambda d: d.update(source=["x"]), "source \\['x'\\] is not a source name"),
     (lambda d: d.update(month_hours=True), "month_hours True is not a plausible month"),
+    (lambda d: d["columns"].update({"a\nb": [1, 2, 3]}), r"unknown column\(s\) 'a\\nb'"),
     (lambda d: d.update(provenance=[1]), "'provenance' must be an object"),
     (lambda d: d.update(provenance={"x": json.loads("[" * 40 + "]" * 40)}),
      "'provenance' is nested deeper than 32 levels"),
@@ -101,8 +102,9 @@ def test_bad_header_fields_are_refused(tmp_path: Path, damage: Any, message: str
     payload = good_payload()
     damage(payload)
     path = write_text(tmp_path / "test" / "2026-11-30.json", json.dumps(payload))
-    with pytest.raises(SnapshotError, match=message):
+    with pytest.raises(SnapshotError, match=message) as err:
         read_snapshot(path)
+    assert "\n" not in str(err.value)
 
 
 def test_non_json_numbers_deep_nesting_and_folders_are_refused_not_crashed(

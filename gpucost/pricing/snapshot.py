@@ -191,7 +191,7 @@ class Offers:
         unknown = sorted(set(raw) - set(COLUMNS))
         if unknown:
             raise SnapshotError(
-                f"{origin}: unknown column(s) {', '.join(unknown)}",
+                f"{origin}: unknown column(s) {', '.join(map(_shown, unknown[:5]))}",
                 hint="see gpucost.pricing.snapshot.COLUMNS",
             )
         not_list = next((k for k, v in raw.items()
