@@ -121,3 +121,33 @@ def test_breakeven_setup_comes_from_the_offers_provider(
     assert main([*argv, "--setup-min", "15"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["setup_hours"] == 0.25 and doc["assumptions"] == []
+
+
+def test_scale_counts_setup_so_a_short_job_does_not_ask_for_many_nodes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A job of about two minutes on one 8-GPU node: the machines take longer to come up than
+    # the training, so more nodes cannot cut the time by a quarter (was: no knee up to 8).
+    argv = ["scale", "--gpu", "A100", "-k", "8", "--price-hr", "30", "-N", "8",
+            "--samples", "1e6", "--json"]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["setup_minutes"] == setup_time("").minutes and "no published figure" in (
+        doc["setup_source"])
+    first = doc["points"][0]
+    compute = 1e6 / first["throughput"] / 3600.0
+    assert first["job_hours"] == pytest.approx(compute + doc["setup_minutes"] / 60.0)
+    assert first["job_usd"] == pytest.approx(30.0 * first["job_hours"])
+    assert doc["knee_nodes"] == 1
+    assert main([*argv, "--setup-min", "0"]) == 0
+    no_setup = json.loads(capsys.readouterr().out)
+    assert no_setup["setup_minutes"] == 0.0
+    assert no_setup["knee_nodes"] is None or no_setup["knee_nodes"] > 1
+
+
+def test_scale_setup_comes_from_the_offer_it_prices(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["scale", "--gpu", "A100 SXM4 40GB", "-N", "2", "--samples", "1e7",
+                 "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    provider, instance = doc["price_source"].split()[:2]
+    assert doc["setup_minutes"] == setup_time(provider, instance).minutes

@@ -44,6 +44,9 @@ def register(sub: Any) -> None:
                      help="samples in the job (default: the profile's dataset_size x epochs)")
     job.add_argument("--epochs", type=positive(MAX_EPOCHS),
                      help="epochs of the profile's dataset_size")
+    p.add_argument("--setup-min", type=float, metavar="MIN",
+                   help="provisioning + image minutes before training, on every node count "
+                   "(default: the offer's provider and instance family, from a sourced table)")
     p.add_argument("--plot", metavar="FILE.png", help="also draw the curve into a PNG file")
     add_format_argument(p)
     p.set_defaults(handler=run)
@@ -65,6 +68,8 @@ class Offer:
     link: str | None
     label: str  # where the price comes from
     fabric: Fabric  # what its nodes talk over
+    provider: str
+    instance_type: str
 
 
 def find_offer(gpu: str, gpus_per_node: int | None) -> Offer | None:
@@ -98,6 +103,8 @@ def find_offer(gpu: str, gpus_per_node: int | None) -> Offer | None:
         label=f"{offers['provider'][i]} {offers['instance_type'][i]} ({offers['region'][i]}), "
               f"prices of {str(offers['fetched_at'][i])[:10]}; between nodes: {fabric.describe()}",
         fabric=fabric,
+        provider=str(offers["provider"][i]),
+        instance_type=str(offers["instance_type"][i]),
     )
 
 
@@ -128,7 +135,9 @@ def find_knee(points: list[Point], hours_at: dict[int, float]) -> int | None:
 
 
 def curve(profile: Profile, args: argparse.Namespace, offer: Offer | None,
-          samples: float) -> tuple[list[Point], int | None]:
+          samples: float, setup_hours: float = 0.0) -> tuple[list[Point], int | None]:
+    """Job hours (setup included: every node count waits for its machines) and $/job per
+    node count, with the knee."""
     from gpucost.model.perf import predict
 
     k = args.gpus_per_node or (offer.gpus_per_node if offer else 1)
@@ -145,7 +154,7 @@ def curve(profile: Profile, args: argparse.Namespace, offer: Offer | None,
         pred = predict(profile, gpu=args.gpu, gpus_per_node=k, nodes=n, inter_node_gbps=net,
                        intra_node_link=link, grad_accum_steps=args.grad_accum,
                        inter_node_transport=transport)
-        h = samples / pred.throughput / 3600.0
+        h = setup_hours + samples / pred.throughput / 3600.0
         hours[n] = h
         if n <= args.max_nodes:
             points.append(Point(n, pred, h, None if price is None else n * price * h))
@@ -223,6 +232,7 @@ def plot(points: list[Point], knee: int | None, path: str, title: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gpucost.errors import InputError
+    from gpucost.model.setup_times import setup_time
     from gpucost.model.translate import gpu_spec
     from gpucost.profile import resolve_profile
 
@@ -243,7 +253,11 @@ def run(args: argparse.Namespace) -> int:
         gpu, args.gpus_per_node)
     samples = job_samples(profile, args.samples, args.epochs)
     per_million = samples is None
-    points, knee = curve(profile, args, offer, 1e6 if samples is None else samples)
+    setup = setup_time(offer.provider if offer else "", offer.instance_type if offer else "",
+                       override=args.setup_min)
+    # "per 1M samples" is a rate, not a job: no machine is set up for it
+    setup_hours = 0.0 if per_million else setup.hours
+    points, knee = curve(profile, args, offer, 1e6 if samples is None else samples, setup_hours)
     if args.plot:
         plot(points, knee, args.plot, f"{profile.name} on {points[0].prediction.gpus_per_node} x "
              f"{gpu} per node")
@@ -256,6 +270,8 @@ def run(args: argparse.Namespace) -> int:
                 offer.price_hr if offer else None),
             "price_source": "--price-hr" if args.price_hr is not None else (
                 offer.label if offer else None),
+            "setup_minutes": setup_hours * 60.0,
+            "setup_source": None if per_million else setup.source,
             "knee_nodes": knee,
             "knee_rule": f"doubling the nodes cuts job time by < {KNEE_TIME_CUT:.0%}",
             "points": [{"nodes": p.nodes, "job_hours": p.job_hours, "job_usd": p.job_usd,
@@ -265,6 +281,8 @@ def run(args: argparse.Namespace) -> int:
         })
     else:
         print(render(points, knee, offer, args, 1e6 if samples is None else samples, per_million))
+        if not per_million:
+            print(f"time and $/job include {setup.minutes:g} min of setup: {setup.source}")
         if args.plot:
             print(f"plot written to {args.plot}")
     return 0

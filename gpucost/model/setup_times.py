@@ -58,7 +58,7 @@ def check_setup_minutes(value: float, what: str = "--setup-min") -> float:
     if value > MAX_SETUP_MINUTES:
         raise InputError(
             f"{what} is {value:g} minutes, more than a day",
-            hint="give minutes, e.g. --setup-min 8 (the default comes from the provider)",
+            hint="give minutes, e.g. --setup-min 8; the default comes from the provider",
         )
     return float(value)
 
