@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from gpucost.errors import InputError
+
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _REPO_ROOT = _PACKAGE_DIR.parent
 
@@ -40,3 +42,58 @@ def runs_dir() -> Path:
 
 def ledger_path() -> Path:
     return home() / "ledger.sqlite"
+
+
+class StateFolderError(InputError):
+    """The state folder (or a file in it) cannot be written: one line naming it and the fix."""
+
+    def __init__(self, where: Path, problem: str, fix: str | None = None) -> None:
+        if fix is None and os.environ.get("GPUCOST_HOME"):
+            fix = "point GPUCOST_HOME at a folder you can write to"
+        elif fix is None:
+            fix = "make it writable, or set GPUCOST_HOME to a folder you can write to"
+        super().__init__(f"gpucost's state folder cannot be used: {where} {problem}", hint=fix)
+
+
+def writable_dir(folder: Path) -> Path:
+    """``folder`` (created if missing), checked to be a folder this process can write in.
+
+    Only commands that record state call this: those that only read (compare, predict, scale,
+    explain, breakeven) work without a usable state folder.
+    """
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        blocker = _nearest_existing(folder)
+        if not blocker.is_dir():
+            raise StateFolderError(blocker, "is not a folder") from None
+        raise StateFolderError(blocker, f"does not let gpucost create {folder} "
+                                        f"({err.strerror or err})") from None
+    if not folder.is_dir():
+        raise StateFolderError(folder, "is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise StateFolderError(folder, "is not writable")
+    return folder
+
+
+def state_file(path: Path) -> Path:
+    """``path`` in a writable folder, and if it exists a regular file that opens for writing."""
+    writable_dir(path.parent)
+    if path.exists() or path.is_symlink():
+        fix = "move it aside and gpucost starts a new one, or set GPUCOST_HOME elsewhere"
+        if not path.is_file():
+            raise StateFolderError(path, "is not a regular file", fix)
+        try:
+            os.close(os.open(path, os.O_RDWR))
+        except OSError as err:
+            raise StateFolderError(path, f"cannot be opened ({err.strerror or err})",
+                                   fix) from None
+    return path
+
+
+def _nearest_existing(path: Path) -> Path:
+    """The deepest of ``path`` and its parents that exists (as anything: file, folder, device)."""
+    for candidate in (path, *path.parents):
+        if os.path.lexists(candidate):
+            return candidate
+    return path

@@ -302,3 +302,99 @@ def test_report_into_a_vanished_run_folder_warns_and_returns(
         gpucost.report(epoch=epoch, metrics={"loss": 0.1})
     err = capsys.readouterr().err
     assert err.count("gpucost.report: warning: progress not recorded") == 1, err
+
+
+# ---- the state folder --------------------------------------------------------------------------
+def _unusable_homes(tmp_path: Path) -> list[tuple[str, str]]:
+    """(GPUCOST_HOME, the path the message must name). Tests run as root, which ignores mode
+    bits: a file, /dev/null and a path under a file are what root cannot write either."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    return [(os.devnull, os.devnull), (str(blocker), str(blocker)),
+            (str(blocker / "home"), str(blocker))]
+
+
+@pytest.mark.parametrize("argv", [["ps"], ["status", "x"], ["cleanup"], ["down", "--all"],
+                                  ["launch", str(EXAMPLES / "plan.toml")],
+                                  ["prices", "import", "skypilot-catalog",
+                                   str(REPO_ROOT / "tests" / "fixtures" / "skypilot" / "flat")]])
+def test_an_unusable_state_folder_is_one_line_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+) -> None:
+    for home, named in _unusable_homes(tmp_path):
+        monkeypatch.setenv("GPUCOST_HOME", home)
+        _one_line_error(capsys, argv, f"state folder cannot be used: {named} is not a folder",
+                        "point GPUCOST_HOME at a folder you can write to")
+
+
+def test_a_home_that_cannot_hold_the_state_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.delenv("GPUCOST_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "a-file"))
+    (tmp_path / "a-file").write_text("")
+    _one_line_error(capsys, ["ps"], f"{tmp_path / 'a-file'} is not a folder",
+                    "or set GPUCOST_HOME to a folder you can write to")
+    if Path("/sys").is_dir():  # sysfs refuses mkdir even to root
+        monkeypatch.setenv("GPUCOST_HOME", "/sys/gpucost-test")
+        _one_line_error(capsys, ["ps"], "/sys does not let gpucost create /sys/gpucost-test")
+
+
+def test_a_ledger_that_is_not_a_file_is_one_line(
+    _isolated_home: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    (_isolated_home / "ledger.sqlite").mkdir()
+    _one_line_error(capsys, ["ps"], f"{_isolated_home / 'ledger.sqlite'} is not a regular file",
+                    "move it aside")
+
+
+@pytest.mark.parametrize("argv", [
+    ["compare"],
+    ["predict", "-p", "resnet50-v100-amp", "--gpu", "A100"],
+    ["scale", "-p", "resnet50-v100-amp", "--gpu", "A100", "-N", "4"],
+    ["explain", str(EXAMPLES / "plan.toml")],
+    ["breakeven", "--running-hr", "3.4", "--disk-gb", "250", "--gb-month", "0.2",
+     "--setup-min", "15"],
+])
+def test_commands_that_only_read_need_no_state_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+) -> None:
+    for home, _ in _unusable_homes(tmp_path):
+        monkeypatch.setenv("GPUCOST_HOME", home)
+        assert main(argv) == 0, capsys.readouterr().err
+        assert capsys.readouterr().out
+
+
+# ---- preflight reads the entry script only inside the workdir ----------------------------------
+def _main_guard(capsys: pytest.CaptureFixture[str], plan: Path) -> dict[str, Any]:
+    main(["preflight", str(plan), "--format", "json"])
+    checks = json.loads(capsys.readouterr().out)["checks"]
+    found: dict[str, Any] = next(c for c in checks if c["id"] == "main-guard")
+    return found
+
+
+def test_an_entry_script_outside_the_workdir_is_not_read(
+    tmp_path: Path, plan_doc: dict[str, Any], capsys: pytest.CaptureFixture[str],
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    secret = tmp_path / "credentials"
+    (work / "link.py").symlink_to(secret)
+    answers = []
+    for entry in (str(secret), "../credentials", "link.py"):
+        plan_doc["job"]["entry_script"] = entry
+        plan = _write_plan(work, plan_doc)
+        for content in ("[default]\naws_secret_access_key = x\n", "x = 1\n", None):
+            if content is None:
+                secret.unlink()
+            else:
+                secret.write_text(content)
+            result = _main_guard(capsys, plan)
+            assert result["status"] == "fail" and result["exit_code"] == 2, result
+            assert "outside the plan's workdir" in result["message"]
+            answers.append({k: v for k, v in result.items() if k != "message"})
+    assert all(a == answers[0] for a in answers)  # parses, does not parse, absent: one answer
+    plan_doc["job"]["entry_script"] = "train_tiny.py"
+    assert _main_guard(capsys, _write_plan(work, plan_doc))["status"] == "pass"

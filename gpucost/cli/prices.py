@@ -60,7 +60,7 @@ def _register_import(actions: argparse._SubParsersAction[argparse.ArgumentParser
 
 
 def _import(args: argparse.Namespace) -> int:
-    from gpucost.paths import user_snapshots_dir
+    from gpucost.paths import user_snapshots_dir, writable_dir
     from gpucost.pricing.registry import run_importer
     from gpucost.pricing.snapshot import write_snapshot
     from gpucost.pricing.sources.skypilot_catalog import load_provenance_file
@@ -68,7 +68,7 @@ def _import(args: argparse.Namespace) -> int:
     provenance = load_provenance_file(args.provenance) if args.provenance else None
     snapshots = run_importer(args.kind, args.directory, provenance=provenance,
                              fetched_at=args.fetched_at)
-    out = args.out or user_snapshots_dir()
+    out = args.out or writable_dir(user_snapshots_dir())
     for snap in snapshots:
         path = write_snapshot(snap, out)
         print(f"{snap.source}: {len(snap.offers):,} offers {_import_summary(snap.provenance)} "

@@ -161,7 +161,7 @@ class Ledger:
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = Path(path) if path is not None else paths.ledger_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        paths.state_file(self.path)
         # Autocommit: every statement is durable the moment it returns, which is the point.
         self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
         self._db.row_factory = sqlite3.Row

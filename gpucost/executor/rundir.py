@@ -62,7 +62,7 @@ class RunDir:
         return self.path / "checkpoints"
 
     def create(self) -> RunDir:
-        self.path.mkdir(parents=True, exist_ok=True)
+        paths.writable_dir(self.path)
         self.scratch_checkpoints.mkdir(exist_ok=True)
         self.log_path.touch()
         return self

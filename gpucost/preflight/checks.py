@@ -471,8 +471,16 @@ def check_main_guard(c: Check, ctx: Context) -> CheckResult:
     script = entry_script(ctx.plan)
     if script is None:
         return c.skip("no entry script: set [job] entry_script to check it")
-    path = ctx.plan.workdir(ctx.plan_path) / script
+    workdir = ctx.plan.workdir(ctx.plan_path)
+    path = workdir / script
     shown = _display(path)
+    # Only files inside the workdir are read (symlinks resolved): the answer must not tell
+    # whether some other file on this machine (say, a credentials file) exists or parses.
+    if not path.resolve().is_relative_to(workdir):
+        return c.fail(f"entry script {script!r} is outside the plan's workdir {_display(workdir)}, "
+                      "so it is not read", "set [job] entry_script to a path inside [job] "
+                      "workdir (no absolute path, .., or link leading out of it)",
+                      exit_code=2, file=ctx.display_path, line=ctx.line_of("job", "entry_script"))
     if not path.is_file():
         return c.fail(f"entry script {shown} does not exist, so it cannot be checked",
                       "set [job] entry_script (relative to [job] workdir) to the script the "

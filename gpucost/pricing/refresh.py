@@ -129,10 +129,10 @@ def refresh(names: Sequence[str] | None = None, *, out_dir: str | os.PathLike[st
     Returns within ``deadline_s`` (plus the writing); results come in the order of ``names``.
     A KeyboardInterrupt while waiting stops every fetch and propagates at once.
     """
-    from gpucost.paths import user_snapshots_dir
+    from gpucost.paths import user_snapshots_dir, writable_dir
 
     chosen = [get_source(n) for n in dict.fromkeys(names)] if names else list(sources().values())
-    target = Path(out_dir) if out_dir is not None else user_snapshots_dir()
+    target = Path(out_dir) if out_dir is not None else writable_dir(user_snapshots_dir())
     environment = dict(os.environ if env is None else env)
     user_home = home or Path.home()
     if console is None:
