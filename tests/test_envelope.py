@@ -23,6 +23,7 @@ EXAMPLE_PLAN = str(REPO_ROOT / "examples" / "plan.toml")
 COMMANDS: dict[str, tuple[list[str], str]] = {
     "compare": (["compare", "-n", "2"], "compare"),
     "plan": (["plan", "--epochs", "1"], "plan-advice"),
+    "explain": (["explain", EXAMPLE_PLAN], "explain"),
     "predict": (["predict", "--gpu", "L4"], "predict"),
     "scale": (["scale", "--gpu", "A100", "-N", "2"], "scale"),
     "breakeven": (["breakeven", "--running-hr", "2", "--disk-gb", "100", "--gb-month", "0.1",
@@ -128,5 +129,5 @@ def test_every_format_option_has_its_json_alias() -> None:
             assert "--json" in options, f"`gpucost {name}` has --format but no --json"
             fmt = next(a for a in sub._actions if "--format" in a.option_strings)
             assert "json" in fmt.choices, name
-    assert {"compare", "plan", "predict", "scale", "breakeven", "gpus", "prices show",
+    assert {"compare", "plan", "explain", "predict", "scale", "breakeven", "gpus", "prices show",
             "prices diff", "status", "ps", "preflight", "profile"} <= set(with_format)

@@ -8,6 +8,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
+from gpucost.envelope import add_format_argument, print_document
+
 if TYPE_CHECKING:
     from gpucost.plan import Plan
 
@@ -23,6 +25,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("plan_file", nargs="?", metavar="PLAN_TOML", help="a plan file")
     add_job_arguments(p)
+    add_format_argument(p, ("text", "json"))
     p.set_defaults(handler=run)
 
 
@@ -148,5 +151,9 @@ def run(args: argparse.Namespace) -> int:
 
         advice, _ = build_advice(args)
         plan = chosen_plan(args, advice)
+    if args.format == "json":
+        # the plan file's own document (every term, unit and price date) and the lines above
+        print_document("explain", {"plan": plan.to_dict(), "lines": explain_lines(plan)})
+        return 0
     sys.stdout.write("\n".join(explain_lines(plan)) + "\n")
     return 0

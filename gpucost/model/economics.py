@@ -32,11 +32,14 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from gpucost.pricing.rates import HYPERSCALER_MONTH_HOURS
+
 FloatArray = npt.NDArray[np.float64]
 Num = TypeVar("Num", float, FloatArray)
 
-MONTH_HOURS_CLOUD = 730.0  # AWS, GCP, Azure: 8760 h / 12
-MONTH_HOURS_MARKETPLACE = 720.0  # 30-day months (Vast.ai bills storage this way)
+# Month conventions live with the providers' rates (gpucost.pricing.rates, one home); an offer
+# that states none is billed on the clouds' 730-hour month.
+MONTH_HOURS_CLOUD = HYPERSCALER_MONTH_HOURS
 
 # Assumptions used only when an offer does not state the number (each shows in the plan notes).
 DEFAULT_STORAGE_USD_GB_MONTH = 0.10  # block SSD: AWS gp3 0.08, GCP pd-balanced 0.10, Vast ~0.15

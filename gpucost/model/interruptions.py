@@ -25,9 +25,11 @@ import numpy.typing as npt
 
 from gpucost.errors import InputError
 from gpucost.model.patterns import pattern_mask
+from gpucost.pricing.rates import HYPERSCALER_MONTH_HOURS
 
 TABLE_PATH = Path(__file__).with_name("interruption_rates.csv")
-MONTH_HOURS = 730.0
+# AWS's and Azure's monthly bands are over their 730-hour billing month
+MONTH_HOURS = HYPERSCALER_MONTH_HOURS
 MEAN_OUTAGE_HOURS = 1.0
 
 # band -> the monthly interruption probability it stands for
