@@ -17,7 +17,6 @@ from gpucost.limits import (
     MAX_STORAGE_USD_GB_MONTH,
     MAX_TRANSFER_USD_GB,
 )
-from gpucost.model.setup_times import check_setup_minutes
 
 if TYPE_CHECKING:
     from gpucost.model.setup_times import SetupTime
@@ -194,6 +193,7 @@ def _defaults(args: argparse.Namespace) -> _Defaults:
 def run(args: argparse.Namespace) -> int:
     from gpucost.errors import InputError
     from gpucost.model.economics import breakeven
+    from gpucost.model.setup_times import check_setup_minutes
 
     defaults = _defaults(args)
     running = args.running_hr if args.running_hr is not None else defaults.running_hr
