@@ -21,7 +21,7 @@ _EXPORTS: dict[str, str] = {
     "try_resolve_gpu_name": "gpucost.catalog",
     "all_gpus": "gpucost.catalog",
     "compare": "gpucost.ranking",
-    "predict": "gpucost.model.perf",
+    "predict": "gpucost.measurements",  # the model, taught by the user's own measurements
     "Prediction": "gpucost.model.perf",
     "fit_memory": "gpucost.model.memory",
     "report": "gpucost.reporting",
@@ -65,9 +65,10 @@ if TYPE_CHECKING:
     from gpucost.advisor import advise
     from gpucost.catalog import GpuSpec, all_gpus, get_gpu, resolve_gpu_name, try_resolve_gpu_name
     from gpucost.errors import GpuCostError
+    from gpucost.measurements import predict
     from gpucost.model.economics import breakeven
     from gpucost.model.memory import fit_memory
-    from gpucost.model.perf import Prediction, predict
+    from gpucost.model.perf import Prediction
     from gpucost.plan import Plan, load_plan, save_plan
     from gpucost.preflight import run_preflight
     from gpucost.profile import Profile

@@ -229,7 +229,12 @@ class Profile:
             raise ProfileError(f"{origin}: {exc}") from exc
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        return atomic_write_json(path, self.to_dict())
+        written = atomic_write_json(path, self.to_dict())
+        if self.steps_measured is not None and not self.partial:  # measured by the profiler
+            from gpucost.measurements import record_profile
+
+            record_profile(self)  # the user's own runs teach the model
+        return written
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Profile:

@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "breakeven",
     # measure and know
     "profile",
+    "calibrate",
     "gpus",
     "prices",
     # run and check

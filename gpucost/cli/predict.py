@@ -112,15 +112,20 @@ def render_table(pred: Prediction) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gpucost.measurements import source_for
     from gpucost.model.perf import predict
     from gpucost.profile import resolve_profile
 
-    profile = resolve_profile(args.profile)
-    pred = predict(profile, gpu=args.gpu, gpus_per_node=args.gpus_per_node or 1, nodes=args.nodes,
-                   inter_node_gbps=args.network_gbps, intra_node_link=args.link,
-                   grad_accum_steps=args.grad_accum, batch_size=args.batch)
+    source = source_for(resolve_profile(args.profile), args.gpu)
+    pred = predict(source.profile, gpu=args.gpu, gpus_per_node=args.gpus_per_node or 1,
+                   nodes=args.nodes, inter_node_gbps=args.network_gbps,
+                   intra_node_link=args.link, grad_accum_steps=args.grad_accum,
+                   batch_size=args.batch)
     if args.format == "json":
-        print_document("predict", prediction_dict(pred))
+        print_document("predict", {**prediction_dict(pred), "measurements": {
+            "method": source.method, "used": [m.describe() for m in source.used]}})
     else:
         print(render_table(pred))
+        used = "; ".join(m.describe() for m in source.used) or "none stored for this workload"
+        print(f"  measurements  {source.method}: {used}")
     return 0

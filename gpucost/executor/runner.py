@@ -30,6 +30,7 @@ from gpucost.executor.checkpoints import CheckpointStore
 from gpucost.executor.ledger import Ledger
 from gpucost.executor.rundir import RunDir
 from gpucost.executor.verify import VerifyResult, usd, verify_throughput
+from gpucost.measurements import record_on_arrival
 from gpucost.plan import Plan
 
 POLL_S = 0.5
@@ -332,6 +333,7 @@ class Runner:
             if progress and not verified and progress.get("throughput"):
                 verified = True
                 check = verify_throughput(plan, float(progress["throughput"]), self._price_hr)
+                record_on_arrival(plan, check.measured)  # teaches later predictions
                 self._verification = check
                 self._say(check.message(safety.verify_margin_pct))
                 if not check.within_margin and safety.verify_action == "stop":

@@ -1,0 +1,374 @@
+"""The user's own measurements: every profile and on-arrival throughput, kept to teach the model.
+
+Stored in ``GPUCOST_HOME/measurements.json`` (written atomically, validated on every read). Each
+record names the workload (the profile's name), the GPU, precision, per-device batch, device
+count, throughput and where it came from ("profile" or "on-arrival"). Predictions for a workload
+use all of its single-GPU measurements at the same precision (:func:`source_for`):
+
+* the target GPU was measured: that measurement is the source;
+* one GPU measured (the profile's own counts): translate from it;
+* two or more GPUs measured: fit the workload's own compute/memory mix, time per sample =
+  a / flops rate + c / bandwidth rate (a, c >= 0, least squares on relative error, the rates
+  the calibrated model gives each GPU), and predict the target from it at the batch of the
+  nearest measured GPU (nearest in flops and bandwidth rates).
+
+Multi-GPU measurements are kept and listed but not used: their sync time belongs to their
+group. The newest measurement of a GPU supersedes older ones.
+
+Recording never fails a command: an unwritable GPUCOST_HOME is reported on stderr and skipped,
+so read-only commands work there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpucost.errors import InputError
+
+if TYPE_CHECKING:
+    from gpucost.model.perf import Prediction
+    from gpucost.plan import Plan
+    from gpucost.profile import Profile
+
+FORMAT = "gpucost-measurements"
+VERSION = 1
+SOURCES = ("profile", "on-arrival")
+MAX_BYTES = 4 * 1024 * 1024
+MAX_RECORDS = 10_000
+
+
+class MeasurementStoreError(InputError):
+    """The measurement store is unreadable or malformed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    id: str
+    workload: str  # the profile's name
+    gpu: str  # canonical catalog name
+    precision: str
+    batch_size: int  # per device
+    device_count: int
+    throughput: float  # samples/s over all devices
+    source: str  # "profile" | "on-arrival"
+    recorded_at: str  # ISO 8601 UTC
+    sample_unit: str = "samples"
+
+    def describe(self) -> str:
+        return (f"{self.id}: {self.throughput:,.1f} {self.sample_unit}/s on "
+                f"{self.device_count} x {self.gpu} ({self.precision}, batch {self.batch_size}, "
+                f"{self.source} {self.recorded_at[:10]})")
+
+
+def store_path() -> Path:
+    from gpucost.paths import home
+
+    return home() / "measurements.json"
+
+
+_REPAIR = "run `gpucost calibrate forget --all` to start a new store"
+
+
+def _check(raw: Any, where: str) -> Measurement:
+    if not isinstance(raw, dict):
+        raise MeasurementStoreError(f"{where} is not an object", hint=_REPAIR)
+    names = {f.name for f in dataclasses.fields(Measurement)}
+    required = {f.name for f in dataclasses.fields(Measurement)
+                if f.default is dataclasses.MISSING}
+    unknown, missing = sorted(set(raw) - names), sorted(required - set(raw))
+    if unknown or missing:
+        raise MeasurementStoreError(f"{where} has unknown fields {unknown} or lacks {missing}",
+                                    hint=_REPAIR)
+    m = Measurement(**raw)
+    text_ok = all(isinstance(v, str) and v and len(v) <= 200 for v in (
+        m.id, m.workload, m.gpu, m.precision, m.source, m.recorded_at, m.sample_unit))
+    ints_ok = all(isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 1_000_000
+                  for v in (m.batch_size, m.device_count))
+    number_ok = (isinstance(m.throughput, int | float) and not isinstance(m.throughput, bool)
+                 and math.isfinite(m.throughput) and m.throughput > 0)
+    if not (text_ok and ints_ok and number_ok and m.source in SOURCES):
+        raise MeasurementStoreError(f"{where} has a wrong value (workload {raw.get('workload')!r})",
+                                    hint=_REPAIR)
+    return m
+
+
+def read_all(path: Path | None = None) -> tuple[Measurement, ...]:
+    """Every stored measurement, oldest first; none when the store does not exist."""
+    from gpucost._io import read_text
+
+    path = path or store_path()
+    if not path.exists():
+        return ()
+    text = read_text(path, what="measurement store", error=MeasurementStoreError,
+                     max_bytes=MAX_BYTES)
+    hint = _REPAIR
+    try:
+        doc = json.loads(text)
+    except ValueError as err:
+        raise MeasurementStoreError(f"measurement store {path} is not JSON ({err})",
+                                    hint=hint) from None
+    if not (isinstance(doc, dict) and doc.get("format") == FORMAT
+            and doc.get("version") == VERSION and isinstance(doc.get("measurements"), list)):
+        raise MeasurementStoreError(f"measurement store {path} is not a {FORMAT} v{VERSION} file",
+                                    hint=hint)
+    records = doc["measurements"]
+    if len(records) > MAX_RECORDS:
+        raise MeasurementStoreError(f"measurement store {path} holds over {MAX_RECORDS} records",
+                                    hint=hint)
+    return tuple(_check(r, f"measurement store {path} record {i + 1}")
+                 for i, r in enumerate(records))
+
+
+def _write(records: Sequence[Measurement], path: Path) -> None:
+    from gpucost._io import atomic_write_json
+
+    _CACHE.clear()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(path, {"format": FORMAT, "version": VERSION,
+                             "measurements": [dataclasses.asdict(m) for m in records]})
+
+
+def record(*, workload: str, gpu: str, precision: str, batch_size: int, device_count: int,
+           throughput: float, source: str, sample_unit: str = "samples",
+           now: dt.datetime | None = None, path: Path | None = None) -> Measurement | None:
+    """Add one measurement; returns it, or None when it could not be stored (said on stderr).
+    A measurement equal to a stored one (same workload, GPU, precision, batch, devices and
+    throughput) is not stored twice."""
+    path = path or store_path()
+    when = (now or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    key = f"{workload}|{gpu}|{precision}|{batch_size}|{device_count}|{throughput:.6g}"
+    try:
+        existing = read_all(path)
+        for m in existing:
+            if (f"{m.workload}|{m.gpu}|{m.precision}|{m.batch_size}|{m.device_count}|"
+                    f"{m.throughput:.6g}") == key:
+                return m
+        new = _check({"id": hashlib.sha256(f"{key}|{when}".encode()).hexdigest()[:8],
+                      "workload": workload, "gpu": gpu, "precision": precision,
+                      "batch_size": batch_size, "device_count": device_count,
+                      "throughput": float(throughput), "source": source,
+                      "recorded_at": when, "sample_unit": sample_unit}, "new measurement")
+        _write([*existing, new][-MAX_RECORDS:], path)
+        return new
+    except (OSError, InputError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        print(f"gpucost: note: measurement not kept in {path}: {reason}", file=sys.stderr)
+        return None
+
+
+def record_profile(profile: Profile) -> Measurement | None:
+    """Keep a measured profile (not a CPU one: it teaches nothing about GPUs)."""
+    if profile.gpu == "CPU":
+        return None
+    return record(workload=profile.name, gpu=profile.gpu, precision=profile.precision,
+                  batch_size=profile.batch_size, device_count=profile.device_count,
+                  throughput=profile.throughput, source="profile",
+                  sample_unit=profile.sample_unit)
+
+
+def record_on_arrival(plan: Plan, throughput: float) -> Measurement | None:
+    """Keep the throughput a run measured on arrival (samples/s over the whole group), named
+    after the plan's profile; a plan without precision or batch teaches nothing and is skipped."""
+    from pathlib import PurePath
+
+    work, offer = plan.workload, plan.offer
+    devices = round(offer.gpu_count) * offer.nodes
+    if not (work.profile and work.precision and work.batch_size) or devices < 1:
+        return None
+    # a profile path names its workload by file name, as `gpucost profile` saves it
+    name = PurePath(work.profile).stem if work.profile.endswith(".json") else work.profile
+    return record(workload=name, gpu=offer.gpu, precision=work.precision,
+                  batch_size=work.batch_size, device_count=devices, throughput=throughput,
+                  source="on-arrival", sample_unit=work.sample_unit)
+
+
+def forget(ids: Sequence[str] = (), *, everything: bool = False,
+           path: Path | None = None) -> tuple[Measurement, ...]:
+    """Remove the measurements with these ids (or all); returns what was removed."""
+    path = path or store_path()
+    if everything:
+        try:
+            records = read_all(path)
+        except MeasurementStoreError:
+            records = ()  # a damaged store is what --all is for
+        if path.exists():
+            path.unlink()
+        _CACHE.clear()
+        return records
+    records = read_all(path)
+    missing = sorted(set(ids) - {m.id for m in records})
+    if missing:
+        raise InputError(f"no stored measurement with id {', '.join(missing)}",
+                         hint="`gpucost calibrate list` shows the ids")
+    _write([m for m in records if m.id not in ids], path)
+    return tuple(m for m in records if m.id in ids)
+
+
+# ------------------------------------------------------------------ use in predictions --
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """What a prediction starts from: a profile standing for the workload, and why."""
+
+    profile: Profile
+    used: tuple[Measurement, ...]  # the stored measurements behind it (empty: the profile alone)
+    method: str  # "profile", "measured on the target", "translated from <GPU>" or
+    # "compute/memory mix fitted on <GPUs>"
+
+
+def _rates(gpu: str, precision: str) -> tuple[float, float]:
+    from gpucost.model.translate import device_rates
+
+    r = device_rates(gpu, precision)
+    return r.flops_per_s, r.bytes_per_s
+
+
+def fit_mix(points: Sequence[tuple[float, float, float]]) -> tuple[float, float]:
+    """(a, c) >= 0 with seconds per sample = a / flops rate + c / bandwidth rate, from
+    (flops rate, bandwidth rate, seconds per sample) points, least squares on relative error."""
+    import numpy as np
+
+    design = np.array([[1.0 / (f * t), 1.0 / (b * t)] for f, b, t in points])
+    target = np.ones(len(points))
+    best: tuple[float, float] | None = None
+    best_err = math.inf
+    # the unconstrained solution if both terms stay >= 0, else the better one-term fit
+    for cols in ((0, 1), (0,), (1,)):
+        sol, *_ = np.linalg.lstsq(design[:, cols], target, rcond=None)
+        if (sol < 0).any():
+            continue
+        coef = [0.0, 0.0]
+        for c, v in zip(cols, sol, strict=True):
+            coef[c] = float(v)
+        err = float(np.sum((design @ np.array(coef) - target) ** 2))
+        if err < best_err - 1e-12:
+            best, best_err = (coef[0], coef[1]), err
+    assert best is not None  # one-term fits are never negative
+    return best
+
+
+def _at(profile: Profile, gpu: str, throughput: float, batch_size: int,
+        label: str) -> Profile:
+    """``profile`` as if measured alone on ``gpu`` at ``throughput`` (breakdown and per-op
+    times belong to the GPU they were measured on, so they are dropped)."""
+    return dataclasses.replace(
+        profile, gpu=gpu, batch_size=batch_size, step_time_s=batch_size / throughput,
+        device_count=1, breakdown=None, operators=(), step_time_p10_s=None, step_time_p90_s=None,
+        source=f"{profile.source}; {label}" if profile.source else label)
+
+
+# GPUCOST_HOME -> (when checked, the file's (mtime, size) or None, its measurements).
+# predict() runs per configuration: the file is checked at most once a second, and this
+# process's own writes clear the cache at once.
+_CACHE: dict[str, tuple[float, tuple[int, int] | None, tuple[Measurement, ...]]] = {}
+_RECHECK_S = 1.0
+
+
+def stored() -> tuple[Measurement, ...]:
+    """The store's measurements, re-read only when the file changes; none when it is missing
+    or unreadable (`gpucost calibrate list` reports that)."""
+    key = os.environ.get("GPUCOST_HOME", "")
+    now = time.monotonic()
+    hit = _CACHE.get(key)
+    if hit is not None and now - hit[0] < _RECHECK_S:
+        return hit[2]
+    path = store_path()
+    try:
+        st = os.stat(path)
+        stamp: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        stamp = None
+    if hit is not None and hit[1] == stamp:
+        found = hit[2]
+    elif stamp is None:
+        found = ()
+    else:
+        try:
+            found = read_all(path)
+        except InputError:
+            found = ()
+    _CACHE[key] = (now, stamp, found)
+    return found
+
+
+def source_for(profile: Profile, gpu: str | None,
+               measurements: Sequence[Measurement] | None = None) -> Source:
+    """The profile a prediction on ``gpu`` should start from, given the workload's stored
+    single-GPU measurements at the profile's precision (the store's when not given)."""
+    if measurements is None:
+        measurements = stored()
+    if not measurements:
+        return Source(profile, (), "profile")
+    from gpucost.catalog import try_resolve_gpu_name
+
+    mine = [m for m in measurements if m.workload == profile.name
+            and m.precision == profile.precision and m.device_count == 1
+            and m.gpu != "CPU" and try_resolve_gpu_name(m.gpu) == m.gpu]
+    target = try_resolve_gpu_name(gpu) if gpu is not None else profile.gpu
+    if not mine or target is None or target == "CPU":
+        return Source(profile, (), "profile")
+    # newest measurement per GPU (and the profile's own, unless a stored one supersedes it)
+    latest: dict[str, Measurement] = {}
+    for m in sorted(mine, key=lambda m: m.recorded_at):
+        latest[m.gpu] = m
+    on_target = latest.get(target)
+    if on_target is not None:
+        return Source(_at(profile, target, on_target.throughput, on_target.batch_size,
+                          f"measured {on_target.id}"), (on_target,), "measured on the target")
+    points: dict[str, tuple[float, int]] = {g: (m.throughput, m.batch_size)
+                                            for g, m in latest.items()}
+    if profile.gpu != "CPU" and profile.device_count == 1:
+        points.setdefault(profile.gpu, (profile.throughput, profile.batch_size))
+    f_t, b_t = _rates(target, profile.precision)
+    if len(points) == 1:
+        (g, (thr, batch)), = points.items()
+        return Source(_at(profile, g, thr, batch, f"measured on {g}"),
+                      tuple(latest.values()), f"translated from {g}")
+    rates = {g: _rates(g, profile.precision) for g in points}
+    a, c = fit_mix([(rates[g][0], rates[g][1], 1.0 / thr) for g, (thr, _) in points.items()])
+    # the nearest measured GPU's batch stands for the workload's
+    nearest = min(points, key=lambda g: abs(math.log(rates[g][0] / f_t))
+                  + abs(math.log(rates[g][1] / b_t)))
+    predicted = 1.0 / (a / f_t + c / b_t)
+    method = f"compute/memory mix fitted on {', '.join(sorted(points))}"
+    return Source(_at(profile, target, predicted, points[nearest][1], method),
+                  tuple(latest.values()), method)
+
+
+def predict(
+    profile: Profile,
+    gpu: str | None = None,
+    gpus_per_node: int = 1,
+    nodes: int = 1,
+    intra_node_gbps: float | None = None,
+    inter_node_gbps: float | None = None,
+    *,
+    intra_node_link: str | None = None,
+    grad_accum_steps: int = 1,
+    member_gpus: Sequence[str] | None = None,
+    overlap_gamma: float | None = None,
+    batch_size: int | None = None,
+    inter_node_transport: str | None = None,
+) -> Prediction:
+    """``gpucost.predict``: :func:`gpucost.model.perf.predict` (same arguments), started from
+    the workload's own stored measurements where there are any (:func:`source_for`); a mixed
+    group (``member_gpus``) starts from the profile as given."""
+    from gpucost.model.perf import predict as model_predict
+
+    if member_gpus is None:
+        profile = source_for(profile, gpu).profile
+    return model_predict(profile, gpu, gpus_per_node, nodes, intra_node_gbps, inter_node_gbps,
+                         intra_node_link=intra_node_link, grad_accum_steps=grad_accum_steps,
+                         member_gpus=member_gpus, overlap_gamma=overlap_gamma,
+                         batch_size=batch_size, inter_node_transport=inter_node_transport)
