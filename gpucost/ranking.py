@@ -282,12 +282,16 @@ def _predict_configs(
     fabrics: Fabrics,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Throughput (samples/s) and scaling efficiency per row, one model call per distinct config."""
+    from gpucost.measurements import source_for
     from gpucost.model.perf import predict
 
     gpu_names, gpu_code = np.unique(gpu, return_inverse=True)
     link_names, link_code = np.unique(link, return_inverse=True)
     net_values, net_code = np.unique(fabrics.gbps, return_inverse=True)
     transports, transport_code = np.unique(fabrics.transport, return_inverse=True)
+    # the workload's own stored measurements, per target GPU (the profile itself if none)
+    sources = [source_for(profile, str(g)).profile if g != "CPU" else profile
+               for g in gpu_names]
     # Fractional GPUs (AWS g6f) run one process on a slice: predict one GPU, then scale down.
     whole = np.maximum(np.rint(gpu_count), 1.0).astype(np.int64)
     fraction = np.where(gpu_count < 1.0, gpu_count, 1.0)
@@ -310,7 +314,7 @@ def _predict_configs(
             efficiency[j] = 1.0
             continue
         pred = predict(
-            profile,
+            sources[gpu_code[i]],
             gpu=str(gpu_names[gpu_code[i]]),
             gpus_per_node=int(whole[i]),
             nodes=int(nodes[i]),

@@ -224,3 +224,33 @@ def test_a_real_run_keeps_its_on_arrival_throughput(
     assert [(m.workload, m.gpu, m.precision, m.batch_size) for m in kept] == [
         ("tiny-mlp", "CPU", "fp32", 32)]
     assert kept[0].throughput > 0
+
+
+def test_compare_ranks_with_the_workloads_measurements() -> None:
+    import datetime as dt
+
+    from gpucost.pricing.snapshot import Offers, Snapshot
+    from gpucost.ranking import Job, make_filters, rank
+
+    fetched = dt.datetime(2026, 11, 30, tzinfo=dt.UTC)
+    offers = Offers.from_records([
+        {"provider": "lambda", "region": "r", "instance_type": "gpu_1x_a100_sxm4",
+         "gpu": "A100 SXM4 40GB", "gpu_count": 1, "gpu_memory_gb": 40, "price_hr": 1.29},
+        {"provider": "aws", "region": "r", "instance_type": "g4dn.xlarge", "gpu": "T4",
+         "gpu_count": 1, "gpu_memory_gb": 16, "price_hr": 0.53}])
+    snapshots = [Snapshot(source="t", fetched_at=fetched, offers=offers)]
+    profile = resolve_profile(WORKLOAD)
+
+    def throughputs() -> dict[str, float]:
+        r = rank(profile, Job(samples=1e6, description="1M"), snapshots, make_filters(),
+                 now=fetched)
+        return {str(g): float(t) for g, t in zip(r.columns["gpu"], r.columns["throughput"],
+                                                  strict=True)}
+
+    before = throughputs()
+    _keep("A100 SXM4 40GB", 700.0)  # measured: far slower than the model's guess
+    after = throughputs()
+    assert after["A100 SXM4 40GB"] == pytest.approx(700.0)
+    assert before["A100 SXM4 40GB"] > 1000.0
+    # the T4 is now predicted from the fitted mix of the V100 profile and the A100 measurement
+    assert after["T4"] != pytest.approx(before["T4"])
