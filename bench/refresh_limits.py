@@ -2,8 +2,8 @@
 
     python bench/refresh_limits.py [--deadline 5] [--size-mib 600]
 
-Three runs of `gpucost prices refresh --source vast` in fresh processes, each measured with
-os.wait4 (wall time, peak RSS):
+Three runs of `gpucost prices refresh --source vast` in fresh processes, each timed and its peak
+RSS taken as a child's ru_maxrss (tests/hostile_server.measured):
 
 * baseline: a server answering the recorded Vast search (a normal refresh);
 * drip: a server that sends its body one byte every 0.5 s, with ``--deadline``;
@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
 from api_replay import ReplayServer, file_reply  # noqa: E402
-from hostile_server import HostileServer  # noqa: E402
+from hostile_server import HostileServer, measured, peak_rss_mib  # noqa: E402
 
 
 def run_refresh(url: str, *extra: str) -> tuple[int, float, float, str]:
@@ -38,15 +38,12 @@ def run_refresh(url: str, *extra: str) -> tuple[int, float, float, str]:
            "PYTHONPATH": str(REPO)}
     with tempfile.TemporaryDirectory() as out:
         started = time.perf_counter()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "gpucost", "prices", "refresh", "--source", "vast", "--quiet",
-             "--out", out, *extra], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            text=True)
-        _, status, usage = os.wait4(proc.pid, 0)
+        done = subprocess.run(
+            measured([sys.executable, "-m", "gpucost", "prices", "refresh", "--source", "vast",
+                      "--quiet", "--out", out, *extra]),
+            env=env, capture_output=True, text=True, check=False)
         wall = time.perf_counter() - started
-        assert proc.stdout is not None
-        printed = proc.stdout.read().strip()
-    return os.waitstatus_to_exitcode(status), wall, usage.ru_maxrss / 1024, printed
+    return done.returncode, wall, peak_rss_mib(done.stderr), done.stdout.strip()
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ Raw sockets, one daemon thread per connection: http.server would buffer and fram
 from __future__ import annotations
 
 import socket
+import sys
 import threading
 from typing import Literal
 
@@ -107,3 +108,22 @@ class HostileServer:
             piece = block[: self.size - self.sent]
             conn.sendall(piece)
             self.sent += len(piece)
+
+
+# A process's own ru_maxrss is no measure of it on Linux: exec keeps the high-water mark of the
+# memory it replaces, so a command started from a large process (a long pytest run) "peaks" at
+# that process's size. This small interpreter runs the command and reports its child's peak
+# (RUSAGE_CHILDREN), which starts from the wrapper's own few MiB.
+_PEAK_WRAPPER = ("import resource, subprocess, sys; rc = subprocess.call(sys.argv[1:]); "
+                 "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss; "
+                 "sys.stderr.write(f'\\npeak-rss-kib {peak}\\n'); sys.exit(rc)")
+
+
+def measured(argv: list[str]) -> list[str]:
+    """``argv`` run so that its peak RSS is the last stderr line (see :func:`peak_rss_mib`)."""
+    return [sys.executable, "-c", _PEAK_WRAPPER, *argv]
+
+
+def peak_rss_mib(stderr: str) -> float:
+    """The peak RSS a :func:`measured` command reported, MiB (Linux: ru_maxrss is in KiB)."""
+    return int(stderr.rstrip().rsplit("peak-rss-kib ", 1)[1]) / 1024

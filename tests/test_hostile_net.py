@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 from api_replay import ReplayServer, file_reply, json_reply
-from hostile_server import HostileServer
+from hostile_server import HostileServer, measured, peak_rss_mib
 
 from gpucost.cli import main
 from gpucost.errors import ProviderError
@@ -78,34 +78,31 @@ def test_a_decoded_answer_keeps_its_body_and_headers() -> None:
 
 
 def refresh_vast(url: str, out: Path, *extra: str, timeout: float = 30.0,
-                 interrupt_after: threading.Event | None = None
-                 ) -> tuple[subprocess.CompletedProcess[str], float, int]:
-    """`gpucost prices refresh --source vast` in a fresh process against ``url``: its result,
-    wall time after the request arrived (or start) and peak memory (maxrss, KiB)."""
+                 interrupt_after: threading.Event | None = None, measure: bool = False
+                 ) -> tuple[subprocess.CompletedProcess[str], float]:
+    """`gpucost prices refresh --source vast` in a fresh process against ``url``: its result and
+    its wall time after the request arrived (or from the start). ``measure``: its stderr ends
+    with its peak memory (see hostile_server.measured)."""
     env = {**os.environ, **VAST_ENV, "GPUCOST_VAST_URL": url, "PYTHONPATH": str(REPO)}
     argv = [sys.executable, "-m", "gpucost", "prices", "refresh", "--source", "vast", "--out",
             str(out), *extra]
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(measured(argv) if measure else argv, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     started = time.monotonic()
     if interrupt_after is not None:
         assert interrupt_after.wait(timeout)
         time.sleep(0.3)  # well inside the fetch
         started = time.monotonic()
         proc.send_signal(signal.SIGINT)
-    _, status, usage = os.wait4(proc.pid, 0)
+    stdout, stderr = proc.communicate(timeout=timeout)
     elapsed = time.monotonic() - started
-    assert proc.stdout is not None and proc.stderr is not None
-    done = subprocess.CompletedProcess(argv, os.waitstatus_to_exitcode(status),
-                                       proc.stdout.read(), proc.stderr.read())
-    proc.returncode = done.returncode
-    return done, elapsed, usage.ru_maxrss
+    return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr), elapsed
 
 
 @pytest.mark.slow
 def test_prices_refresh_against_a_drip_server_ends_at_its_deadline(tmp_path: Path) -> None:
     with HostileServer("drip-body", interval_s=0.5) as server:
-        done, elapsed, _ = refresh_vast(server.url, tmp_path, "--quiet", "--deadline", "2")
+        done, elapsed = refresh_vast(server.url, tmp_path, "--quiet", "--deadline", "2")
     assert done.returncode == 3, done
     assert "vast: failed: vast: did not finish within the refresh deadline of 2 s" in done.stdout
     assert "Traceback" not in done.stderr
@@ -117,8 +114,8 @@ def test_prices_refresh_against_a_drip_server_ends_at_its_deadline(tmp_path: Pat
 def test_ctrl_c_during_a_refresh_is_honoured_within_a_second(tmp_path: Path,
                                                             quiet: bool) -> None:
     with HostileServer("drip-body", interval_s=0.5) as server:
-        done, elapsed, _ = refresh_vast(server.url, tmp_path, *(["--quiet"] if quiet else []),
-                                        interrupt_after=server.got_request)
+        done, elapsed = refresh_vast(server.url, tmp_path, *(["--quiet"] if quiet else []),
+                                     interrupt_after=server.got_request)
     assert done.returncode == 130, done
     assert "gpucost: interrupted" in done.stderr and "Traceback" not in done.stderr
     assert elapsed < 1.0, elapsed
@@ -129,12 +126,12 @@ def test_ctrl_c_during_a_refresh_is_honoured_within_a_second(tmp_path: Path,
 def test_a_600_mib_answer_is_cut_at_the_cap_and_memory_stays_under_200_mib(
         tmp_path: Path) -> None:
     with HostileServer("huge", size=600 << 20) as server:
-        done, _, maxrss_kib = refresh_vast(server.url, tmp_path, "--quiet")
+        done, _ = refresh_vast(server.url, tmp_path, "--quiet", measure=True)
         sent = server.sent
     assert done.returncode == 3, done
     assert f"answered more than {MAX_ANSWER_BYTES >> 20} MiB; stopped reading" in done.stdout
     assert sent < 600 << 20
-    assert maxrss_kib < 200 * 1024, f"peak {maxrss_kib / 1024:.0f} MiB"
+    assert peak_rss_mib(done.stderr) < 200
 
 
 # ---------------------------------------------------------------------- suspicious shrinkage
