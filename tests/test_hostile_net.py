@@ -5,6 +5,7 @@ halves a source refused (exit 3, previous snapshot kept) unless --allow-shrink."
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import json
 import os
 import signal
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from api_replay import ReplayServer, file_reply, json_reply
+from api_replay import ReplayServer, Reply, file_reply, json_reply
 from hostile_server import HostileServer, measured, peak_rss_mib
 
 from gpucost.cli import main
@@ -70,10 +71,21 @@ def test_an_answer_past_the_size_cap_is_refused_without_reading_the_rest(
         assert server.sent < 16 << 20  # the client hung up long before the end
 
 
+def test_a_compressed_answer_is_capped_by_its_inflated_size() -> None:
+    bomb = gzip.compress(b" " * (32 << 20))  # 32 KiB on the wire, 32 MiB once inflated
+    with ReplayServer() as server:
+        server.add("GET", "/p", Reply(200, bomb, {"Content-Encoding": "gzip"}))
+        with pytest.raises(ProviderError, match="answered more than 1 MiB"):
+            client(server.url, max_answer_bytes=1 << 20).get_json("/p")
+
+
 def test_a_decoded_answer_keeps_its_body_and_headers() -> None:
     with ReplayServer() as server:
         server.add("GET", "/p", json_reply({"ok": [1, 2, 3]}, headers={"X-Page": "2"}))
+        server.add("GET", "/z", Reply(200, gzip.compress(b'{"ok": 1}'),
+                                      {"Content-Encoding": "gzip"}))
         response, _ = client(server.url).send("GET", "/p")
+        assert client(server.url).get_json("/z") == {"ok": 1}  # inflated once, not twice
     assert response.json() == {"ok": [1, 2, 3]} and response.headers["X-Page"] == "2"
 
 
