@@ -1,12 +1,9 @@
-"""`gpucost plan --export skypilot`: the SkyPilot task YAML, validated by the real `skypilot`
-package's loader (in this interpreter, or the one named by GPUCOST_SKYPILOT_PYTHON, since
-skypilot pins versions this project's environment does not want)."""
+"""A plan as a SkyPilot task (``gpucost plan --export skypilot`` and the skypilot engine's
+``launch --dry-run``), checked as data here without SkyPilot; tests/test_skypilot_engine.py loads
+the same tasks through SkyPilot's own loader and catalogs where SkyPilot is installed."""
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,48 +13,28 @@ import pytest
 import tomli_w
 from goldens import assert_golden as _golden
 
+from gpucost.cli import main
 from gpucost.errors import InputError
-from gpucost.executor.export import export_skypilot, skypilot_gpu
+from gpucost.executor.skypilot_task import skypilot_gpu, task_config, task_yaml
 from gpucost.plan import load_plan
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
-_LOADER = """
-import json, sys
-import sky
-import yaml
-from sky.utils import common_utils, schemas
-
-config = yaml.safe_load(open(sys.argv[1]))
-try:
-    common_utils.validate_schema(config, schemas.get_task_schema(), "invalid task: ")
-    task = sky.Task.from_yaml(sys.argv[1])
-except Exception as err:
-    print(json.dumps({"error": str(err)[:300]}))
-    sys.exit(0)
-(res,) = list(task.resources)
-print(json.dumps({"name": task.name, "num_nodes": task.num_nodes, "envs": task.envs,
-                  "accelerators": res.accelerators, "use_spot": res.use_spot,
-                  "cloud": str(res.cloud), "region": res.region,
-                  "instance_type": res.instance_type, "disk_size": res.disk_size,
-                  "autostop_down": res.autostop_config.down, "run": task.run,
-                  "workdir": task.workdir}))
-"""
-
 
 def plan_file(tmp_path: Path, *, provider: str = "aws", nodes: int = 2, market: str = "spot",
-              gpu: str = "A100 SXM4 80GB", policy: str = "destroy") -> Path:
+              gpu: str = "A100 SXM4 80GB", policy: str = "destroy",
+              target: str = "s3://b/ck") -> Path:
     (tmp_path / "code").mkdir(exist_ok=True)
     plan: dict[str, Any] = {
         "schema": "gpucost-plan", "schema_version": 1,
         "job": {"name": "llm-ft", "command": ["python", "train.py", "--lr", "3e-4"],
                 "workdir": "code", "samples": 1e6},
-        "offer": {"provider": provider, "region": "us-east-1", "instance_type": "p4de.24xlarge",
-                  "gpu": gpu, "gpu_count": 8, "nodes": nodes, "market": market,
-                  "price_hr": 13.1, "price_source": "skypilot-aws"},
-        "workload": {"throughput": 5000.0},
+        "offer": {"provider": provider, "region": "us-east-1", "zone": "use1-az2",
+                  "instance_type": "p4de.24xlarge", "gpu": gpu, "gpu_count": 8, "nodes": nodes,
+                  "market": market, "price_hr": 13.1, "price_source": "skypilot-aws"},
+        "workload": {"throughput": 5000.0, "torch_version": "2.13.0+cu128"},
         "safety": {"timeout_hours": 3.0, "budget_cap_usd": 90.0},
-        "checkpoint": {"enabled": True, "every_epochs": 1.0, "target": "s3://b/ck"},
+        "checkpoint": {"enabled": True, "every_epochs": 1.0, "target": target},
         "disk": {"size_gb": 512.5},
         "idle": {"policy": policy},
         "estimate": {"hours": 2.0, "cost_usd": 60.0},
@@ -65,27 +42,6 @@ def plan_file(tmp_path: Path, *, provider: str = "aws", nodes: int = 2, market: 
     path = tmp_path / "plan.toml"
     path.write_text(tomli_w.dumps(plan))
     return path
-
-
-def skypilot_python() -> str:
-    if importlib.util.find_spec("sky") is not None:
-        return sys.executable
-    configured = os.environ.get("GPUCOST_SKYPILOT_PYTHON", "")
-    if configured and Path(configured).exists():
-        return configured
-    pytest.skip("skypilot is not installed (pip install skypilot, or point "
-                "GPUCOST_SKYPILOT_PYTHON at an interpreter that has it)")
-
-
-def load_with_skypilot(yaml_text: str, tmp_path: Path) -> dict[str, Any]:
-    task = tmp_path / "task.yaml"
-    task.write_text(yaml_text)
-    done = subprocess.run([skypilot_python(), "-c", _LOADER, str(task)], capture_output=True,
-                          text=True, timeout=300, check=False,
-                          env={**os.environ, "HOME": str(tmp_path / "home")})
-    assert done.returncode == 0, done.stderr[-2000:]
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
 
 
 def test_skypilot_accelerator_names() -> None:
@@ -97,48 +53,88 @@ def test_skypilot_accelerator_names() -> None:
     assert skypilot_gpu("L40S") == "L40S"
 
 
-def test_local_plans_cannot_be_exported() -> None:
+def test_local_plans_are_not_skypilot_tasks() -> None:
     with pytest.raises(InputError, match="SkyPilot cannot launch on provider 'local'"):
-        export_skypilot(load_plan(EXAMPLES / "plan.toml"))
+        task_yaml(load_plan(EXAMPLES / "plan.toml"))
 
 
-def test_run_block_verifies_then_runs_under_the_timeout(tmp_path: Path) -> None:
-    text = export_skypilot(load_plan(plan_file(tmp_path)), tmp_path / "plan.toml")
-    run = text.split("run: |\n", 1)[1]
-    script = "\n".join(line[2:] for line in run.splitlines())
-    assert "budget cap 90.00 USD is NOT enforced by SkyPilot" in text
-    assert 'device="cuda"' in script
-    assert "timeout --signal=TERM --kill-after=60 10800 python3 -m torch.distributed.run" in script
-    assert script.rstrip().endswith("train.py --lr 3e-4")
-    syntax = subprocess.run(["bash", "-n"], input=script, text=True, capture_output=True,
-                            check=False)
-    assert syntax.returncode == 0, syntax.stderr
-
-
-@pytest.mark.slow
-def test_the_real_skypilot_loader_accepts_the_export(tmp_path: Path) -> None:
+def test_a_spot_plan_is_a_managed_job_that_resumes_from_the_mounted_bucket(
+        tmp_path: Path) -> None:
     path = plan_file(tmp_path)
-    task = load_with_skypilot(export_skypilot(load_plan(path), path), tmp_path)
-    assert "error" not in task, task
-    assert task["name"] == "llm-ft" and task["num_nodes"] == 2
-    assert task["accelerators"] == {"A100-80GB": 8}
-    assert task["use_spot"] is True and task["cloud"] == "AWS"
-    assert task["region"] == "us-east-1" and task["instance_type"] == "p4de.24xlarge"
-    assert task["disk_size"] == 513 and task["autostop_down"] is True
-    assert task["envs"]["GPUCOST_CHECKPOINT_TARGET"] == "s3://b/ck"
+    task = task_config(load_plan(path), path, run_id="r1")
+    res = task["resources"]
+    # pinned to the offer; the AWS zone id (use1-az2) names no zone, so the region is the pin
+    assert res["infra"] == "aws/us-east-1" and res["instance_type"] == "p4de.24xlarge"
+    assert res["accelerators"] == "A100-80GB:8" and res["use_spot"] is True
+    assert res["disk_size"] == 513 and task["num_nodes"] == 2
+    assert res["job_recovery"] == {"strategy": "FAILOVER", "max_restarts_on_errors": 0}
+    assert "autostop" not in res  # the managed job's cluster goes when the job ends
     assert task["workdir"] == str(tmp_path / "code")
-    assert "SKYPILOT_NODE_RANK" in task["run"]
-    # The same loader rejects a task with a misspelt field: the check above is a real one.
-    broken = export_skypilot(load_plan(path), path).replace("use_spot:", "use_spotty:")
-    assert "error" in load_with_skypilot(broken, tmp_path)
+    assert task["file_mounts"] == {"/gpucost/checkpoints": {"source": "s3://b/ck",
+                                                            "mode": "MOUNT_CACHED"}}
+    assert task["envs"]["GPUCOST_CHECKPOINT_DIR"] == "/gpucost/checkpoints/llm-ft"
+    assert "pip install torch==2.13.0" in task["setup"]
+    run = task["run"]
+    assert 'GPUCOST_RESUME_FROM="$(ls -1 /gpucost/checkpoints/llm-ft/epoch-*.pt' in run
+    assert ("timeout --signal=TERM --kill-after=60 10800 python3 -m torch.distributed.run "
+            '--nnodes="$SKYPILOT_NUM_NODES" --node-rank="$SKYPILOT_NODE_RANK" '
+            '--nproc-per-node="$SKYPILOT_NUM_GPUS_PER_NODE" '
+            '--master-addr="$(echo "$SKYPILOT_NODE_IPS" | head -n1)"') in run
+    assert run.rstrip().endswith("train.py --lr 3e-4")
+    for script in (task["setup"], run):
+        syntax = subprocess.run(["bash", "-n"], input=script, text=True, capture_output=True,
+                                check=False)
+        assert syntax.returncode == 0, syntax.stderr
 
 
+@pytest.mark.parametrize(("policy", "down"), [("destroy", True), ("stop", False)])
+def test_the_idle_policy_becomes_autostop_or_autodown(tmp_path: Path, policy: str,
+                                                      down: bool) -> None:
+    path = plan_file(tmp_path, market="on-demand", policy=policy, target="local:ck")
+    task = task_config(load_plan(path), path)
+    assert task["resources"]["autostop"] == {"idle_minutes": 10, "down": down}
+    assert "file_mounts" not in task and "job_recovery" not in task["resources"]
+
+
+def test_launch_dry_run_prints_the_task_without_skypilot(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = plan_file(tmp_path, nodes=1, market="on-demand")
+    assert main(["launch", str(path), "--dry-run", "--run-id", "dry-1"]) == 0
+    out = capsys.readouterr().out
+    assert "skypilot would submit this task as cluster gpucost-dry-1 (`sky launch`):" in out
+    assert out.split("(`sky launch`):\n", 1)[1] == task_yaml(load_plan(path), path,
+                                                              run_id="dry-1")
+
+
+def test_the_planning_path_and_a_dry_run_import_no_skypilot(tmp_path: Path) -> None:
+    path = plan_file(tmp_path)
+    code = ("import sys; from gpucost.cli import main; "
+            f"main(['launch', {str(path)!r}, '--dry-run']); "
+            "main(['compare']); assert 'sky' not in sys.modules, 'sky imported'")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_cloud_launch_without_skypilot_says_how_to_install_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("sky") is not None:
+        pytest.skip("SkyPilot is installed here")
+    path = plan_file(tmp_path, nodes=1, market="on-demand")
+    assert main(["launch", str(path)]) == 3
+    err = capsys.readouterr().err
+    assert 'SkyPilot, which is not installed (pip install "gpucost[skypilot]"' in err
+    # nothing can have been created without the SDK: the ledger holds no live resource
+    assert main(["ps"]) == 0
+    assert capsys.readouterr().out.strip() == "no live resources"
 
 
 def test_skypilot_export_format_is_stable(tmp_path: Path) -> None:
     plan = load_plan(plan_file(tmp_path, nodes=1, market="on-demand", gpu="H100 SXM5 80GB",
                                policy="stop"))
-    _golden("executor_skypilot_task.yaml", export_skypilot(plan))
+    _golden("executor_skypilot_task.yaml", task_yaml(plan))
 
 
 def test_status_format_is_stable(capsys: pytest.CaptureFixture[str]) -> None:

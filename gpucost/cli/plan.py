@@ -183,7 +183,7 @@ def _export_skypilot(plan: Any, args: argparse.Namespace) -> None:
     from pathlib import Path
 
     from gpucost._io import atomic_write_text
-    from gpucost.executor.export import export_skypilot
+    from gpucost.executor.skypilot_task import task_yaml as export_skypilot
 
     target = args.export_out
     if target is None and args.output:

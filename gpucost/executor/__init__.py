@@ -2,8 +2,12 @@
 
 A hard timeout and a budget cap are always set, every resource is in the ledger before and after
 each provider call, teardown runs on success, failure, Ctrl-C, SIGTERM and timeout, and
-checkpoints leave the machine during the run. Providers are loaded lazily (boto3 and httpx only
+checkpoints leave the machine during the run. Engines are loaded lazily (SkyPilot and httpx only
 when a plan needs them).
+
+Which engine runs a plan: ``local`` and ``torchrun`` on this machine; ``vast`` through Vast's
+REST API (single machines, found by the plan's marketplace search); every other cloud through
+SkyPilot (``gpucost[skypilot]``), which the ledger records as provider ``skypilot``.
 """
 
 from __future__ import annotations
@@ -16,11 +20,17 @@ from typing import Any
 from gpucost.errors import UnknownProviderError
 from gpucost.executor.base import Provider
 
+# SkyPilot's names for the clouds it launches on, which are also gpucost's provider names.
+SKYPILOT_CLOUDS = ("aws", "gcp", "azure", "lambda", "runpod", "vast", "oci", "paperspace",
+                   "fluidstack", "cudo", "nebius", "do", "shadeform", "verda")
+_SKYPILOT = ("gpucost.executor.skypilot", "SkyPilotProvider")
+
 # provider name -> (module, class)
 PROVIDERS: dict[str, tuple[str, str]] = {
+    **{cloud: _SKYPILOT for cloud in SKYPILOT_CLOUDS},
+    "skypilot": _SKYPILOT,
     "local": ("gpucost.executor.local", "LocalProvider"),
     "torchrun": ("gpucost.executor.torchrun", "TorchrunProvider"),
-    "aws": ("gpucost.executor.aws", "AwsProvider"),
     "vast": ("gpucost.executor.vast", "VastProvider"),
 }
 
@@ -28,16 +38,11 @@ PROVIDERS: dict[str, tuple[str, str]] = {
 def provider_config(name: str, region: str = "") -> dict[str, Any]:
     """Provider settings from the environment, as stored in the ledger for later cleanup.
 
-    ``GPUCOST_AWS_ENDPOINT_URL`` and ``GPUCOST_VAST_URL`` point a provider at another endpoint
-    (an emulator in tests); secrets are never stored.
+    ``GPUCOST_VAST_URL`` points Vast at another endpoint (an emulator in tests); secrets are
+    never stored.
     """
-    if name == "aws":
-        config: dict[str, Any] = {"region": region or os.environ.get("AWS_DEFAULT_REGION", "")}
-        if url := os.environ.get("GPUCOST_AWS_ENDPOINT_URL"):
-            config["endpoint_url"] = url
-        if ami := os.environ.get("GPUCOST_AWS_AMI"):
-            config["image_id"] = ami
-        return config
+    if PROVIDERS.get(name) == _SKYPILOT and name != "skypilot":
+        return {"cloud": name}
     if name == "vast" and (url := os.environ.get("GPUCOST_VAST_URL")):
         return {"base_url": url}
     return {}

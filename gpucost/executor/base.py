@@ -88,6 +88,15 @@ class Provider(abc.ABC):
         """What `gpucost cleanup` needs to reach the same provider later (no secrets)."""
         return {}
 
+    def bind(self, plan: Plan, plan_path: Path, run_id: str,  # noqa: B027 (optional hook)
+             log_path: Path) -> None:
+        """Told once which run it serves, before anything else (an engine that submits the
+        whole job, such as SkyPilot, builds it here)."""
+
+    def dry_run_lines(self) -> list[str]:
+        """What the engine would submit, for ``launch --dry-run``; nothing by default."""
+        return []
+
     def bootstrap_script(self, plan: Plan, run_id: str) -> str:
         """What a remote machine runs at boot (user data, onstart); empty where nothing boots."""
         return ""

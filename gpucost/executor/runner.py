@@ -106,6 +106,7 @@ class Runner:
         self.run_id = run_id or new_run_id(plan.job.name)
         self.run_dir = RunDir.for_run(self.run_id)
         self.token = f"gpucost-{self.run_id}"
+        self.provider.bind(plan, self.plan_path, self.run_id, self.run_dir.log_path)
         self.messages: list[str] = []
         self.hardware: dict[str, Any] | None = None  # the on-arrival matmul's report
         self._verification: VerifyResult | None = None
@@ -151,7 +152,7 @@ class Runner:
                      "destroy")
         for op, why in self.provider.unsupported.items():
             lines.append(f"{o.provider} does not support {op}: {why}")
-        return lines
+        return lines + self.provider.dry_run_lines()
 
     def _say(self, message: str) -> None:
         self.messages.append(message)

@@ -1,0 +1,186 @@
+"""A plan as a SkyPilot task: what the ``skypilot`` engine submits and ``--export skypilot`` writes.
+
+The task pins the plan's offer (``infra: cloud/region/zone``, instance type, accelerators, spot or
+not, disk, node count), syncs the job's workdir, mounts an S3 checkpoint target, installs the
+workdir's requirements in ``setup``, and in ``run`` checks the GPU with a real matmul, then runs
+the command under torchrun with SkyPilot's node variables (``SKYPILOT_NODE_IPS``,
+``SKYPILOT_NODE_RANK``, ``SKYPILOT_NUM_NODES``, ``SKYPILOT_NUM_GPUS_PER_NODE``) and the plan's hard
+timeout. On a managed (spot) job SkyPilot re-provisions after a preemption and runs ``run`` again:
+the job resumes from the newest checkpoint in the mounted folder.
+
+Pure data and text: nothing here imports ``sky`` (the planning path and ``--dry-run`` work
+without SkyPilot installed). The YAML is written without a YAML library: every scalar is a JSON
+string or number, which YAML reads unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shlex
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from gpucost.errors import InputError
+from gpucost.executor import SKYPILOT_CLOUDS
+from gpucost.executor.base import VERIFY_SNIPPET
+from gpucost.executor.torchrun import script_args
+from gpucost.plan import Plan
+
+# Catalog names whose SkyPilot accelerator name is not derived by the rule in skypilot_gpu().
+_SKYPILOT_GPU = {"A100 SXM4 80GB": "A100-80GB", "A100 PCIe 80GB": "A100-80GB",
+                 "V100 SXM2 32GB": "V100-32GB", "RTX A6000": "A6000", "RTX A5000": "A5000",
+                 "RTX A4000": "A4000", "RTX 6000 Ada": "RTX6000-Ada"}
+
+CHECKPOINT_MOUNT = "/gpucost/checkpoints"  # where an S3 checkpoint target appears on each node
+REMOTE_RUN_DIR = "/tmp/gpucost-run"  # the job's progress files on the node
+RDZV_PORT = 8008
+IDLE_MINUTES = 10  # autostop/autodown after this long with no job (the plan's idle policy)
+AWS_ZONE_ID = re.compile(r"[a-z]+\d+-az\d+")
+
+
+def skypilot_gpu(name: str) -> str:
+    """SkyPilot's accelerator name for a catalog GPU name: "H100 SXM5 80GB" -> "H100"."""
+    if name in _SKYPILOT_GPU:
+        return _SKYPILOT_GPU[name]
+    if name.startswith("RTX "):
+        return name.replace(" ", "")  # RTX 4090 -> RTX4090
+    return re.split(r"[ -]", name, maxsplit=1)[0]
+
+
+def cloud_of(plan: Plan) -> str:
+    cloud = plan.offer.provider
+    if cloud not in SKYPILOT_CLOUDS:
+        raise InputError(f"SkyPilot cannot launch on provider {cloud!r}",
+                         hint="plan for a cloud SkyPilot supports: "
+                              + ", ".join(sorted(SKYPILOT_CLOUDS)))
+    return cloud
+
+
+def managed(plan: Plan) -> bool:
+    """Spot plans run as managed jobs, which SkyPilot recovers after a preemption."""
+    return plan.offer.market == "spot"
+
+
+def _infra(cloud: str, region: str, zone: str) -> dict[str, str]:
+    """``infra: cloud/region/zone`` where the names fit SkyPilot's pattern; a marketplace region
+    such as Vast's "Germany, DE, EU" goes in the separate ``region`` field. AWS catalogs give
+    zone ids ("use2-az1"), which name a different zone in each account: those are left out."""
+    if AWS_ZONE_ID.fullmatch(zone):
+        zone = ""
+    if not region:
+        return {"infra": cloud}
+    if re.fullmatch(r"[\w.-]+", region) and re.fullmatch(r"[\w.-]*", zone):
+        return {"infra": "/".join(p for p in (cloud, region, zone) if p)}
+    return {"cloud": cloud, "region": region, **({"zone": zone} if zone else {})}
+
+
+def _run_script(plan: Plan, *, checkpoint_dir: str) -> str:
+    """Verify the GPU, find the newest checkpoint, run torchrun across SkyPilot's nodes."""
+    torchrun = ("python3 -m torch.distributed.run "
+                '--nnodes="$SKYPILOT_NUM_NODES" --node-rank="$SKYPILOT_NODE_RANK" '
+                '--nproc-per-node="$SKYPILOT_NUM_GPUS_PER_NODE" '
+                '--master-addr="$(echo "$SKYPILOT_NODE_IPS" | head -n1)" '
+                f"--master-port={RDZV_PORT} " + shlex.join(script_args(plan.job.command)))
+    lines = ["set -e", "python3 - <<'GPUCOST_VERIFY'", VERIFY_SNIPPET.rstrip("\n"),
+             "GPUCOST_VERIFY", 'mkdir -p "$GPUCOST_CHECKPOINT_DIR" "$GPUCOST_RUN_DIR"']
+    ck = plan.checkpoint
+    if ck.enabled and ck.resume:
+        # After a preemption the recovered job starts here again: resume from the newest.
+        lines.append(f'GPUCOST_RESUME_FROM="$(ls -1 {shlex.quote(checkpoint_dir)}/epoch-*.pt '
+                     '2>/dev/null | sort | tail -n1)"')
+        lines.append("export GPUCOST_RESUME_FROM")
+    lines.append(f"timeout --signal=TERM --kill-after=60 "
+                 f"{math.ceil(plan.safety.timeout_hours * 3600)} {torchrun}")
+    return "\n".join(lines) + "\n"
+
+
+def task_config(plan: Plan, plan_path: str | Path | None = None, *,
+                run_id: str | None = None) -> dict[str, Any]:
+    """The plan as a SkyPilot task config (what ``sky.Task.from_yaml_config`` reads)."""
+    o, ck = plan.offer, plan.checkpoint
+    cloud = cloud_of(plan)
+    gpus = max(1, round(o.gpu_count))
+    resources: dict[str, Any] = {**_infra(cloud, o.region, o.zone),
+                                 "accelerators": f"{skypilot_gpu(o.gpu)}:{gpus}",
+                                 "use_spot": o.market == "spot"}
+    if o.instance_type:
+        resources["instance_type"] = o.instance_type
+    if plan.disk.size_gb > 0:
+        resources["disk_size"] = math.ceil(plan.disk.size_gb)
+    if managed(plan):
+        # Preemptions are recovered (re-provisioned, run again); errors of the job itself are not.
+        resources["job_recovery"] = {"strategy": "FAILOVER", "max_restarts_on_errors": 0}
+    else:
+        resources["autostop"] = {"idle_minutes": IDLE_MINUTES,
+                                 "down": plan.idle.policy == "destroy"}
+    run_id = run_id or plan.job.name
+    envs = {"GPUCOST_RUN_ID": run_id, "GPUCOST_RUN_DIR": REMOTE_RUN_DIR,
+            "GPUCOST_CHECKPOINT_DIR": f"{REMOTE_RUN_DIR}/checkpoints"}
+    config: dict[str, Any] = {"name": plan.job.name}
+    # SkyPilot syncs a local workdir to every node; a path that is not a folder here is not one.
+    workdir = plan.workdir(plan_path) if plan_path is not None else None
+    if workdir is not None and workdir.is_dir():
+        config["workdir"] = str(workdir)
+    config["num_nodes"] = o.nodes
+    config["resources"] = resources
+    if ck.enabled:
+        envs.update(GPUCOST_CHECKPOINT_TARGET=ck.target, GPUCOST_CHECKPOINT_NAMESPACE=plan.job.name,
+                    GPUCOST_CHECKPOINT_EVERY=f"{ck.every_epochs or 1:g}")
+        if ck.target.startswith("s3://"):
+            # Written through to the bucket as the job saves; a recovered job reads them back.
+            config["file_mounts"] = {CHECKPOINT_MOUNT: {"source": ck.target,
+                                                        "mode": "MOUNT_CACHED"}}
+            envs["GPUCOST_CHECKPOINT_DIR"] = f"{CHECKPOINT_MOUNT}/{plan.job.name}"
+    config["envs"] = envs
+    torch = plan.workload.torch_version
+    config["setup"] = "\n".join([
+        "set -e",
+        "if [ -f requirements.txt ]; then python3 -m pip install -r requirements.txt; fi",
+        "python3 -c 'import torch' 2>/dev/null || python3 -m pip install "
+        + shlex.quote(f"torch=={torch.split('+')[0]}" if torch else "torch"),
+    ]) + "\n"
+    config["run"] = _run_script(plan, checkpoint_dir=envs["GPUCOST_CHECKPOINT_DIR"])
+    return config
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return json.dumps(value)
+    return json.dumps(str(value))
+
+
+def _yaml(value: Any, indent: str) -> list[str]:
+    lines = []
+    for key, item in value.items():
+        if isinstance(item, Mapping):
+            lines.append(f"{indent}{_scalar(key) if '/' in key else key}:")
+            lines += _yaml(item, indent + "  ")
+        elif isinstance(item, str) and "\n" in item:
+            lines.append(f"{indent}{key}: |")
+            lines += [f"{indent}  {line}" if line else "" for line in item.splitlines()]
+        else:
+            lines.append(f"{indent}{key}: {_scalar(item)}")
+    return lines
+
+
+def task_yaml(plan: Plan, plan_path: str | Path | None = None, *,
+              run_id: str | None = None) -> str:
+    """The task as YAML, with a header saying what SkyPilot enforces and what gpucost does."""
+    o, safety = plan.offer, plan.safety
+    header = [
+        f"# SkyPilot task written by gpucost from {plan_path or 'a plan'}",
+        f"# estimate: {plan.estimate.cost_usd:.2f} USD over {plan.estimate.hours:.3g} h at "
+        f"{o.price_hr:g} USD/h per node ({o.price_source or 'price source not given'})",
+        f"# the {safety.timeout_hours:g} h timeout is enforced by `timeout` in run; the budget cap "
+        f"{safety.budget_cap_usd:.2f} USD only by `gpucost launch` (not by `sky launch` of this "
+        "file)",
+    ]
+    if managed(plan):
+        header.append("# spot: submit as a managed job (`sky jobs launch`), which recovers from "
+                      "preemptions")
+    return "\n".join(header + _yaml(task_config(plan, plan_path, run_id=run_id), "")) + "\n"

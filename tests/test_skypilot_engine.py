@@ -1,0 +1,369 @@
+"""The skypilot engine against SkyPilot itself, offline (run in the gpucost[skypilot] environment;
+.ci/run builds one; the main environment skips this module).
+
+* Tasks written for plans that `gpucost plan` makes load through SkyPilot's own loader
+  (``sky.Task.from_yaml``), and their resources validate against SkyPilot's catalog lookups,
+  which read a catalog cache seeded from gpucost's embedded SkyPilot catalogs (the network is
+  shut: a lookup that tried to download would fail the test).
+* The SDK calls run against a recording stand-in at that one boundary: each stand-in binds its
+  arguments to the real SDK function's signature (a wrong keyword fails), records the call and
+  plays a small cloud (clusters, jobs, managed jobs that get preempted and recover).
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import inspect
+import itertools
+import os
+import socket
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.skypilot
+
+# SkyPilot reads its catalogs and state under this folder; it is fixed when sky is imported.
+_RUNTIME = Path(tempfile.mkdtemp(prefix="gpucost-sky-"))
+os.environ["SKY_RUNTIME_DIR"] = str(_RUNTIME)
+sky = pytest.importorskip("sky", reason="SkyPilot is not installed (gpucost[skypilot])")
+
+from gpucost.cli import main  # noqa: E402
+from gpucost.executor.ledger import Ledger  # noqa: E402
+from gpucost.executor.runner import Runner  # noqa: E402
+from gpucost.executor.skypilot import SkyClient, SkyPilotProvider  # noqa: E402
+from gpucost.executor.skypilot_task import skypilot_gpu, task_yaml  # noqa: E402
+from gpucost.paths import embedded_snapshots_dir  # noqa: E402
+from gpucost.plan import Plan, load_plan  # noqa: E402
+from gpucost.pricing.snapshot import latest_snapshot_paths, read_snapshot  # noqa: E402
+
+CATALOG_COLUMNS = ["InstanceType", "AcceleratorName", "AcceleratorCount", "vCPUs", "MemoryGiB",
+                   "GpuInfo", "Price", "SpotPrice", "Region", "AvailabilityZone", "Arch"]
+CLOUDS = {"aws": "AWS", "lambda": "Lambda", "runpod": "RunPod"}  # name -> SkyPilot's spelling
+
+
+def seed_catalogs(root: Path) -> None:
+    """SkyPilot's v8 catalog files (``<cloud>/vms.csv``) rebuilt from the embedded snapshots, so
+    that SkyPilot's catalog lookups answer without a download."""
+    from sky.skylet import constants
+
+    catalogs = root / ".sky" / "catalogs" / constants.CATALOG_SCHEMA_VERSION
+    newest = {p.parent.name: p for p in latest_snapshot_paths([embedded_snapshots_dir()])}
+    accelerators: dict[str, set[str]] = {}
+    memory: dict[str, float] = {}
+    for cloud, spelt in CLOUDS.items():
+        path = newest[f"skypilot-{cloud}"]
+        rows = read_snapshot(path).offers.to_records()
+        for r in rows:
+            accelerators.setdefault(skypilot_gpu(r["gpu"]), set()).add(spelt)
+            memory[skypilot_gpu(r["gpu"])] = r["gpu_memory_gb"]
+        out = catalogs / cloud / "vms.csv"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with out.open("w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow(CATALOG_COLUMNS)
+            for r in rows:
+                count = int(r["gpu_count"])
+                mib = int(r["gpu_memory_gb"] * 1024)
+                info = {"Gpus": [{"Name": skypilot_gpu(r["gpu"]), "Manufacturer": "NVIDIA",
+                                  "Count": count, "MemoryInfo": {"SizeInMiB": mib}}],
+                        "TotalGpuMemoryInMiB": mib * count}
+                spot = r["spot_price_hr"]
+                writer.writerow([r["instance_type"], skypilot_gpu(r["gpu"]), float(count),
+                                 r["vcpus"], r["ram_gb"], repr(info), r["price_hr"],
+                                 "" if spot != spot else spot, r["region"], r["zone"],
+                                 "x86_64"])
+    (catalogs / "common").mkdir(exist_ok=True)
+    with (catalogs / "common" / "accelerators.csv").open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["AcceleratorName", "Clouds"])
+        writer.writerows([name, repr(sorted(clouds))] for name, clouds in
+                         sorted(accelerators.items()))
+    with (catalogs / "common" / "metadata.csv").open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["GPU", "MemoryGB", "Manufacturer"])
+        writer.writerows([name, gb, "NVIDIA"] for name, gb in sorted(memory.items()))
+
+
+seed_catalogs(_RUNTIME)
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only loopback: a catalog download or an API-server call would fail here."""
+    real_connect = socket.socket.connect
+
+    def connect(self: socket.socket, address: Any) -> None:
+        host = address[0] if isinstance(address, tuple) else str(address)
+        if self.family == socket.AF_UNIX or str(host).startswith("127.") or host == "::1":
+            return real_connect(self, address)
+        raise OSError(f"network access to {host} in an offline test")
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: (_ for _ in ()).throw(
+        OSError("DNS in an offline test")))
+
+
+def planned(tmp_path: Path, *args: str) -> tuple[Plan, Path]:
+    """A plan written by `gpucost plan` from the embedded catalogs, with a workdir."""
+    (tmp_path / "train.py").write_text("print('training')\n")
+    path = tmp_path / "plan.toml"
+    assert main(["plan", *args, "--command", "python train.py", "-o", str(path)]) == 0
+    return load_plan(path), path
+
+
+PLANS = {
+    "aws on-demand": ("--provider", "aws", "--gpu", "A100 SXM4 40GB"),
+    "aws spot, 2 nodes": ("--provider", "aws", "--gpu", "V100 SXM2 16GB", "--spot",
+                          "--max-nodes", "2", "--pick", "fastest"),
+    "lambda": ("--provider", "lambda", "--gpu", "H100 SXM5 80GB"),
+    "runpod": ("--provider", "runpod", "--gpu", "RTX 4090"),
+}
+
+
+@pytest.mark.parametrize("args", list(PLANS.values()), ids=list(PLANS))
+def test_every_task_loads_through_skypilot_and_its_catalog(tmp_path: Path,
+                                                           args: tuple[str, ...]) -> None:
+    plan, path = planned(tmp_path, *args)
+    yaml_path = tmp_path / "task.yaml"
+    yaml_path.write_text(task_yaml(plan, path, run_id="r1"))
+    task = sky.Task.from_yaml(str(yaml_path))
+    task.validate(skip_file_mounts=True)  # what the API server runs, catalog lookups included
+    (res,) = list(task.resources)
+    o = plan.offer
+    assert task.num_nodes == o.nodes and task.workdir == str(tmp_path)
+    assert str(res.cloud).lower() == o.provider
+    assert res.instance_type == o.instance_type
+    assert res.accelerators == {skypilot_gpu(o.gpu): round(o.gpu_count)}
+    assert res.use_spot == (o.market == "spot") and res.region == o.region
+    assert res.disk_size == plan.disk.size_gb
+    # The catalog answered: SkyPilot prices the instance (spot or not) as the plan did.
+    assert res.get_cost(3600) == pytest.approx(o.price_hr, rel=0.02)
+    assert "SKYPILOT_NODE_RANK" in task.run and task.envs["GPUCOST_RUN_ID"] == "r1"
+
+
+def test_the_catalog_check_is_a_real_one(tmp_path: Path) -> None:
+    plan, path = planned(tmp_path, *PLANS["aws on-demand"])
+    text = task_yaml(plan, path).replace(plan.offer.instance_type, "p4d.48xlarge")
+    (tmp_path / "bad.yaml").write_text(text)
+    with pytest.raises(Exception, match=r"p4d\.48xlarge"):
+        sky.Task.from_yaml(str(tmp_path / "bad.yaml")).validate(skip_file_mounts=True)
+    misspelt = task_yaml(plan, path).replace("use_spot:", "use_spotty:")
+    (tmp_path / "misspelt.yaml").write_text(misspelt)
+    with pytest.raises(Exception, match="use_spotty"):
+        sky.Task.from_yaml(str(tmp_path / "misspelt.yaml"))
+
+
+# -- the SDK boundary ------------------------------------------------------------------------
+class FakeCloud:
+    """Stands in for the SkyPilot API server: every SDK function gpucost calls is replaced by a
+    recorder that binds the arguments to the real function's signature, and answers with a
+    request id that ``sky.get`` / ``sky.stream_and_get`` resolve."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.clusters: dict[str, str] = {}
+        self.jobs: dict[tuple[str, int], list[str]] = {}  # statuses still to report, in turn
+        self.managed: dict[int, tuple[str, list[str]]] = {}
+        self.results: dict[str, Any] = {}
+        self.fail_get: set[str] = set()  # SDK functions whose request dies unanswered
+        self._ids = itertools.count(1)
+        for name in ("launch", "status", "job_status", "tail_logs", "cancel", "stop", "down",
+                     "get", "stream_and_get"):
+            monkeypatch.setattr(sky, name, self._recorder(name, getattr(sky, name)))
+        for name in ("launch", "queue", "cancel", "tail_logs"):
+            monkeypatch.setattr(sky.jobs, name,
+                                self._recorder(f"jobs.{name}", getattr(sky.jobs, name)))
+
+    def _recorder(self, name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        signature = inspect.signature(real)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            bound = signature.bind(*args, **kwargs)  # a wrong argument is a TypeError here
+            self.calls.append((name, dict(bound.arguments)))
+            return getattr(self, "_" + name.replace(".", "_"))(**bound.arguments)
+
+        return call
+
+    def names(self) -> list[str]:
+        return [n for n, _ in self.calls if n not in ("get", "stream_and_get")]
+
+    def _request(self, fn: str, result: Any) -> str:
+        request_id = f"{fn}-{next(self._ids)}"
+        self.results[request_id] = result
+        return request_id
+
+    def _get(self, request_id: str) -> Any:
+        if request_id.split("-")[0] in self.fail_get:
+            raise ConnectionError("the API server went away")
+        result = self.results.pop(request_id)
+        return result() if callable(result) else result
+
+    def _stream_and_get(self, request_id: str, output_stream: Any = None, **_: Any) -> Any:
+        if output_stream is not None:
+            output_stream.write(f"provisioning ({request_id})\n")
+        return self._get(request_id)
+
+    def _launch(self, task: Any, cluster_name: str, **_: Any) -> str:
+        assert isinstance(task, sky.Task)
+        self.clusters[cluster_name] = "UP"
+        self.jobs[(cluster_name, 1)] = ["RUNNING", "RUNNING", "SUCCEEDED"]
+        return self._request("launch", (1, None))
+
+    def _status(self, cluster_names: list[str], **_: Any) -> str:
+        return self._request("status", [{"name": n, "status": sky.ClusterStatus(self.clusters[n])}
+                                        for n in cluster_names if n in self.clusters])
+
+    def _job_status(self, cluster_name: str, job_ids: list[int]) -> str:
+        def answer() -> dict[int, Any]:
+            out = {}
+            for job_id in job_ids:
+                states = self.jobs[(cluster_name, job_id)]
+                out[job_id] = sky.JobStatus(states.pop(0) if len(states) > 1 else states[0])
+            return out
+
+        return self._request("job_status", answer)
+
+    def _tail_logs(self, cluster_name: str, job_id: int, follow: bool,
+                   output_stream: Any = None, **_: Any) -> int:
+        output_stream.write(f"epoch 1 on {cluster_name} job {job_id}\n")
+        return 0
+
+    def _cancel(self, cluster_name: str, job_ids: list[int], **_: Any) -> str:
+        self.jobs[(cluster_name, job_ids[0])] = ["CANCELLED"]
+        return self._request("cancel", None)
+
+    def _stop(self, cluster_name: str, **_: Any) -> str:
+        self.clusters[cluster_name] = "STOPPED"
+        return self._request("stop", None)
+
+    def _down(self, cluster_name: str, **_: Any) -> str:
+        del self.clusters[cluster_name]
+        return self._request("down", None)
+
+    def _jobs_launch(self, task: Any, name: str, **_: Any) -> str:
+        assert isinstance(task, sky.Task)
+        self.managed[7] = (name, ["PENDING", "RUNNING", "RECOVERING", "RECOVERING", "RUNNING",
+                                  "SUCCEEDED"])
+        return self._request("jobs.launch", ([7], None))
+
+    def _jobs_queue(self, refresh: bool, **_: Any) -> str:
+        def answer() -> list[dict[str, Any]]:
+            out = []
+            for job_id, (name, states) in self.managed.items():
+                status = states.pop(0) if len(states) > 1 else states[0]
+                out.append({"job_id": job_id, "job_name": name,
+                            "status": sky.ManagedJobStatus(status)})
+            return out
+
+        return self._request("jobs.queue", answer)
+
+    def _jobs_cancel(self, name: str, **_: Any) -> str:
+        for job_id, (job_name, _states) in list(self.managed.items()):
+            if job_name == name:
+                self.managed[job_id] = (name, ["CANCELLED"])
+        return self._request("jobs.cancel", None)
+
+    def _jobs_tail_logs(self, name: str, follow: bool, output_stream: Any = None,
+                        **_: Any) -> int:
+        output_stream.write(f"epoch 1 of managed job {name}\n")
+        return 0
+
+
+@pytest.fixture
+def cloud(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeCloud]:
+    fake = FakeCloud(monkeypatch)
+    yield fake
+    assert fake.clusters == {} or all(s == "STOPPED" for s in fake.clusters.values())
+
+
+def test_an_on_demand_plan_launches_a_cluster_streams_its_log_and_downs_it(
+        cloud: FakeCloud, tmp_path: Path) -> None:
+    plan, path = planned(tmp_path, *PLANS["aws on-demand"])
+    runner = Runner(plan, path, provider=SkyPilotProvider("aws"), poll_s=0.01, run_id="od-1")
+    result = runner.launch()
+    assert result.state == "succeeded", result.messages
+    launch = dict(cloud.calls)["launch"]
+    assert launch["cluster_name"] == "gpucost-od-1"
+    assert launch["idle_minutes_to_autostop"] == 10 and launch["down"] is True
+    (res,) = list(launch["task"].resources)
+    assert res.instance_type == plan.offer.instance_type
+    assert cloud.names()[-1] == "down" and cloud.clusters == {}
+    log = runner.run_dir.log_path.read_text()
+    assert "provisioning (launch-" in log and "epoch 1 on gpucost-od-1 job 1" in log
+    with Ledger() as ledger:
+        assert ledger.resources(live_only=True) == []
+        assert {r.provider for r in ledger.resources("od-1")} == {"skypilot"}
+
+
+def test_the_budget_cap_cancels_the_job_and_downs_the_cluster(cloud: FakeCloud,
+                                                              tmp_path: Path) -> None:
+    plan, path = planned(tmp_path, *PLANS["aws on-demand"])
+    provider = SkyPilotProvider("aws")
+    runner = Runner(plan, path, provider=provider, poll_s=0.01, run_id="cap-1")
+    runner._price_hr = 1e9  # the first look at the job is over the cap
+    result = runner.launch()
+    assert result.state == "budget-exceeded" and result.exit_code == 1
+    assert [n for n in cloud.names() if n in ("cancel", "down")] == ["cancel", "down"]
+    assert cloud.clusters == {}
+
+
+def test_a_spot_plan_is_a_managed_job_that_survives_its_preemption(cloud: FakeCloud,
+                                                                   tmp_path: Path) -> None:
+    plan, path = planned(tmp_path, *PLANS["aws spot, 2 nodes"])
+    assert plan.offer.market == "spot"
+    runner = Runner(plan, path, provider=SkyPilotProvider("aws", managed=True), poll_s=0.01,
+                    run_id="spot-1")
+    result = runner.launch()
+    assert result.state == "succeeded", result.messages
+    launched = dict(cloud.calls)["jobs.launch"]
+    assert launched["name"] == "gpucost-spot-1"
+    (res,) = list(launched["task"].resources)
+    assert res.use_spot and launched["task"].num_nodes == plan.offer.nodes
+    assert "launch" not in cloud.names() and "jobs.cancel" not in cloud.names()
+    assert "epoch 1 of managed job gpucost-spot-1" in runner.run_dir.log_path.read_text()
+
+
+def test_a_launch_whose_answer_is_lost_is_found_by_its_cluster_name_and_downed(
+        cloud: FakeCloud, tmp_path: Path) -> None:
+    plan, path = planned(tmp_path, *PLANS["aws on-demand"])
+    cloud.fail_get.add("launch")
+    result = Runner(plan, path, provider=SkyPilotProvider("aws"), run_id="lost-1").launch()
+    assert result.state == "failed"
+    assert any("the API server went away" in m for m in result.messages)
+    assert any("had made 1 resource(s): destroyed gpucost-lost-1" in m for m in result.messages)
+    assert cloud.clusters == {}
+
+
+def test_cleanup_finds_a_cluster_by_its_name_from_the_ledger(cloud: FakeCloud,
+                                                              tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]
+                                                              ) -> None:
+    cloud.clusters["gpucost-orphan-1"] = "UP"  # launched by a launcher that was then killed
+    with Ledger() as ledger:
+        ledger.create_run(run_id="orphan-1", name="x", plan_path="p", provider="skypilot",
+                          run_dir=str(tmp_path), price_hr=1.0, nodes=1, budget_cap_usd=5.0)
+        ledger.intent(run_id="orphan-1", provider="skypilot", token="gpucost-orphan-1",
+                      kind="instance", config={"cloud": "aws", "managed": False})
+        ledger.set_run_state("orphan-1", "failed", ended=True)  # its launcher is gone
+    assert main(["cleanup"]) == 0
+    assert "orphan-1: destroy skypilot cluster gpucost-orphan-1" in capsys.readouterr().out
+    assert cloud.clusters == {}
+
+
+def test_the_sdk_boundary_names_only_real_functions() -> None:
+    """Every sky.* call in SkyClient exists in the installed SDK (the stand-in above checks
+    their arguments)."""
+    tree = ast.parse(inspect.getsource(SkyClient))
+    used = {ast.unparse(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)
+            and ast.unparse(node.func).startswith("self.sky.")}
+    assert used >= {"self.sky.launch", "self.sky.jobs.launch", "self.sky.get"}
+    for name in used:
+        obj: Any = sky
+        for part in name.removeprefix("self.sky.").split("."):
+            obj = getattr(obj, part)
+        assert callable(obj), name
