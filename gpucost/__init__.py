@@ -20,16 +20,17 @@ _EXPORTS: dict[str, str] = {
     "resolve_gpu_name": "gpucost.catalog",
     "try_resolve_gpu_name": "gpucost.catalog",
     "all_gpus": "gpucost.catalog",
-    "compare": "gpucost.ranking",
+    "compare": "gpucost.planning.api",
+    "plan": "gpucost.planning.api",
     "predict": "gpucost.measurements",  # the model, taught by the user's own measurements
     "Prediction": "gpucost.model.perf",
     "fit_memory": "gpucost.model.memory",
     "report": "gpucost.reporting",
     "breakeven": "gpucost.model.economics",
-    "advise": "gpucost.advisor",
-    "Plan": "gpucost.plan",
-    "load_plan": "gpucost.plan",
-    "save_plan": "gpucost.plan",
+    "advise": "gpucost.planning.advice",
+    "Plan": "gpucost.planfile",
+    "load_plan": "gpucost.planfile",
+    "save_plan": "gpucost.planfile",
     "StepProfiler": "gpucost.profiler",
     "profile_model": "gpucost.profiler",
     "probe_batch": "gpucost.profiler",
@@ -51,6 +52,7 @@ __all__ = [
     "fit_memory",
     "get_gpu",
     "load_plan",
+    "plan",
     "predict",
     "probe_batch",
     "profile_model",
@@ -62,18 +64,18 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from gpucost.advisor import advise
     from gpucost.catalog import GpuSpec, all_gpus, get_gpu, resolve_gpu_name, try_resolve_gpu_name
     from gpucost.errors import GpuCostError
     from gpucost.measurements import predict
     from gpucost.model.economics import breakeven
     from gpucost.model.memory import fit_memory
     from gpucost.model.perf import Prediction
-    from gpucost.plan import Plan, load_plan, save_plan
+    from gpucost.planfile import Plan, load_plan, save_plan
+    from gpucost.planning.advice import advise
+    from gpucost.planning.api import compare, plan
     from gpucost.preflight import run_preflight
     from gpucost.profile import Profile
     from gpucost.profiler import StepProfiler, probe_batch, profile_model
-    from gpucost.ranking import compare
     from gpucost.reporting import report
 
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 # 100 USD/h on demand; a hundred times that leaves room for bigger machines (and for tests that
 # reach a budget cap within seconds) while 1e308 stays out.
 MAX_PRICE_HR_USD = 10_000.0
-MAX_NODES = 1024
+# The largest group planned (compare/plan --max-nodes) and accepted in a plan file: the largest
+# published training clusters run ~2,000-4,000 8-GPU nodes (e.g. 16,384 H100s for Llama 3).
+MAX_NODES = 4096
 MAX_GPUS_PER_NODE = 64  # the largest machines listed today carry 16
 
 # Files: the deepest real document (a profile's operator table) nests 3 levels.

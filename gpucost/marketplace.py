@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 
-from gpucost.plan import MARKETPLACES, MarketplaceSection
+from gpucost.planfile import MARKETPLACES, MarketplaceSection
 
 # Marketplace prices move between planning and launch; the budget cap still bounds the spend.
 PRICE_HEADROOM = 1.25

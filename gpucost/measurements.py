@@ -38,7 +38,7 @@ from gpucost.errors import InputError
 
 if TYPE_CHECKING:
     from gpucost.model.perf import Prediction
-    from gpucost.plan import Plan
+    from gpucost.planfile import Plan
     from gpucost.profile import Profile
 
 FORMAT = "gpucost-measurements"

@@ -6,7 +6,7 @@ import datetime as dt
 import json
 import math
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -14,17 +14,50 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpucost.advisor import Constraints, advise, pareto_front, pick, plan_label, to_plan
 from gpucost.cli import main
 from gpucost.errors import InputError, NoOffersError
 from gpucost.model.economics import SYSTEM_DISK_GB, JobParams
-from gpucost.plan import load_plan
+from gpucost.planfile import load_plan
+from gpucost.planning.advice import Advice, advise, pareto_front, pick
+from gpucost.planning.planbuild import to_plan
+from gpucost.planning.request import Constraints, Job, Request, make_filters
 from gpucost.pricing.snapshot import Offers, Snapshot, write_snapshot
 from gpucost.profile import Profile, resolve_profile
-from gpucost.ranking import Job
 
 FETCHED = dt.datetime(2026, 11, 30, tzinfo=dt.UTC)
 NOW = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What these tests vary: constraints, and the filters `gpucost plan` exposes."""
+
+    deadline_hours: float | None = None
+    budget_usd: float | None = None
+    min_gpu_memory_gb: float | None = None
+    spot_allowed: bool = False
+    max_nodes: int = 1
+
+
+def advise_under(
+    profile: Profile,
+    job: Job,
+    snapshots: list[Snapshot],
+    limits: Limits = Limits(),
+    params: JobParams | None = None,
+    *,
+    now: dt.datetime = NOW,
+) -> Advice:
+    filters = make_filters(
+        market="any" if limits.spot_allowed else "on-demand",
+        max_nodes=limits.max_nodes,
+        min_gpu_memory_gb=limits.min_gpu_memory_gb,
+    )
+    constraints = Constraints(limits.deadline_hours, limits.budget_usd)
+    return advise(
+        Request(profile, job, tuple(snapshots), filters, params or JobParams(), constraints,
+                now=now)
+    )
 
 
 def _offers() -> Offers:
@@ -126,46 +159,46 @@ def test_pareto_front_is_exactly_the_undominated_plans(points: list[tuple[int, i
 def test_recommends_cheapest_on_time_and_fastest_within_budget(
     snapshot: Snapshot, profile: Profile, job: Job
 ) -> None:
-    free = advise(profile, job, [snapshot], Constraints(spot_allowed=True), now=NOW)
-    cols = free.ranking.columns
+    free = advise_under(profile, job, [snapshot], Limits(spot_allowed=True), now=NOW)
+    cols = free.ranking.plans
     assert free.cheapest is not None and free.fastest is not None
-    assert free.cheapest.row["cost_usd"] == cols["cost_usd"].min()
+    assert free.cheapest.row.cost_usd == cols.cost_usd.min()
     # the fastest, or a plan within 1 % of its time that costs less
-    h_min = cols["total_hours"].min()
-    near = cols["total_hours"] <= h_min * 1.01
-    assert free.fastest.row["cost_usd"] == cols["cost_usd"][near].min()
-    assert free.fastest.row["total_hours"] <= h_min * 1.01
+    h_min = cols.total_hours.min()
+    near = cols.total_hours <= h_min * 1.01
+    assert free.fastest.row.cost_usd == cols.cost_usd[near].min()
+    assert free.fastest.row.total_hours <= h_min * 1.01
     # a deadline between the fastest and the cheapest plan's hours moves the cheapest choice
-    deadline = (free.fastest.row["total_hours"] + free.cheapest.row["total_hours"]) / 2
-    timed = advise(
-        profile, job, [snapshot], Constraints(deadline_hours=deadline, spot_allowed=True), now=NOW
+    deadline = (free.fastest.row.total_hours + free.cheapest.row.total_hours) / 2
+    timed = advise_under(
+        profile, job, [snapshot], Limits(deadline_hours=deadline, spot_allowed=True), now=NOW
     )
     assert timed.cheapest is not None
-    on_time = cols["total_hours"] <= deadline
-    assert timed.cheapest.row["cost_usd"] == cols["cost_usd"][on_time].min()
-    assert timed.cheapest.row["total_hours"] <= deadline
+    on_time = cols.total_hours <= deadline
+    assert timed.cheapest.row.cost_usd == cols.cost_usd[on_time].min()
+    assert timed.cheapest.row.total_hours <= deadline
     text = " ".join(timed.cheapest.reasons)
     assert f"within the {deadline:g} h deadline" in text and "$/job = compute $" in text
     # a budget below the fastest plan's cost makes the fastest choice a slower, cheaper one
-    budget = (free.fastest.row["cost_usd"] + free.cheapest.row["cost_usd"]) / 2
-    capped = advise(
-        profile, job, [snapshot], Constraints(budget_usd=budget, spot_allowed=True), now=NOW
+    budget = (free.fastest.row.cost_usd + free.cheapest.row.cost_usd) / 2
+    capped = advise_under(
+        profile, job, [snapshot], Limits(budget_usd=budget, spot_allowed=True), now=NOW
     )
     assert capped.fastest is not None
-    assert capped.fastest.row["cost_usd"] <= budget
-    within = cols["total_hours"][cols["cost_usd"] <= budget].min()
-    assert within <= capped.fastest.row["total_hours"] <= within * 1.01
+    assert capped.fastest.row.cost_usd <= budget
+    within = cols.total_hours[cols.cost_usd <= budget].min()
+    assert within <= capped.fastest.row.total_hours <= within * 1.01
     assert set(capped.pareto.tolist()) <= set(np.flatnonzero(capped.feasible).tolist())
 
 
 def test_infeasible_says_what_to_relax_and_by_how_much(
     snapshot: Snapshot, profile: Profile, job: Job
 ) -> None:
-    loose = advise(profile, job, [snapshot], Constraints(max_nodes=2), now=NOW)
-    fastest_h = float(loose.ranking.columns["total_hours"].min())
-    cheapest = float(loose.ranking.columns["cost_usd"].min())
-    tight = advise(
-        profile, job, [snapshot], Constraints(deadline_hours=fastest_h / 2, max_nodes=2), now=NOW
+    loose = advise_under(profile, job, [snapshot], Limits(max_nodes=2), now=NOW)
+    fastest_h = float(loose.ranking.plans.total_hours.min())
+    cheapest = float(loose.ranking.plans.cost_usd.min())
+    tight = advise_under(
+        profile, job, [snapshot], Limits(deadline_hours=fastest_h / 2, max_nodes=2), now=NOW
     )
     assert not tight.ok and tight.cheapest is None
     assert tight.relax[0] == (
@@ -178,7 +211,7 @@ def test_infeasible_says_what_to_relax_and_by_how_much(
     found = re.match(r"or allow (\d+) nodes \(--max-nodes \1\): .* in ([\d.]+) h$", more[0])
     assert found, more[0]
     assert int(found[1]) > 2 and float(found[2]) <= fastest_h / 2 + 0.05
-    broke = advise(profile, job, [snapshot], Constraints(budget_usd=cheapest * 0.5), now=NOW)
+    broke = advise_under(profile, job, [snapshot], Limits(budget_usd=cheapest * 0.5), now=NOW)
     assert not broke.ok
     assert f"raise the budget to ${math.ceil(cheapest * 100) / 100:,.2f}" in broke.relax[0]
     assert f"(+${cheapest * 0.5:,.2f})" in broke.relax[0]
@@ -199,15 +232,15 @@ def test_infeasible_on_demand_suggests_spot(profile: Profile, job: Job) -> None:
         ]
     )
     snap = Snapshot(source="tiny", fetched_at=FETCHED, offers=offers)
-    spot = advise(profile, job, [snap], Constraints(spot_allowed=True), now=NOW)
-    assert spot.cheapest is not None and spot.cheapest.row["market"] == "spot"
-    budget = spot.cheapest.row["cost_usd"] * 1.1
-    broke = advise(profile, job, [snap], Constraints(budget_usd=budget), now=NOW)
+    spot = advise_under(profile, job, [snap], Limits(spot_allowed=True), now=NOW)
+    assert spot.cheapest is not None and spot.cheapest.row.market == "spot"
+    budget = spot.cheapest.row.cost_usd * 1.1
+    broke = advise_under(profile, job, [snap], Limits(budget_usd=budget), now=NOW)
     assert not broke.ok
     assert broke.relax[-1] == (
         f"or allow spot capacity (--spot): aws p3.2xlarge (us-east-1), 1x V100 SXM2 16GB, spot "
-        f"meets all constraints at ${spot.cheapest.row['cost_usd']:,.2f} in "
-        f"{spot.cheapest.row['total_hours']:.1f} h"
+        f"meets all constraints at ${spot.cheapest.row.cost_usd:,.2f} in "
+        f"{spot.cheapest.row.total_hours:.1f} h"
     )
 
 
@@ -227,26 +260,26 @@ def test_relax_names_the_plan_a_full_rerank_would_pick(
     """The advisor ranks only the rows a relaxation adds; its suggestion must be the plan that
     advising again under the relaxed constraints picks, tried in the same order (spot, then
     2x, 4x, 8x the nodes, at most 16)."""
-    loose = advise(
+    loose = advise_under(
         profile,
         job,
         [snapshot],
-        Constraints(spot_allowed=spot_allowed, max_nodes=max_nodes),
+        Limits(spot_allowed=spot_allowed, max_nodes=max_nodes),
         now=NOW,
     )
-    cols = loose.ranking.columns
-    fastest = int(np.argmin(cols["total_hours"]))
-    c = Constraints(
+    cols = loose.ranking.plans
+    fastest = int(np.argmin(cols.total_hours))
+    c = Limits(
         deadline_hours=None
         if deadline_factor is None
-        else float(cols["total_hours"][fastest]) * deadline_factor,
+        else float(cols.total_hours[fastest]) * deadline_factor,
         budget_usd=None
         if budget_factor is None
-        else float(cols["cost_usd"][fastest]) * budget_factor,
+        else float(cols.cost_usd[fastest]) * budget_factor,
         spot_allowed=spot_allowed,
         max_nodes=max_nodes,
     )
-    tight = advise(profile, job, [snapshot], c, now=NOW)
+    tight = advise_under(profile, job, [snapshot], c, now=NOW)
     assert not tight.ok
     tries = (
         [] if spot_allowed else [("allow spot capacity (--spot)", replace(c, spot_allowed=True))]
@@ -258,13 +291,13 @@ def test_relax_names_the_plan_a_full_rerank_would_pick(
         ]
     expected = None
     for text, relaxed in tries:
-        full = advise(profile, job, [snapshot], relaxed, now=NOW)
+        full = advise_under(profile, job, [snapshot], relaxed, now=NOW)
         if full.cheapest is not None:
             row = full.cheapest.row
-            text = text or f"allow {row['nodes']} nodes (--max-nodes {row['nodes']})"
+            text = text or f"allow {row.nodes} nodes (--max-nodes {row.nodes})"
             expected = (
-                f"or {text}: {plan_label(row)} meets all constraints at "
-                f"${row['cost_usd']:,.2f} in {row['total_hours']:.1f} h"
+                f"or {text}: {row.label()} meets all constraints at "
+                f"${row.cost_usd:,.2f} in {row.total_hours:.1f} h"
             )
             break
     assert expected is not None  # each case is one a relaxation fixes
@@ -276,7 +309,7 @@ def test_filters_that_leave_nothing_name_the_filter(
     snapshot: Snapshot, profile: Profile, job: Job
 ) -> None:
     with pytest.raises(NoOffersError, match=r"lower the GPU memory minimum to 40 GB"):
-        advise(profile, job, [snapshot], Constraints(min_gpu_memory_gb=80), now=NOW)
+        advise_under(profile, job, [snapshot], Limits(min_gpu_memory_gb=80), now=NOW)
     with pytest.raises(InputError, match="deadline hours must be a positive number"):
         Constraints(deadline_hours=-1)
 
@@ -285,7 +318,7 @@ def test_plan_round_trips_and_carries_its_assumptions(
     snapshot: Snapshot, profile: Profile, job: Job, tmp_path: Path
 ) -> None:
     params = JobParams(data_gb=20.0, checkpoint_gb=0.5, results_gb=1.0)
-    advice = advise(profile, job, [snapshot], Constraints(spot_allowed=True), params, now=NOW)
+    advice = advise_under(profile, job, [snapshot], Limits(spot_allowed=True), params, now=NOW)
     assert advice.cheapest is not None
     plan = to_plan(
         advice.cheapest,
@@ -295,13 +328,13 @@ def test_plan_round_trips_and_carries_its_assumptions(
         expected_return_hours=100.0,
         now=NOW,
     )
-    from gpucost.plan import save_plan
+    from gpucost.planfile import save_plan
 
     loaded = load_plan(save_plan(plan, tmp_path / "plan.toml"))
     assert loaded == plan
     row = advice.cheapest.row
-    assert loaded.offer.instance_type == row["instance_type"]
-    assert loaded.estimate.cost_usd == pytest.approx(row["cost_usd"], abs=1e-3)
+    assert loaded.offer.instance_type == row.instance_type
+    assert loaded.estimate.cost_usd == pytest.approx(row.cost_usd, abs=1e-3)
     assert loaded.job.command == ["python", "train.py", "--fast"]
     assert loaded.job.entry_script == "train.py"
     assert loaded.safety.budget_cap_usd >= loaded.estimate.cost_usd
@@ -450,7 +483,10 @@ def test_plan_on_your_own_machine(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert plan.idle.policy == "stop" and plan.spot.fallback == "none"
 
 
-def test_plans_whose_batch_does_not_fit_are_left_out() -> None:
+def test_plans_whose_batch_does_not_fit_are_replanned_or_left_out() -> None:
+    """BERT-large at batch 112 does not fit a 16 GB T4 as is: it is re-planned with a smaller
+    micro-batch and gradient accumulation (slower than the unchanged batch would be). A model
+    whose states alone exceed the T4 is left out, and the advice says so."""
     bert = resolve_profile("bert-large-a100-fp16")
     job = Job.from_args(bert, samples=1e5)
     small = {
@@ -470,12 +506,27 @@ def test_plans_whose_batch_does_not_fit_are_left_out() -> None:
         "price_hr": 1.29,
     }
     both = Snapshot(source="tiny", fetched_at=FETCHED, offers=Offers.from_records([small, big]))
-    advice = advise(bert, job, [both], now=NOW)
-    assert advice.fits.tolist() == [g != "T4" for g in advice.ranking.columns["gpu"]]
-    assert advice.cheapest is not None and advice.cheapest.row["gpu"] == "A100 SXM4 40GB"
+    advice = advise_under(bert, job, [both])
+    plans = advice.ranking.plans
+    assert len(advice.ranking.unfit) == 0
+    t4 = int(np.flatnonzero(plans.gpu == "T4")[0])
+    row = plans.row(t4)
+    assert row.micro_batch < bert.batch_size and row.grad_accum_steps > 1
+    assert row.micro_batch * row.grad_accum_steps >= bert.batch_size
+    assert row.peak_gb <= 16 * 0.95 - 1.0  # the T4's usable memory
+    assert "accumulation" in row.memory_note
+    from gpucost.model.perf import predict
+
+    unchanged = predict(bert, gpu="T4")
+    assert row.throughput < unchanged.throughput  # each micro-step pays a step's fixed costs
+    assert advice.cheapest is not None
     plan = to_plan(advice.cheapest, advice, profile_ref="bert-large-a100-fp16", now=NOW)
-    assert plan.workload.peak_memory_gb is not None and plan.workload.peak_memory_gb <= 40
+    assert plan.workload.peak_memory_gb is not None
+    assert plan.workload.peak_memory_gb <= (
+        40 * 0.95 - 1.0 if plan.offer.gpu.startswith("A100") else 16 * 0.95 - 1.0)
+    assert plan.workload.micro_batch == advice.cheapest.row.micro_batch
+    huge = bert.with_changes(param_count=1.5e9)  # 24 GB of Adam states: no T4 holds them
     only_small = Snapshot(source="tiny", fetched_at=FETCHED, offers=Offers.from_records([small]))
-    none = advise(bert, job, [only_small], now=NOW)
-    assert not none.ok
-    assert none.relax[0].startswith(f"the per-device batch of {bert.batch_size} fits none")
+    none = advise_under(huge, Job.from_args(huge, samples=1e5), [only_small])
+    assert not none.ok and len(none.ranking.unfit) == 1
+    assert none.relax[0].startswith(f"the per-device batch of {huge.batch_size} fits none")

@@ -19,9 +19,11 @@ def test_every_export_resolves_to_a_callable_or_class() -> None:
 
 def test_submodules_do_not_shadow_the_functions_of_the_same_name() -> None:
     code = (
-        "import gpucost.ranking, gpucost.reporting, gpucost; "
+        "import gpucost.planning.api, gpucost.planfile, gpucost.reporting, gpucost; "
         "assert callable(gpucost.compare) and callable(gpucost.report); "
-        "import types; assert not isinstance(gpucost.compare, types.ModuleType)"
+        "assert callable(gpucost.plan); import types; "
+        "assert not isinstance(gpucost.compare, types.ModuleType); "
+        "assert not isinstance(gpucost.plan, types.ModuleType)"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 

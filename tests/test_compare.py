@@ -15,12 +15,25 @@ from hypothesis import strategies as st
 import gpucost
 from gpucost.cli import main
 from gpucost.errors import InputError, NoOffersError, UnknownGpuError, UnknownProviderError
+from gpucost.planning.ranking import Ranking, rank
+from gpucost.planning.request import Filters, Job, Request, SortKey, make_filters
 from gpucost.pricing.snapshot import Offers, Snapshot, write_snapshot
 from gpucost.profile import Profile, resolve_profile
-from gpucost.ranking import Filters, Job, Ranking, make_filters, rank
 
 FETCHED = dt.datetime(2026, 11, 30, tzinfo=dt.UTC)
 NOW = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
+
+
+def rank_of(
+    profile: Profile,
+    job: Job,
+    snapshots: list[Snapshot],
+    filters: Filters | None = None,
+    *,
+    sort: SortKey = "cost",
+    now: dt.datetime = NOW,
+) -> Ranking:
+    return rank(Request(profile, job, tuple(snapshots), filters or Filters(), sort=sort, now=now))
 
 
 def tiny_offers() -> Offers:
@@ -98,59 +111,59 @@ def test_job_sizes(profile: Profile) -> None:
 
 def test_ranks_by_cost_and_by_time(snapshot: Snapshot, profile: Profile) -> None:
     job = Job.from_args(profile, samples=1e7)
-    by_cost = rank(profile, job, [snapshot], now=NOW)
-    cost = by_cost.columns["cost_usd"]
+    by_cost = rank_of(profile, job, [snapshot], now=NOW)
+    cost = by_cost.plans.cost_usd
     assert np.all(np.diff(cost) >= 0)
     # one on-demand plan per offer plus one spot plan per offer with a spot price
     assert len(by_cost) == 4 + 2
-    by_time = rank(profile, job, [snapshot], sort="time", now=NOW)
-    assert np.all(np.diff(by_time.columns["hours"]) >= 0)
-    assert by_time.columns["instance_type"][0] == "p4d.24xlarge"  # 8 GPUs finish first
+    by_time = rank_of(profile, job, [snapshot], sort="time", now=NOW)
+    assert np.all(np.diff(by_time.plans.hours) >= 0)
+    assert by_time.plans.instance_type[0] == "p4d.24xlarge"  # 8 GPUs finish first
 
 
 def test_hours_follow_throughput(snapshot: Snapshot, profile: Profile) -> None:
     job = Job.from_args(profile, samples=3.6e6)
-    r = rank(profile, job, [snapshot], now=NOW)
-    c = r.columns
-    np.testing.assert_allclose(c["hours"], job.samples / c["throughput"] / 3600.0)
-    assert np.all(c["cost_usd"] >= c["nodes"] * c["price_hr"] * c["hours"] - 1e-9)
+    r = rank_of(profile, job, [snapshot], now=NOW)
+    c = r.plans
+    np.testing.assert_allclose(c.hours, job.samples / c.throughput / 3600.0)
+    assert np.all(c.cost_usd >= c.nodes * c.price_hr * c.hours - 1e-9)
 
 
 def test_same_gpu_offer_reproduces_the_measurement(snapshot: Snapshot, profile: Profile) -> None:
-    r = rank(
+    r = rank_of(
         profile,
         Job.from_args(profile, samples=1e6),
         [snapshot],
         make_filters(gpu="V100", market="on-demand"),
         now=NOW,
     )
-    assert r.columns["throughput"][0] == pytest.approx(profile.throughput, rel=1e-6)
+    assert r.plans.throughput[0] == pytest.approx(profile.throughput, rel=1e-6)
 
 
 def test_filters(snapshot: Snapshot, profile: Profile) -> None:
     job = Job.from_args(profile, samples=1e6)
-    spot = rank(profile, job, [snapshot], make_filters(market="spot"), now=NOW)
-    assert set(spot.columns["market"]) == {"spot"}
-    cheap = rank(profile, job, [snapshot], make_filters(max_price_hr=1.0), now=NOW)
-    assert cheap.columns["price_hr"].max() <= 1.0
-    mem = rank(profile, job, [snapshot], make_filters(min_gpu_memory_gb=30), now=NOW)
-    assert set(mem.columns["gpu"]) == {"A100 SXM4 40GB"}
-    eight = rank(profile, job, [snapshot], make_filters(gpu_count=8), now=NOW)
-    assert set(eight.columns["instance_type"]) == {"p4d.24xlarge"}
-    eu = rank(profile, job, [snapshot], make_filters(region="eu"), now=NOW)
-    assert set(eu.columns["region"]) == {"eu-west-1", "EU-RO-1"}
-    nodes = rank(profile, job, [snapshot], make_filters(provider="aws", max_nodes=3), now=NOW)
-    assert sorted(set(nodes.columns["nodes"].tolist())) == [1, 2, 3]
+    spot = rank_of(profile, job, [snapshot], make_filters(market="spot"), now=NOW)
+    assert set(spot.plans.market) == {"spot"}
+    cheap = rank_of(profile, job, [snapshot], make_filters(max_price_hr=1.0), now=NOW)
+    assert cheap.plans.price_hr.max() <= 1.0
+    mem = rank_of(profile, job, [snapshot], make_filters(min_gpu_memory_gb=30), now=NOW)
+    assert set(mem.plans.gpu) == {"A100 SXM4 40GB"}
+    eight = rank_of(profile, job, [snapshot], make_filters(gpu_count=8), now=NOW)
+    assert set(eight.plans.instance_type) == {"p4d.24xlarge"}
+    eu = rank_of(profile, job, [snapshot], make_filters(region="eu"), now=NOW)
+    assert set(eu.plans.region) == {"eu-west-1", "EU-RO-1"}
+    nodes = rank_of(profile, job, [snapshot], make_filters(provider="aws", max_nodes=3), now=NOW)
+    assert sorted(set(nodes.plans.nodes.tolist())) == [1, 2, 3]
 
 
 def test_bad_filters_say_what_to_fix(snapshot: Snapshot, profile: Profile) -> None:
     job = Job.from_args(profile, samples=1e6)
     with pytest.raises(UnknownProviderError, match="known: aws, lambda, runpod"):
-        rank(profile, job, [snapshot], make_filters(provider="azur"), now=NOW)
+        rank_of(profile, job, [snapshot], make_filters(provider="azur"), now=NOW)
     with pytest.raises(UnknownGpuError, match="did you mean"):
         make_filters(gpu="A100 SXM9")
     with pytest.raises(NoOffersError, match="no offer matches"):
-        rank(profile, job, [snapshot], make_filters(gpu="H100", provider="aws"), now=NOW)
+        rank_of(profile, job, [snapshot], make_filters(gpu="H100", provider="aws"), now=NOW)
     with pytest.raises(InputError, match="max nodes"):
         make_filters(max_nodes=0)
 
@@ -159,18 +172,18 @@ def test_stale_prices_are_flagged(profile: Profile) -> None:
     old = Snapshot(
         source="old", fetched_at=dt.datetime(2025, 1, 1, tzinfo=dt.UTC), offers=tiny_offers()
     )
-    r = rank(profile, Job.from_args(profile, samples=1e6), [old], now=NOW)
-    assert r.columns["stale"].all()
+    r = rank_of(profile, Job.from_args(profile, samples=1e6), [old], now=NOW)
+    assert r.plans.stale.all()
     assert any("gpucost prices refresh" in n for n in r.notes)
-    assert r.columns["price_date"][0] == "2025-01-01"
+    assert r.plans.price_date[0] == "2025-01-01"
 
 
 def _costs_by_plan(r: Ranking) -> dict[tuple[str, str, int, str], float]:
-    c = r.columns
+    c = r.plans
     return {
         (p, i, int(n), m): float(cost)
         for p, i, n, m, cost in zip(
-            c["provider"], c["instance_type"], c["nodes"], c["market"], c["cost_usd"], strict=True
+            c.provider, c.instance_type, c.nodes, c.market, c.cost_usd, strict=True
         )
     }
 
@@ -182,8 +195,8 @@ def test_a_faster_throughput_never_raises_cost(speedup: float, samples: float) -
     faster = profile.with_changes(step_time_s=profile.step_time_s / speedup)
     snap = Snapshot(source="tiny", fetched_at=FETCHED, offers=tiny_offers())
     filters = Filters(max_nodes=2)
-    base = rank(profile, Job.from_args(profile, samples=samples), [snap], filters, now=NOW)
-    quick = rank(faster, Job.from_args(faster, samples=samples), [snap], filters, now=NOW)
+    base = rank_of(profile, Job.from_args(profile, samples=samples), [snap], filters, now=NOW)
+    quick = rank_of(faster, Job.from_args(faster, samples=samples), [snap], filters, now=NOW)
     before, after = _costs_by_plan(base), _costs_by_plan(quick)
     assert before.keys() == after.keys()
     for k, cost in before.items():
@@ -283,23 +296,32 @@ def test_default_compare_runs_without_heavy_imports() -> None:
     assert "3 of" in out.stdout
 
 
-def test_node_counts_past_4096_keep_their_own_throughput(profile: Profile) -> None:
+def test_node_counts_up_to_4096_keep_their_own_throughput(profile: Profile) -> None:
     """Regression: the configuration key once packed GPUs per node and nodes into one integer
-    with a radix of 4,096, so 1 GPU x 4,097 nodes got the throughput of 2 GPUs x 1 node."""
-    from gpucost.model.fabrics import Fabrics
+    with a radix of 4,096, so 1 GPU x 4,097 nodes got the throughput of 2 GPUs x 1 node.
+    Configurations are now told apart column by column, up to the stated 4,096-node cap."""
+    from gpucost.model.fabrics import resolve_fabrics
     from gpucost.model.perf import predict
-    from gpucost.ranking import _predict_configs
 
-    gpu = np.array(["V100 SXM2 16GB", "V100 SXM2 16GB"])
-    fabrics = Fabrics(np.array([100.0, 100.0]), np.array(["rdma", "rdma"]),
-                      np.array(["", ""], dtype=object))
-    throughput, _ = _predict_configs(
-        profile, gpu, np.array([1.0, 2.0]), np.array([4097.0, 1.0]),
-        np.array(["nvlink", "nvlink"]), fabrics,
-    )
-    big = predict(profile, gpu="V100", gpus_per_node=1, nodes=4097, inter_node_gbps=100.0,
-                  intra_node_link="nvlink", inter_node_transport="rdma")
-    pair = predict(profile, gpu="V100", gpus_per_node=2, nodes=1, inter_node_gbps=100.0,
-                   intra_node_link="nvlink", inter_node_transport="rdma")
-    assert throughput.tolist() == pytest.approx([big.throughput, pair.throughput])
-    assert throughput[0] != pytest.approx(throughput[1])
+    offers = Offers.from_records([
+        {"provider": "aws", "region": "us-east-1", "instance_type": "one", "gpu": "A100 SXM4 80GB",
+         "gpu_count": 1, "price_hr": 4.0, "network_gbps": 100.0, "intra_node_link": "nvlink"},
+        {"provider": "aws", "region": "us-east-1", "instance_type": "two", "gpu": "A100 SXM4 80GB",
+         "gpu_count": 2, "price_hr": 8.0, "network_gbps": 100.0, "intra_node_link": "nvlink"},
+    ])
+    snap = Snapshot(source="tiny", fetched_at=FETCHED, offers=offers)
+    r = rank_of(profile, Job.from_args(profile, samples=1e9), [snap],
+                make_filters(max_nodes=4096, market="on-demand"))
+    p = r.plans
+    one_big = (p.instance_type == "one") & (p.nodes == 4096)
+    two_one = (p.instance_type == "two") & (p.nodes == 1)
+    fabric = resolve_fabrics(np.array(["aws"]), np.array(["one"]), np.array([100.0]))
+    net = {"inter_node_gbps": float(fabric.gbps[0]),
+           "inter_node_transport": str(fabric.transport[0]), "intra_node_link": "nvlink"}
+    big = predict(profile, gpu="A100 SXM4 80GB", gpus_per_node=1, nodes=4096, **net)
+    pair = predict(profile, gpu="A100 SXM4 80GB", gpus_per_node=2, nodes=1, **net)
+    assert p.throughput[one_big].tolist() == pytest.approx([big.throughput])
+    assert p.throughput[two_one].tolist() == pytest.approx([pair.throughput])
+    with pytest.raises(InputError, match="at most 4,096"):
+        rank_of(profile, Job.from_args(profile, samples=1e9), [snap],
+                make_filters(max_nodes=4097))

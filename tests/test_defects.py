@@ -90,18 +90,13 @@ def test_breakeven_for_a_provider_without_rates_names_it(
 def test_fastest_within_budget_stays_within_it_at_worst() -> None:
     import numpy as np
 
-    from gpucost.advisor import Constraints, advise, pick
-    from gpucost.pricing.snapshot import load_snapshots
-    from gpucost.profile import resolve_profile
-    from gpucost.ranking import Job
+    from gpucost.planning.advice import pick
+    from gpucost.planning.api import plan
 
-    profile = resolve_profile(None)
-    job = Job.from_args(profile, epochs=10)
-    snapshots = load_snapshots()
-    free = advise(profile, job, snapshots, Constraints(spot_allowed=True))
-    cols = free.ranking.columns
-    hours, cost, worst = cols["total_hours"], cols["cost_usd"], cols["worst_usd"]
-    fits = np.flatnonzero(free.fits)
+    free = plan(epochs=10)
+    cols = free.ranking.plans
+    hours, cost, worst = cols.total_hours, cols.cost_usd, cols.worst_usd
+    fits = np.arange(len(cols))
     # A budget for which the fastest plan by expected cost (the old rule) is a spot plan whose
     # worst case (interrupted at the worst moment, finished on-demand) is over the budget.
     budget = None
@@ -111,9 +106,9 @@ def test_fastest_within_budget_stays_within_it_at_worst() -> None:
             budget = float(b)
             break
     assert budget is not None, "no budget separates expected and worst cost any more"
-    advice = advise(profile, job, snapshots, Constraints(spot_allowed=True, budget_usd=budget))
+    advice = plan(epochs=10, budget_usd=budget)
     assert advice.fastest is not None
-    assert advice.fastest.row["worst_usd"] <= budget
+    assert advice.fastest.row.worst_usd <= budget
     assert "even at worst" in advice.fastest.reasons[0]
 
 

@@ -203,15 +203,15 @@ def test_job_cost_terms_add_up_by_hand() -> None:
     cols = _cols(market="on-demand", nodes=2.0, ingress_gb=0.01)
     c = job_costs(cols, np.array([10.0]), params)
     setup_h = 12 / 60 + 45 * 8 / 10 / 3600  # 0.2 h + 36 s download at 10 Gbit/s
-    assert c["setup_hours"][0] == pytest.approx(setup_h)
-    assert c["compute_usd"][0] == pytest.approx(2 * 2.0 * 10)
-    assert c["setup_usd"][0] == pytest.approx(2 * 2.0 * setup_h)
+    assert c.setup_hours[0] == pytest.approx(setup_h)
+    assert c.compute_usd[0] == pytest.approx(2 * 2.0 * 10)
+    assert c.setup_usd[0] == pytest.approx(2 * 2.0 * setup_h)
     disk = math.ceil((45 + 2 * 1 + 4) * 1.3) + SYSTEM_DISK_GB
-    assert c["disk_gb"][0] == disk
-    assert c["storage_usd"][0] == pytest.approx(2 * disk * 0.1 / 730 * (10 + setup_h))
-    assert c["egress_usd"][0] == pytest.approx(5 * 0.09)
-    assert c["ingress_usd"][0] == pytest.approx(2 * 45 * 0.01)
-    assert c["spot_rework_usd"][0] == 0.0 and c["risk"][0] == 0.0
+    assert c.disk_gb[0] == disk
+    assert c.storage_usd[0] == pytest.approx(2 * disk * 0.1 / 730 * (10 + setup_h))
+    assert c.egress_usd[0] == pytest.approx(5 * 0.09)
+    assert c.ingress_usd[0] == pytest.approx(2 * 45 * 0.01)
+    assert c.spot_rework_usd[0] == 0.0 and c.risk[0] == 0.0
     terms = (
         "compute_usd",
         "setup_usd",
@@ -221,20 +221,20 @@ def test_job_cost_terms_add_up_by_hand() -> None:
         "checkpoint_usd",
         "spot_rework_usd",
     )
-    assert c["cost_usd"][0] == pytest.approx(sum(c[t][0] for t in terms))
-    assert c["worst_usd"][0] == c["cost_usd"][0]
+    assert c.cost_usd[0] == pytest.approx(sum(getattr(c, t)[0] for t in terms))
+    assert c.worst_usd[0] == c.cost_usd[0]
 
 
 def test_spot_rows_carry_expected_not_best_case_cost() -> None:
     params = JobParams(data_gb=10.0, checkpoint_gb=2.0, interruption_rate_per_hr=0.05)
     c = job_costs(_cols(), np.array([50.0]), params)
-    assert c["spot_rework_usd"][0] > 0 and c["checkpoint_usd"][0] > 0
-    assert c["interruptions"][0] == pytest.approx(
-        0.05 * (c["total_hours"][0] - c["setup_hours"][0])
+    assert c.spot_rework_usd[0] > 0 and c.checkpoint_usd[0] > 0
+    assert c.interruptions[0] == pytest.approx(
+        0.05 * (c.total_hours[0] - c.setup_hours[0])
     )
-    assert 0 < c["risk"][0] < 1
-    assert c["worst_usd"][0] > c["cost_usd"][0]
-    assert np.isfinite(c["checkpoint_interval_hours"][0])
+    assert 0 < c.risk[0] < 1
+    assert c.worst_usd[0] > c.cost_usd[0]
+    assert np.isfinite(c.checkpoint_interval_hours[0])
 
 
 @settings(max_examples=60, deadline=None)
@@ -257,7 +257,7 @@ def test_higher_interruption_rate_never_lowers_expected_cost(
             JobParams(
                 data_gb=20.0, checkpoint_gb=ckpt_gb, checkpoints=ckpt, interruption_rate_per_hr=r
             ),
-        )["cost_usd"][0]
+        ).cost_usd[0]
         for r in (lo, hi)
     ]
     assert costs[1] >= costs[0] * (1 - 1e-9)
@@ -304,8 +304,8 @@ def test_bigger_disk_never_lowers_cost(disk: float, more: float, hours: float, m
     cols = _cols(market=market)
     small = job_costs(cols, np.array([hours]), JobParams(disk_gb=disk))
     big = job_costs(cols, np.array([hours]), JobParams(disk_gb=disk + more))
-    assert big["cost_usd"][0] >= small["cost_usd"][0]
-    assert big["storage_usd"][0] >= small["storage_usd"][0]
+    assert big.cost_usd[0] >= small.cost_usd[0]
+    assert big.storage_usd[0] >= small.storage_usd[0]
     assert disk_size_gb(disk + more) >= disk_size_gb(disk)
 
 
@@ -370,8 +370,9 @@ def test_local_machine_detected_through_nvml() -> None:
 
 def test_local_without_gpu_is_a_cpu_and_ranks_a_cpu_profile() -> None:
     from gpucost.local import CPU_POWER_W, detect, given_machine, local_snapshot
+    from gpucost.planning.ranking import rank
+    from gpucost.planning.request import Job, Request
     from gpucost.profile import Profile, resolve_profile
-    from gpucost.ranking import Job, rank
 
     class NoDriver:
         def nvmlInit(self) -> None:
@@ -393,16 +394,16 @@ def test_local_without_gpu_is_a_cpu_and_ranks_a_cpu_profile() -> None:
         local_snapshot(cpu, electricity_usd_kwh=0.20),
         local_snapshot(given_machine("RTX 4090", 1), electricity_usd_kwh=0.20),
     ]
-    ranking = rank(profile, job, snaps, job_params=JobParams(data_gb=5.0))
-    c = ranking.columns
-    cpu_row = int(np.flatnonzero(c["gpu"] == "CPU")[0])
-    assert c["throughput"][cpu_row] == pytest.approx(64.0)  # 32 samples per 0.5 s
+    ranking = rank(Request(profile, job, tuple(snaps), economics=JobParams(data_gb=5.0)))
+    c = ranking.plans
+    cpu_row = int(np.flatnonzero(c.gpu == "CPU")[0])
+    assert c.throughput[cpu_row] == pytest.approx(64.0)  # 32 samples per 0.5 s
     hours = 64_000 / 64.0 / 3600
-    assert c["total_hours"][cpu_row] == pytest.approx(hours)  # nothing to set up locally
-    assert c["cost_usd"][cpu_row] == pytest.approx(hours * 0.065 * 0.20)
+    assert c.total_hours[cpu_row] == pytest.approx(hours)  # nothing to set up locally
+    assert c.cost_usd[cpu_row] == pytest.approx(hours * 0.065 * 0.20)
     # a GPU-measured profile cannot be predicted on the CPU: the CPU row drops out
-    gpu_rank = rank(resolve_profile("resnet50-v100-amp"), job, snaps)
-    assert gpu_rank.columns["gpu"].tolist() == ["RTX 4090"]
+    gpu_rank = rank(Request(resolve_profile("resnet50-v100-amp"), job, tuple(snaps)))
+    assert gpu_rank.plans.gpu.tolist() == ["RTX 4090"]
 
 
 def test_spot_fallback_to_on_demand_when_capacity_stays_away() -> None:
@@ -415,16 +416,16 @@ def test_spot_fallback_to_on_demand_when_capacity_stays_away() -> None:
     )
     a = job_costs(_cols(), np.array([40.0]), base)
     b = job_costs(_cols(), np.array([40.0]), risky)
-    n = a["interruptions"][0]
+    n = a.interruptions[0]
     p_fallback = 1 - (1 - 0.3) ** n
     # half the work moves from $2/h spot to $4/h on-demand, after a 2 h wait
-    assert b["spot_rework_usd"][0] - a["spot_rework_usd"][0] == pytest.approx(
+    assert b.spot_rework_usd[0] - a.spot_rework_usd[0] == pytest.approx(
         p_fallback * (4.0 - 2.0) * 0.5 * 40.0
     )
-    assert b["total_hours"][0] - a["total_hours"][0] == pytest.approx(p_fallback * 2.0)
+    assert b.total_hours[0] - a.total_hours[0] == pytest.approx(p_fallback * 2.0)
     on_demand = job_costs(_cols(market="on-demand"), np.array([40.0]), risky)
     plain = job_costs(_cols(market="on-demand"), np.array([40.0]), base)
-    assert on_demand["cost_usd"][0] == plain["cost_usd"][0]
+    assert on_demand.cost_usd[0] == plain.cost_usd[0]
     with pytest.raises(InputError, match="no spot capacity"):
         JobParams(p_no_capacity=2.0)
 

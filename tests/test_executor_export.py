@@ -16,7 +16,7 @@ from goldens import assert_golden as _golden
 from gpucost.cli import main
 from gpucost.errors import InputError
 from gpucost.executor.skypilot_task import skypilot_gpu, task_config, task_yaml
-from gpucost.plan import load_plan
+from gpucost.planfile import load_plan
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

@@ -26,7 +26,7 @@ from gpucost.executor.local import LocalProvider
 from gpucost.executor.rundir import RunDir
 from gpucost.executor.runner import Runner
 from gpucost.executor.verify import verify_throughput
-from gpucost.plan import load_plan
+from gpucost.planfile import load_plan
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 TRAIN = EXAMPLES / "train_tiny.py"

@@ -26,7 +26,7 @@ from gpucost.executor.base import ProvisionRequest
 from gpucost.executor.ledger import Ledger
 from gpucost.executor.runner import Runner
 from gpucost.executor.vast import VastProvider
-from gpucost.plan import load_plan
+from gpucost.planfile import load_plan
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "vast"
 BUNDLES = FIXTURES.parent / "api" / "vast_bundles.json"
@@ -338,7 +338,7 @@ _DYING_LAUNCHER = """
 import os, signal, sys
 from gpucost.executor.vast import VastProvider
 from gpucost.executor.runner import Runner
-from gpucost.plan import load_plan
+from gpucost.planfile import load_plan
 
 class DiesAfterCreate(VastProvider):
     def provision(self, request):

@@ -20,9 +20,10 @@ from gpucost.model.fabrics import (
 )
 from gpucost.model.perf import predict
 from gpucost.model.scaling import resolve_links
+from gpucost.planning.ranking import rank
+from gpucost.planning.request import Job, Request, make_filters
 from gpucost.pricing.snapshot import Offers, Snapshot, load_snapshots, merge_offers
 from gpucost.profile import resolve_profile
-from gpucost.ranking import Job, make_filters, rank
 
 
 @pytest.mark.parametrize(("provider", "instance_type", "name", "transport", "gbps"), [
@@ -139,13 +140,12 @@ def test_ranking_uses_each_offers_fabric() -> None:
     offers = Offers.from_records([_offer("aws", "p4d.24xlarge", 400.0),
                                   _offer("vast", "8x-A100_SXM4", 400.0)])
     job = Job(samples=1e7, description="10M samples")
-    ranking = rank(resolve_profile("bert-large-a100-fp16"), job,
-                   [Snapshot(source="t", fetched_at=fetched, offers=offers)],
-                   make_filters(max_nodes=4), now=fetched)
-    cols = ranking.columns
+    ranking = rank(Request(resolve_profile("bert-large-a100-fp16"), job,
+                           (Snapshot(source="t", fetched_at=fetched, offers=offers),),
+                           make_filters(max_nodes=4), now=fetched))
+    cols = ranking.plans
     by = {(str(p), int(n)): (float(t), str(f)) for p, n, t, f in zip(
-        cols["provider"], cols["nodes"], cols["throughput"], cols["inter_node_fabric"],
-        strict=True)}
+        cols.provider, cols.nodes, cols.throughput, cols.inter_node_fabric, strict=True)}
     assert by[("aws", 1)][0] == pytest.approx(by[("vast", 1)][0])
     assert by[("aws", 1)][1] == by[("vast", 1)][1] == ""
     for n in (2, 3, 4):

@@ -22,7 +22,7 @@ from gpucost.errors import PlanFileError, ProfileError
 from gpucost.executor.ledger import Ledger
 from gpucost.executor.rundir import RunDir
 from gpucost.executor.runfiles import RunFileError
-from gpucost.plan import load_plan
+from gpucost.planfile import load_plan
 from gpucost.profile import Profile
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -55,7 +55,7 @@ def _write_plan(folder: Path, doc: dict[str, Any]) -> Path:
 # ---- plans -------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("section", "key", "value", "expect"), [
     ("offer", "nodes", 1e23, "[offer] nodes = 99999999999999991611392 is out of range "
-                             "(must be <= 1024)"),  # 1e23 as TOML's float reads it
+                             "(must be <= 4096)"),  # 1e23 as TOML's float reads it
     ("offer", "gpu_count", 1e308, "[offer] gpu_count = 1e+308 is out of range (must be <= 64)"),
     ("offer", "price_hr", 1e308, "[offer] price_hr = 1e+308 is out of range (must be <= 10000)"),
     ("offer", "price_hr", -0.0, "[offer] price_hr is -0"),

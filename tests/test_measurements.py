@@ -23,7 +23,7 @@ from gpucost.measurements import (
 )
 from gpucost.model import translate
 from gpucost.model.perf import predict as model_predict
-from gpucost.plan import load_plan
+from gpucost.planfile import load_plan
 from gpucost.profile import Profile, resolve_profile
 
 WORKLOAD = "resnet50-v100-amp"  # an embedded example: measured on a V100 at batch 256, amp
@@ -229,8 +229,9 @@ def test_a_real_run_keeps_its_on_arrival_throughput(
 def test_compare_ranks_with_the_workloads_measurements() -> None:
     import datetime as dt
 
+    from gpucost.planning.ranking import rank
+    from gpucost.planning.request import Job, Request
     from gpucost.pricing.snapshot import Offers, Snapshot
-    from gpucost.ranking import Job, make_filters, rank
 
     fetched = dt.datetime(2026, 11, 30, tzinfo=dt.UTC)
     offers = Offers.from_records([
@@ -242,10 +243,9 @@ def test_compare_ranks_with_the_workloads_measurements() -> None:
     profile = resolve_profile(WORKLOAD)
 
     def throughputs() -> dict[str, float]:
-        r = rank(profile, Job(samples=1e6, description="1M"), snapshots, make_filters(),
-                 now=fetched)
-        return {str(g): float(t) for g, t in zip(r.columns["gpu"], r.columns["throughput"],
-                                                  strict=True)}
+        r = rank(Request(profile, Job(samples=1e6, description="1M"), tuple(snapshots),
+                         now=fetched))
+        return {str(g): float(t) for g, t in zip(r.plans.gpu, r.plans.throughput, strict=True)}
 
     before = throughputs()
     _keep("A100 SXM4 40GB", 700.0)  # measured: far slower than the model's guess

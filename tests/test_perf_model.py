@@ -52,6 +52,8 @@ HAND_CALIBRATION: dict[str, Any] = {
         "nvlink_hop_latency_s": 0.0,
         "pcie_hop_latency_s": 0.0,
         "network_hop_latency_s": 0.0,
+        "tcp_busbw_efficiency": 1.0,  # an unpublished fabric (TCP) as the network, by hand
+        "tcp_hop_latency_s": 0.0,
         "default_network_gbps": 100.0,
     },
 }

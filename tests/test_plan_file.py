@@ -13,7 +13,7 @@ import tomli_w
 from goldens import assert_golden as _golden
 
 from gpucost.errors import PlanFileError
-from gpucost.plan import (
+from gpucost.planfile import (
     EstimateSection,
     JobSection,
     OfferSection,

@@ -183,15 +183,14 @@ def test_fit_vectorised_matches_the_model() -> None:
 
 
 def test_knee_rule() -> None:
-    from gpucost.cli.scale import Point, find_knee
+    from gpucost.planning.scaling import knee_nodes
 
-    pred = predict(profile(), gpu="L4")
     hours = {1: 8.0, 2: 4.2, 3: 3.0, 4: 2.4, 5: 2.2, 6: 2.0, 7: 2.0, 8: 1.9, 9: 1.9, 10: 1.9}
-    points = [Point(n, pred, hours[n], None) for n in range(1, 6)]
     # 1 -> 2 cuts 47.5 %, 2 -> 4 cuts 43 %, 3 -> 6 cuts 33 %, 4 -> 8 cuts 21 %: knee at 4.
-    assert find_knee(points, hours) == 4
-    flat = {n: 8.0 / n for n in range(1, 11)}
-    assert find_knee([Point(n, pred, flat[n], None) for n in range(1, 6)], flat) is None
+    assert knee_nodes(hours) == 4
+    assert knee_nodes({n: 8.0 / n for n in range(1, 11)}) is None
+    # a short job: a 10-minute setup on every node count flattens the wall clock at once
+    assert knee_nodes({n: 10 / 60 + 2 / 60 / n for n in range(1, 11)}) == 1
 
 
 def test_cli_scale_table_json_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -214,8 +213,10 @@ def test_cli_scale_table_json_and_plot(tmp_path: Path, capsys: pytest.CaptureFix
     body = json.loads(capsys.readouterr().out)
     pts = body["points"]
     assert [p["nodes"] for p in pts] == [1, 2, 3, 4, 5, 6]
-    for p in pts:
-        assert p["job_usd"] == pytest.approx(p["nodes"] * 5.5 * p["job_hours"])
+    for p in pts:  # compare's $/job: compute and setup at the group's price, plus a little disk
+        assert p["job_hours"] == pytest.approx(p["compute_hours"] + p["setup_hours"])
+        assert p["job_usd"] >= p["nodes"] * 5.5 * p["job_hours"]
+        assert p["job_usd"] == pytest.approx(p["nodes"] * 5.5 * p["job_hours"], rel=1e-2)
     knee = body["knee_nodes"]
     if knee is not None:
         for p in pts[: knee - 1]:

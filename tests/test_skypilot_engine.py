@@ -38,7 +38,7 @@ from gpucost.executor.runner import Runner  # noqa: E402
 from gpucost.executor.skypilot import SkyClient, SkyPilotProvider  # noqa: E402
 from gpucost.executor.skypilot_task import skypilot_gpu, task_yaml  # noqa: E402
 from gpucost.paths import embedded_snapshots_dir  # noqa: E402
-from gpucost.plan import Plan, load_plan  # noqa: E402
+from gpucost.planfile import Plan, load_plan  # noqa: E402
 from gpucost.pricing.snapshot import latest_snapshot_paths, read_snapshot  # noqa: E402
 
 CATALOG_COLUMNS = ["InstanceType", "AcceleratorName", "AcceleratorCount", "vCPUs", "MemoryGiB",

@@ -1,7 +1,8 @@
 """The TUI driven through Textual's Pilot at 80x24, on a tiny fixed price snapshot: filter, sort,
 select, change the job and see the ranking change, write the plan file with the keyboard alone,
 watch runs, stop one behind a confirmation. Expected rows are computed independently with
-:func:`gpucost.ranking.rank`, so the tests follow the model rather than hard-coding numbers."""
+:func:`gpucost.planning.ranking.rank`, so the tests follow the model rather than hard-coding
+numbers."""
 
 from __future__ import annotations
 
@@ -29,17 +30,20 @@ from textual.worker import WorkerCancelled
 
 from gpucost import paths
 from gpucost.cli import main
-from gpucost.plan import load_plan
+from gpucost.planfile import load_plan
+from gpucost.planning.plans import Plans
+from gpucost.planning.ranking import rank
+from gpucost.planning.request import Job, Request, make_filters
+from gpucost.planning.scaling import knee_nodes
 from gpucost.pricing.snapshot import Offers, Snapshot
 from gpucost.profile import resolve_profile
-from gpucost.ranking import Job, make_filters, rank
 from gpucost.tui.app import GpuCostApp
 from gpucost.tui.screens.confirm import ConfirmScreen
 from gpucost.tui.screens.help import HelpScreen
 from gpucost.tui.screens.plan_detail import PlanDetailScreen
 from gpucost.tui.screens.runs import RunsScreen
 from gpucost.tui.screens.write_plan import WritePlanScreen
-from gpucost.tui.session import JobInputs, knee_nodes, rank_view
+from gpucost.tui.session import JobInputs, rank_view
 from gpucost.tui.widgets.offers_table import OffersTable
 from gpucost.tui.widgets.scaling_chart import bar
 
@@ -108,23 +112,23 @@ def drive(app: GpuCostApp, scenario: Callable[[Pilot[None]], Awaitable[None]]) -
     asyncio.run(run())
 
 
-def shown(app: GpuCostApp) -> dict[str, np.ndarray]:
+def shown(app: GpuCostApp) -> Plans:
     view = app.offers.view
     assert view is not None
-    return view.ranking.columns
+    return view.plans
 
 
 def expected(snapshot: Snapshot, *, spot: bool = True, max_nodes: int = 1,
-             gpu: str | None = None) -> dict[str, np.ndarray]:
+             gpu: str | None = None) -> Plans:
     """All plans as the ranking module computes them, independently of the TUI."""
     profile = resolve_profile(PROFILE)
     filters = make_filters(market="any" if spot else "on-demand", max_nodes=max_nodes, gpu=gpu)
-    return rank(profile, Job.from_args(profile), [snapshot], filters, now=NOW).columns
+    return rank(Request(profile, Job.from_args(profile), (snapshot,), filters, now=NOW)).plans
 
 
-def key_of(cols: dict[str, np.ndarray], i: int) -> tuple[str, str, str, int]:
-    return (str(cols["instance_type"][i]), str(cols["region"][i]), str(cols["market"][i]),
-            int(cols["nodes"][i]))
+def key_of(cols: Plans, i: int) -> tuple[str, str, str, int]:
+    return (str(cols.instance_type[i]), str(cols.region[i]), str(cols.market[i]),
+            int(cols.nodes[i]))
 
 
 def plain(widget: Any, width: int = 100) -> str:
@@ -160,13 +164,13 @@ def test_opens_on_the_default_job_ranked_by_cost(snapshot: Snapshot) -> None:
     async def scenario(pilot: Pilot[None]) -> None:
         cols = shown(app)
         want = expected(snapshot)
-        assert len(cols["cost_usd"]) == len(want["cost_usd"])
-        assert np.all(np.diff(cols["cost_usd"]) >= 0)
-        assert key_of(cols, 0) == key_of(want, int(np.argmin(want["cost_usd"])))
+        assert len(cols.cost_usd) == len(want.cost_usd)
+        assert np.all(np.diff(cols.cost_usd) >= 0)
+        assert key_of(cols, 0) == key_of(want, int(np.argmin(want.cost_usd)))
         table = app.screen.query_one(OffersTable)
-        assert table.has_focus and table.row_count == len(cols["cost_usd"])
+        assert table.has_focus and table.row_count == len(cols.cost_usd)
         # a star on exactly the plans no other plan beats on both time and cost
-        h, c = cols["total_hours"], cols["cost_usd"]
+        h, c = cols.total_hours, cols.cost_usd
         for i, row in enumerate(table.ordered_rows):
             dominated = bool(np.any((h <= h[i]) & (c <= c[i]) & ((h < h[i]) | (c < c[i]))))
             assert (str(row.label) == "★") == (not dominated)
@@ -180,19 +184,19 @@ def test_a_deadline_reranks_and_the_first_row_is_the_cheapest_that_meets_it(
         snapshot: Snapshot) -> None:
     want = expected(snapshot)
     # a deadline between the fastest and the cheapest plan's time, so that it bites
-    cheapest = int(np.argmin(want["cost_usd"]))
-    deadline = float(np.median([want["total_hours"].min(), want["total_hours"][cheapest]]))
-    assert want["total_hours"].min() < deadline < want["total_hours"][cheapest]
-    meets = np.flatnonzero(want["total_hours"] <= deadline)
-    best = int(meets[np.argmin(want["cost_usd"][meets])])
+    cheapest = int(np.argmin(want.cost_usd))
+    deadline = float(np.median([want.total_hours.min(), want.total_hours[cheapest]]))
+    assert want.total_hours.min() < deadline < want.total_hours[cheapest]
+    meets = np.flatnonzero(want.total_hours <= deadline)
+    best = int(meets[np.argmin(want.cost_usd[meets])])
     app = make_app(snapshot)
 
     async def scenario(pilot: Pilot[None]) -> None:
         before = key_of(shown(app), 0)
         await set_field(pilot, "deadline", f"{deadline:.4f}")
         cols = shown(app)
-        assert np.all(cols["total_hours"] <= deadline)
-        assert len(cols["cost_usd"]) == len(meets)
+        assert np.all(cols.total_hours <= deadline)
+        assert len(cols.cost_usd) == len(meets)
         assert key_of(cols, 0) == key_of(want, best) != before
         assert app.screen.query_one(OffersTable).has_focus  # Enter went back to the table
 
@@ -208,13 +212,13 @@ def test_gpu_filter_and_spot_toggle(snapshot: Snapshot) -> None:
         await pilot.press("enter")
         await settle(pilot)
         cols = shown(app)
-        assert set(cols["gpu"].tolist()) == {"A100 SXM4 40GB"}
-        assert len(cols["gpu"]) == len(expected(snapshot, gpu="a100")["gpu"])
-        assert "spot" in set(cols["market"].tolist())
+        assert set(cols.gpu.tolist()) == {"A100 SXM4 40GB"}
+        assert len(cols.gpu) == len(expected(snapshot, gpu="a100").gpu)
+        assert "spot" in set(cols.market.tolist())
         await pilot.press("x")  # forbid spot
         await settle(pilot)
         cols = shown(app)
-        assert set(cols["market"].tolist()) == {"on-demand"}
+        assert set(cols.market.tolist()) == {"on-demand"}
         assert app.inputs.spot is False
 
     drive(app, scenario)
@@ -226,7 +230,7 @@ def test_fewer_epochs_or_given_samples_shorten_every_plan(snapshot: Snapshot) ->
     async def scenario(pilot: Pilot[None]) -> None:
         def compute_hours() -> dict[tuple[str, str, str, int], float]:
             cols = shown(app)
-            return {key_of(cols, i): float(cols["hours"][i]) for i in range(len(cols["hours"]))}
+            return {key_of(cols, i): float(cols.hours[i]) for i in range(len(cols.hours))}
 
         full = compute_hours()  # the profile's default job: 90 epochs
         await set_field(pilot, "epochs", "45")
@@ -253,7 +257,7 @@ def test_typing_reranks_after_a_pause_without_enter(snapshot: Snapshot) -> None:
         await wait_until(pilot, lambda: app.inputs.max_nodes == 4)
         await wait_until(pilot, lambda: app.offers.view is not None
                          and app.offers.view.inputs.max_nodes == 4)
-        assert int(shown(app)["nodes"].max()) > 1
+        assert int(shown(app).nodes.max()) > 1
 
     drive(app, scenario)
 
@@ -275,10 +279,10 @@ def test_sorting_by_keys_and_by_header_clicks(snapshot: Snapshot,
         await pilot.press("s")  # next column: time
         await settle(pilot)
         assert app.offers.sort == "total_hours"
-        assert np.all(np.diff(shown(app)["total_hours"]) >= 0)
+        assert np.all(np.diff(shown(app).total_hours) >= 0)
         await pilot.press("S")  # reversed
         await settle(pilot)
-        assert np.all(np.diff(shown(app)["total_hours"]) <= 0)
+        assert np.all(np.diff(shown(app).total_hours) <= 0)
         # a click on the "$/h" header sorts by it; a second click reverses
         table = app.screen.query_one(OffersTable)
         star = 1 + 2 * table.cell_padding  # the row-label column of Pareto stars
@@ -286,10 +290,10 @@ def test_sorting_by_keys_and_by_header_clicks(snapshot: Snapshot,
         await pilot.click(OffersTable, offset=(x, 0))
         await settle(pilot)
         assert app.offers.sort == "usd_per_hour_total"
-        assert np.all(np.diff(shown(app)["usd_per_hour_total"]) >= 0)
+        assert np.all(np.diff(shown(app).usd_per_hour_total) >= 0)
         await pilot.click(OffersTable, offset=(x, 0))
         await settle(pilot)
-        assert np.all(np.diff(shown(app)["usd_per_hour_total"]) <= 0)
+        assert np.all(np.diff(shown(app).usd_per_hour_total) <= 0)
         assert len(rankings) == 1  # re-sorting the same plans ranks nothing again
 
     drive(app, scenario)
@@ -311,7 +315,7 @@ def test_bad_values_say_what_to_fix_and_keep_the_app_alive(snapshot: Snapshot) -
         await set_field(pilot, "deadline", "0.001")
         status = plain(app.screen.query_one("#offers-status"))
         assert "no plan meets" in status and "deadline" in status
-        assert len(shown(app)["cost_usd"]) == 0
+        assert len(shown(app).cost_usd) == 0
         await pilot.press("enter")  # nothing to open: a warning, no crash
         await settle(pilot)
         assert app.screen is app.offers
@@ -326,9 +330,9 @@ def test_keyboard_alone_finds_the_cheapest_plan_meeting_a_deadline_and_writes_it
     """The done-when flow: f, tab to the deadline, type it, Enter, Enter (detail), w, Enter."""
     monkeypatch.chdir(tmp_path)
     want = expected(snapshot)
-    deadline = float(np.quantile(want["total_hours"], 0.3))
-    meets = np.flatnonzero(want["total_hours"] <= deadline)
-    best = int(meets[np.argmin(want["cost_usd"][meets])])
+    deadline = float(np.quantile(want.total_hours, 0.3))
+    meets = np.flatnonzero(want.total_hours <= deadline)
+    best = int(meets[np.argmin(want.cost_usd[meets])])
     app = make_app(snapshot)
 
     async def scenario(pilot: Pilot[None]) -> None:
@@ -351,7 +355,7 @@ def test_keyboard_alone_finds_the_cheapest_plan_meeting_a_deadline_and_writes_it
     assert (plan.offer.instance_type, plan.offer.region, plan.offer.market,
             plan.offer.nodes) == key_of(want, best)
     assert plan.estimate.hours <= deadline + 1e-6
-    assert plan.estimate.cost_usd == pytest.approx(float(want["cost_usd"][best]), rel=1e-3)
+    assert plan.estimate.cost_usd == pytest.approx(float(want.cost_usd[best]), rel=1e-3)
     assert plan.job.deadline_hours == pytest.approx(round(deadline, 3))
     assert plan.offer.price_date == "2026-11-30"
     assert plan.created_at == "2026-12-01T00:00:00Z"
@@ -392,14 +396,14 @@ def test_plan_detail_shows_breakdown_scaling_breakeven_and_spot(snapshot: Snapsh
 
     async def scenario(pilot: Pilot[None]) -> None:
         cols = shown(app)
-        spot_rows = np.flatnonzero(cols["market"] == "spot")
+        spot_rows = np.flatnonzero(cols.market == "spot")
         table = app.screen.query_one(OffersTable)
         table.move_cursor(row=int(spot_rows[0]))
         await pilot.press("enter")
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, PlanDetailScreen)
-        assert screen.row["market"] == "spot"
+        assert screen.row.market == "spot"
         text = {name: plain(screen.query_one(f"#detail-{name}"))
                 for name in ("summary", "breakdown", "scaling", "breakeven", "spot")}
         assert "compute" in text["breakdown"] and "total, expected" in text["breakdown"]
@@ -506,7 +510,7 @@ def test_help_and_a_palette_command_per_action(snapshot: Snapshot) -> None:
         titles["Sort by time"].callback()
         await settle(pilot)
         assert app.offers.sort == "total_hours"
-        assert np.all(np.diff(shown(app)["total_hours"]) >= 0)
+        assert np.all(np.diff(shown(app).total_hours) >= 0)
         titles["Plan detail"].callback()
         await settle(pilot)
         assert isinstance(app.screen, PlanDetailScreen)
@@ -518,7 +522,7 @@ def test_help_and_a_palette_command_per_action(snapshot: Snapshot) -> None:
 
 @given(st.lists(st.floats(0.01, 1e4), min_size=2, max_size=40))
 def test_knee_is_where_doubling_the_nodes_stops_paying(hours: list[float]) -> None:
-    knee = knee_nodes(hours)
+    knee = knee_nodes(dict(enumerate(hours, 1)))
     judged = len(hours) // 2
     before = knee - 1 if knee is not None else judged
     for n in range(1, before + 1):  # every count before the knee still scales
@@ -529,10 +533,10 @@ def test_knee_is_where_doubling_the_nodes_stops_paying(hours: list[float]) -> No
 
 
 def test_knee_of_linear_flat_and_bending_curves() -> None:
-    assert knee_nodes([10.0 / n for n in range(1, 17)]) is None  # linear: never
-    assert knee_nodes([10.0] * 16) == 1  # flat: at once
+    assert knee_nodes({n: 10.0 / n for n in range(1, 17)}) is None  # linear: never
+    assert knee_nodes(dict.fromkeys(range(1, 17), 10.0)) == 1  # flat: at once
     # 10 h on one node, then communication bounds it near 2.5 h
-    hours = [10.0 / n + 0.15 * n for n in range(1, 17)]
+    hours = {n: 10.0 / n + 0.15 * n for n in range(1, 17)}
     knee = knee_nodes(hours)
     assert knee is not None and 2 <= knee <= 8
 
@@ -551,10 +555,10 @@ def test_view_rows_meet_the_constraints(deadline: float, budget: float, spot: bo
     snap = Snapshot(source="tiny", fetched_at=FETCHED, offers=tiny_offers())
     view = rank_view(resolve_profile(PROFILE), [snap],
                      JobInputs(deadline_hours=deadline, budget_usd=budget, spot=spot), now=NOW)
-    cols = view.ranking.columns
-    assert np.all(cols["total_hours"] <= deadline) and np.all(cols["cost_usd"] <= budget)
-    assert np.all(np.diff(cols["cost_usd"]) >= 0)
-    assert len(cols["cost_usd"]) == view.meeting
+    cols = view.plans
+    assert np.all(cols.total_hours <= deadline) and np.all(cols.cost_usd <= budget)
+    assert np.all(np.diff(cols.cost_usd) >= 0)
+    assert len(cols.cost_usd) == view.meeting
     assert (view.message == "") == (view.meeting > 0)
 
 
@@ -598,7 +602,7 @@ def test_runs_screen_follows_and_stops_a_real_local_run(
     import shutil
 
     from gpucost.executor.control import down
-    from gpucost.plan import save_plan
+    from gpucost.planfile import save_plan
 
     pytest.importorskip("torch")
     example = Path(__file__).resolve().parents[1] / "examples"

@@ -25,6 +25,7 @@ from textual.pilot import Pilot
 
 from gpucost import paths
 from gpucost.catalog import get_gpu
+from gpucost.planning.fit import MemoryPlan
 from gpucost.pricing.snapshot import Snapshot
 from gpucost.profile import Profile
 from gpucost.tui.app import GpuCostApp
@@ -44,16 +45,17 @@ def fixed_predict(profile: Profile, gpu: str, gpus_per_node: int = 1, nodes: int
                            efficiency=efficiency)
 
 
-def fixed_memory(profile: Profile, spec: Any, **_: Any) -> SimpleNamespace:
+def fixed_memory(profile: Profile, spec: Any, group_gpus: int) -> MemoryPlan:
     """Peak memory: the profile's own, which fits any GPU with at least as much memory."""
     peak = profile.peak_memory_gb or 10.0
-    return SimpleNamespace(fits=peak <= spec.memory_gb, peak_gb=peak)
+    return MemoryPlan(peak <= spec.memory_gb, peak, spec.memory_gb, profile.batch_size, 1, "",
+                      "" if peak <= spec.memory_gb else "does not fit")
 
 
 @pytest.fixture(autouse=True)
 def _fixed_model(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("gpucost.model.perf.predict", fixed_predict)
-    monkeypatch.setattr("gpucost.model.memory.fit_memory", fixed_memory)
+    monkeypatch.setattr("gpucost.planning.ranking.plan_memory", fixed_memory)
 
 
 def app(**kwargs: Any) -> GpuCostApp:

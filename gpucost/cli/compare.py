@@ -7,11 +7,12 @@ import sys
 from typing import Any
 
 from gpucost.cli.jobargs import add_economics, add_prices, add_profile_and_job
-from gpucost.cli.numbers import number, positive
+from gpucost.cli.numbers import count, number, positive
 from gpucost.envelope import add_format_argument
 from gpucost.limits import (
     MAX_GPU_MEMORY_GB,
     MAX_GPUS_PER_NODE,
+    MAX_NODES,
     MAX_PRICE_HR_USD,
     MAX_STALE_DAYS,
 )
@@ -52,12 +53,23 @@ def register(sub: Any) -> None:
                    help="min memory per GPU, GB")
     f.add_argument("--gpu-count", type=positive(MAX_GPUS_PER_NODE), action="append",
                    help="GPUs per node (repeatable)")
-    f.add_argument("--max-nodes", type=int, default=1, help="consider 1..N nodes (default 1)")
+    f.add_argument(
+        "--max-nodes",
+        type=count(1, MAX_NODES),
+        default=1,
+        help=f"consider 1..N nodes (default 1; at most {MAX_NODES:,}; every count to 32, then "
+        "about 9 %% apart; marketplaces (vast, runpod) at most 16 nodes)",
+    )
     add_economics(p.add_argument_group("job economics (setup, storage, transfers, spot rework)"))
     o = p.add_argument_group("output")
     o.add_argument("--sort", choices=("cost", "time"), default="cost")
     o.add_argument("--limit", "-n", type=int, default=15, help="rows to show (default 15; 0 = all)")
     add_format_argument(o, ("table", "json", "csv"))
+    o.add_argument(
+        "--show-unfit",
+        action="store_true",
+        help="also list the plans left out because the per-device batch fits their GPU no way",
+    )
     add_prices(o)
     o.add_argument(
         "--stale-days",
@@ -69,50 +81,36 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpucost.cli.jobargs import job_from_args, job_params_from_args, snapshots_from_args
-    from gpucost.errors import InputError
-    from gpucost.profile import resolve_profile
-    from gpucost.ranking import make_filters, rank
+    from gpucost.cli.jobargs import request_from_args
+    from gpucost.errors import InputError, NoOffersError
+    from gpucost.planning.ranking import rank
 
     if args.limit < 0:
         raise InputError(f"--limit must be 0 or more, got {args.limit}")
-    profile = resolve_profile(args.profile)
-    job = job_from_args(profile, args)
-    filters = make_filters(
-        gpu=args.gpu,
-        provider=args.provider,
-        region=args.region,
-        market=args.market,
-        max_price_hr=args.max_price_hr,
-        min_gpu_memory_gb=args.min_gpu_memory,
-        gpu_count=args.gpu_count,
-        max_nodes=args.max_nodes,
-    )
-    params = job_params_from_args(args)
-    snapshots = snapshots_from_args(args)
-    ranking = rank(
-        profile,
-        job,
-        snapshots,
-        filters,
-        sort=args.sort,
-        stale_days=args.stale_days,
-        job_params=params,
-    )
-    total = len(ranking)
+    ranking = rank(request_from_args(args))
+    if not len(ranking) and not args.show_unfit:
+        raise NoOffersError(
+            f"none of the {len(ranking.unfit):,} matching plans fits the GPU memory: "
+            f"{ranking.unfit.memory_note[0]}",
+            hint="--show-unfit lists them; use a smaller batch, or allow bigger GPUs",
+        )
+    total, unfit = len(ranking), len(ranking.unfit)
     shown = ranking.head(args.limit) if args.limit else ranking
     if args.format == "json":
         from gpucost.envelope import dumps
 
-        doc = shown.to_dict()
+        doc = shown.to_dict(show_unfit=args.show_unfit)
         doc["plans_total"] = total
+        doc["unfit_total"] = unfit
         sys.stdout.write(dumps(doc))
     elif args.format == "csv":
         from gpucost.cli.render import write_csv
 
-        write_csv(shown, sys.stdout)
+        write_csv(shown.plans, sys.stdout)
+        if args.show_unfit:
+            write_csv(shown.unfit, sys.stdout, header=False)
     else:
         from gpucost.cli.render import print_ranking
 
-        print_ranking(shown, total)
+        print_ranking(shown, total, show_unfit=args.show_unfit)
     return 0

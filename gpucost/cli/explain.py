@@ -9,9 +9,10 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from gpucost.envelope import add_format_argument, print_document
+from gpucost.format import hours, usd
 
 if TYPE_CHECKING:
-    from gpucost.plan import Plan
+    from gpucost.planfile import Plan
 
 
 def register(sub: Any) -> None:
@@ -30,13 +31,11 @@ def register(sub: Any) -> None:
 
 
 def _usd(x: float) -> str:
-    return f"${x:.6f}" if 0 < abs(x) < 0.005 else f"${x:,.2f}"  # a local run costs fractions
+    return usd(x, exact=True)
 
 
-def _dur(hours: float) -> str:
-    if hours < 1 / 60:
-        return f"{hours * 3600:.1f} s"
-    return f"{hours * 60:.1f} min" if hours < 1 else f"{hours:.2f} h"
+def _dur(value: float) -> str:
+    return hours(value, exact=True)
 
 
 def explain_lines(plan: Plan) -> list[str]:
@@ -59,8 +58,8 @@ def explain_lines(plan: Plan) -> list[str]:
         f"{'term':<14}{'USD':>12}  how",
     ]
 
-    def term(name: str, usd: float, how: str) -> None:
-        lines.append(f"{name:<14}{_usd(usd):>12}  {how}")
+    def term(name: str, amount: float, how: str) -> None:
+        lines.append(f"{name:<14}{_usd(amount):>12}  {how}")
 
     term(
         "compute",
@@ -143,13 +142,13 @@ def explain_lines(plan: Plan) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     if args.plan_file:
-        from gpucost.plan import load_plan
+        from gpucost.planfile import load_plan
 
         plan = load_plan(args.plan_file)
     else:
         from gpucost.cli.plan import build_advice, chosen_plan
 
-        advice, _ = build_advice(args)
+        advice = build_advice(args)
         plan = chosen_plan(args, advice)
     if args.format == "json":
         # the plan file's own document (every term, unit and price date) and the lines above

@@ -1,7 +1,9 @@
-"""Arguments that describe a workload and a job, shared by `compare`, `plan` and `explain`.
+"""Arguments that describe a workload and a job, shared by `compare`, `plan`, `explain` and
+`scale`.
 
-Each ``add_*`` function adds one group of options; each ``*_from_args`` builds the object the
-Python API takes from the parsed namespace, so the commands agree on names, defaults and units.
+Each ``add_*`` function adds one group of options; :func:`request_from_args` turns the parsed
+namespace into the planning request (:func:`gpucost.planning.request.build_request`, which the
+Python API and the TUI call too), so the commands agree on names, defaults and units.
 """
 
 from __future__ import annotations
@@ -22,10 +24,7 @@ from gpucost.limits import (
 )
 
 if TYPE_CHECKING:
-    from gpucost.model.economics import JobParams
-    from gpucost.pricing.snapshot import Snapshot
-    from gpucost.profile import Profile
-    from gpucost.ranking import Job
+    from gpucost.planning.request import LocalMachineArgs, Request
 
 
 def add_profile_and_job(p: argparse.ArgumentParser) -> None:
@@ -120,43 +119,52 @@ def add_prices(group: Any) -> None:
     )
 
 
-def job_from_args(profile: Profile, args: argparse.Namespace) -> Job:
-    from gpucost.ranking import Job
+def local_from_args(args: argparse.Namespace) -> LocalMachineArgs | bool:
+    """``--include-local`` and the machine it describes (False without it)."""
+    from gpucost.planning.request import LocalMachineArgs
 
-    return Job.from_args(
-        profile,
-        epochs=args.epochs,
-        dataset_size=args.dataset_size,
-        samples=args.samples,
-        steps=args.steps,
+    if not args.include_local:
+        return False
+    return LocalMachineArgs(gpu=args.local_gpu, gpu_count=args.local_gpus,
+                            power_w=args.local_power_w, electricity_usd_kwh=args.electricity_kwh,
+                            amortisation_usd_hr=args.amortisation_hr)
+
+
+def request_from_args(args: argparse.Namespace, **overrides: Any) -> Request:
+    """The planning request the parsed options describe (options a command lacks keep their
+    defaults; ``overrides`` win)."""
+    from gpucost.planning.request import build_request
+
+    def opt(name: str, default: Any = None) -> Any:
+        return getattr(args, name, default)
+
+    values: dict[str, Any] = dict(
+        epochs=opt("epochs"),
+        dataset_size=opt("dataset_size"),
+        samples=opt("samples"),
+        steps=opt("steps"),
+        gpu=opt("gpu"),
+        provider=opt("provider"),
+        region=opt("region"),
+        market=opt("market", "any"),
+        max_price_hr=opt("max_price_hr"),
+        min_gpu_memory_gb=opt("min_gpu_memory"),
+        gpu_count=opt("gpu_count"),
+        max_nodes=opt("max_nodes", 1),
+        deadline_hours=opt("deadline_hours"),
+        budget_usd=opt("budget"),
+        data_gb=opt("data_gb", 0.0),
+        checkpoint_gb=opt("checkpoint_gb", 0.0),
+        results_gb=opt("results_gb", 0.0),
+        setup_minutes=opt("setup_min", 10.0),
+        interruption_rate_per_hr=opt("interruption_rate"),
+        p_no_capacity=opt("p_no_capacity", 0.0),
+        max_wait_capacity_hours=opt("max_wait_hours", 2.0),
+        prices=opt("prices"),
+        include_local=local_from_args(args) if opt("include_local") else False,
+        sort=opt("sort", "cost"),
     )
-
-
-def job_params_from_args(args: argparse.Namespace, **extra: Any) -> JobParams:
-    from gpucost.model.economics import JobParams
-
-    return JobParams(
-        data_gb=args.data_gb,
-        checkpoint_gb=args.checkpoint_gb,
-        results_gb=args.results_gb,
-        setup_minutes=args.setup_min,
-        interruption_rate_per_hr=args.interruption_rate,
-        **extra,
-    )
-
-
-def snapshots_from_args(args: argparse.Namespace) -> list[Snapshot]:
-    """The price snapshots asked for, plus this (or a described) machine with --include-local."""
-    from gpucost.pricing.snapshot import load_snapshots
-
-    snapshots = load_snapshots(args.prices)
-    if args.include_local:
-        from gpucost.local import local_snapshot, machine
-
-        local = local_snapshot(
-            machine(args.local_gpu, args.local_gpus, power_w=args.local_power_w),
-            electricity_usd_kwh=args.electricity_kwh,
-            amortisation_usd_hr=args.amortisation_hr,
-        )
-        snapshots = [*snapshots, local]
-    return snapshots
+    if opt("stale_days") is not None:
+        values["stale_days"] = args.stale_days
+    values.update(overrides)
+    return build_request(opt("profile"), **values)

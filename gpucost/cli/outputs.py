@@ -40,7 +40,7 @@ def check_output_file(
 
 def is_plan_file(path: Path) -> bool:
     """Whether ``path`` holds a gpucost plan (its TOML declares the plan schema)."""
-    from gpucost.plan import SCHEMA
+    from gpucost.planfile import SCHEMA
 
     try:
         if path.stat().st_size > _PLAN_SNIFF_BYTES:

@@ -7,20 +7,13 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from gpucost.cli.jobargs import (
-    add_economics,
-    add_prices,
-    add_profile_and_job,
-    job_from_args,
-    job_params_from_args,
-    snapshots_from_args,
-)
-from gpucost.cli.numbers import number, positive
+from gpucost.cli.jobargs import add_economics, add_prices, add_profile_and_job
+from gpucost.cli.numbers import count, number, positive
 from gpucost.envelope import add_format_argument, print_document
-from gpucost.limits import MAX_BUDGET_USD, MAX_DEADLINE_HOURS, MAX_GPU_MEMORY_GB
+from gpucost.limits import MAX_BUDGET_USD, MAX_DEADLINE_HOURS, MAX_GPU_MEMORY_GB, MAX_NODES
 
 if TYPE_CHECKING:
-    from gpucost.advisor import Advice, Choice
+    from gpucost.planning.advice import Advice, Choice
 
 
 def add_job_arguments(p: argparse.ArgumentParser) -> None:
@@ -32,7 +25,8 @@ def add_job_arguments(p: argparse.ArgumentParser) -> None:
     c.add_argument("--budget", type=positive(MAX_BUDGET_USD), metavar="USD",
                    help="spend at most this much")
     c.add_argument("--spot", action="store_true", help="allow spot/interruptible capacity")
-    c.add_argument("--max-nodes", type=int, default=1, help="consider 1..N nodes (default 1)")
+    c.add_argument("--max-nodes", type=count(1, MAX_NODES), default=1,
+                   help=f"consider 1..N nodes (default 1, at most {MAX_NODES:,})")
     c.add_argument("--min-gpu-memory", type=positive(MAX_GPU_MEMORY_GB), metavar="GB",
                    help="min memory per GPU, GB")
     c.add_argument("--region", action="append", help="region name or prefix (repeatable)")
@@ -112,38 +106,22 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=run)
 
 
-def build_advice(args: argparse.Namespace) -> tuple[Advice, Any]:
-    """The advice for the arguments, and the Job (the plan and explain commands share it)."""
-    from gpucost.advisor import Constraints, advise
-    from gpucost.profile import resolve_profile
+def build_advice(args: argparse.Namespace) -> Advice:
+    """The advice for the arguments (the plan and explain commands share it)."""
+    from gpucost.cli.jobargs import request_from_args
+    from gpucost.planning.advice import advise
 
-    profile = resolve_profile(args.profile)
-    job = job_from_args(profile, args)
-    params = job_params_from_args(
-        args, p_no_capacity=args.p_no_capacity, max_wait_capacity_hours=args.max_wait_hours
-    )
-    constraints = Constraints(
-        deadline_hours=args.deadline_hours,
-        budget_usd=args.budget,
-        min_gpu_memory_gb=args.min_gpu_memory,
-        regions=tuple(args.region or ()),
-        spot_allowed=args.spot,
-        max_nodes=args.max_nodes,
-        gpus=tuple(args.gpu or ()),
-        providers=tuple(args.provider or ()),
-    )
-    snapshots = snapshots_from_args(args)
-    return advise(profile, job, snapshots, constraints, params), job
+    return advise(request_from_args(args, market="any" if args.spot else "on-demand"))
 
 
 def chosen_plan(args: argparse.Namespace, advice: Advice) -> Any:
     """The plan for ``--pick``; PolicyViolation (exit 1) saying what to relax if none fits."""
-    from gpucost.advisor import to_plan
     from gpucost.errors import PolicyViolation
+    from gpucost.planning.planbuild import to_plan
 
     if not advice.ok:
         raise PolicyViolation(
-            f"no plan meets the constraints ({advice.constraints.describe()})",
+            f"no plan meets the constraints ({advice.describe()})",
             hint="; ".join(advice.relax) or "relax the constraints",
         )
     choice = advice.cheapest if args.pick == "cheapest" else advice.fastest
@@ -158,8 +136,6 @@ def chosen_plan(args: argparse.Namespace, advice: Advice) -> Any:
         profile_ref=args.profile or advice.ranking.profile.name,
         command=args.command,
         name=args.name,
-        epochs=args.epochs,
-        dataset_size=args.dataset_size,
         expected_return_hours=args.return_hours,
         p_no_gpus=args.p_no_gpus,
         checkpoint_target=args.checkpoint_target,
@@ -167,13 +143,13 @@ def chosen_plan(args: argparse.Namespace, advice: Advice) -> Any:
 
 
 def _choice_text(title: str, choice: Choice) -> list[str]:
-    from gpucost.advisor import plan_label
+    from gpucost.format import usd
 
     row = choice.row
     lines = [
-        f"{title}: {plan_label(row)}",
-        f"  ${row['cost_usd']:,.2f} expected, "
-        f"{row['total_hours']:.1f} h (price date {row['price_date']})",
+        f"{title}: {row.label()}",
+        f"  {usd(row.cost_usd, exact=True)} expected, "
+        f"{row.total_hours:.1f} h (price date {row.price_date})",
     ]
     lines += [f"  - {r}" for r in choice.reasons]
     return lines
@@ -198,45 +174,36 @@ def _export_skypilot(plan: Any, args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import math
+    from gpucost.format import usd
 
     if args.output:
         from gpucost.cli.outputs import check_plan_output
 
         check_plan_output(args.output, force=args.force)
-    advice, _ = build_advice(args)
+    advice = build_advice(args)
     plan = chosen_plan(args, advice)
     assert advice.cheapest is not None and advice.fastest is not None
     if args.output:
-        from gpucost.plan import save_plan
+        from gpucost.planfile import save_plan
 
         save_plan(plan, args.output)
     if args.export == "skypilot":
         _export_skypilot(plan, args)
         if not (args.output or args.export_out):
             return 0
+    plans = advice.ranking.plans
+    front = [plans.row(int(i)) for i in advice.pareto]
     if args.format == "json":
-
-        cols = advice.ranking.columns
-        front = [
-            {
-                k: (None if isinstance(v, float) and not math.isfinite(v) else v)
-                for k, v in {
-                    "provider": str(cols["provider"][i]),
-                    "instance_type": str(cols["instance_type"][i]),
-                    "nodes": int(cols["nodes"][i]),
-                    "market": str(cols["market"][i]),
-                    "total_hours": float(cols["total_hours"][i]),
-                    "cost_usd": float(cols["cost_usd"][i]),
-                }.items()
-            }
-            for i in advice.pareto
-        ]
         doc = {
-            "constraints": advice.constraints.describe(),
+            "constraints": advice.describe(),
             "cheapest": {"row": advice.cheapest.index, "reasons": advice.cheapest.reasons},
             "fastest": {"row": advice.fastest.index, "reasons": advice.fastest.reasons},
-            "pareto_front": front,
+            "pareto_front": [
+                {"provider": r.provider, "instance_type": r.instance_type, "nodes": r.nodes,
+                 "market": r.market, "total_hours": r.total_hours, "cost_usd": r.cost_usd}
+                for r in front
+            ],
+            "unfit_total": len(advice.ranking.unfit),
             "pick": args.pick,
             "plan": plan.to_dict(),
             "written_to": args.output,
@@ -244,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
         print_document("plan-advice", doc)
         return 0
     lines = [
-        f"constraints: {advice.constraints.describe()}",
+        f"constraints: {advice.describe()}",
         f"job: {advice.ranking.job.description}; {int(advice.feasible.sum()):,} of "
         f"{len(advice.ranking):,} plans meet the constraints",
         "",
@@ -252,14 +219,15 @@ def run(args: argparse.Namespace) -> int:
     lines += _choice_text("cheapest meeting the deadline", advice.cheapest)
     if advice.fastest.index != advice.cheapest.index:
         lines += ["", *_choice_text("fastest within budget", advice.fastest)]
-    cols = advice.ranking.columns
     lines += ["", "Pareto front (no plan is both faster and cheaper):"]
-    for i in advice.pareto[:10]:
+    for r in front[:10]:
         lines.append(
-            f"  {cols['total_hours'][i]:8.1f} h  ${cols['cost_usd'][i]:>10,.2f}  "
-            f"{int(cols['nodes'][i])} x {cols['provider'][i]} "
-            f"{cols['instance_type'][i]} ({cols['market'][i]})"
+            f"  {r.total_hours:8.1f} h  {usd(r.cost_usd, exact=True):>11}  "
+            f"{r.nodes} x {r.provider} {r.instance_type} ({r.market})"
         )
+    if len(advice.ranking.unfit):
+        lines += ["", f"{len(advice.ranking.unfit):,} plans left out: the per-device batch fits "
+                  "their GPU no way (`gpucost compare --show-unfit` lists them)"]
     if args.output:
         lines += [
             "",

@@ -17,7 +17,9 @@ def add_group_arguments(p: argparse.ArgumentParser) -> None:
     """Arguments shared with `gpucost scale`: the profile and the group's hardware."""
     p.add_argument("--profile", "-p",
                    help="profile JSON file or example name (default: resnet50-v100-amp)")
-    p.add_argument("--gpu", "-g", help="target GPU, any common spelling (default: the profile's)")
+    p.add_argument("--gpu", "-g", action="append",
+                   help="target GPU, any common spelling (default: the profile's); repeat it for "
+                   "a mixed node, one --gpu per GPU in each node (the slowest sets the pace)")
     p.add_argument("--gpus-per-node", "-k", type=count(1, MAX_GPUS_PER_NODE), default=None,
                    metavar="K",
                    help="GPUs per node (default 1)")
@@ -25,8 +27,26 @@ def add_group_arguments(p: argparse.ArgumentParser) -> None:
                    help="each node's network, Gbit/s (default: the offer's, else 50)")
     p.add_argument("--link", choices=("nvlink", "pcie"),
                    help="GPU-to-GPU link inside a node (default: the catalog's for the GPU)")
-    p.add_argument("--grad-accum", type=count(1, MAX_GRAD_ACCUM), default=1, metavar="S",
-                   help="micro-steps per optimizer step; gradients sync once per S (default 1)")
+
+
+def group_gpus(args: argparse.Namespace) -> tuple[str | None, int, list[str] | None]:
+    """(GPU, GPUs per node, the members of one node if mixed) from ``--gpu`` and ``-k``.
+
+    One ``--gpu``: every GPU is that one. Several: they are one node's GPUs, in order (``-k``,
+    if given, must count them); every node holds the same mix.
+    """
+    from gpucost.errors import InputError
+
+    names: list[str] = args.gpu or []
+    if len(names) <= 1:
+        return (names[0] if names else None), args.gpus_per_node or 1, None
+    if args.gpus_per_node is not None and args.gpus_per_node != len(names):
+        raise InputError(
+            f"{len(names)} --gpu options name a node of {len(names)} GPUs, but "
+            f"--gpus-per-node is {args.gpus_per_node}",
+            hint="give one --gpu per GPU of a node, or one --gpu with -k",
+        )
+    return None, len(names), list(names)
 
 
 def register(sub: Any) -> None:
@@ -40,6 +60,8 @@ def register(sub: Any) -> None:
     add_group_arguments(p)
     p.add_argument("--nodes", "-n", type=count(1, MAX_NODES), default=1,
                    help="nodes (default 1)")
+    p.add_argument("--grad-accum", type=count(1, MAX_GRAD_ACCUM), default=1, metavar="S",
+                   help="micro-steps per optimizer step; gradients sync once per S (default 1)")
     p.add_argument("--batch", "-b", type=int, default=None, metavar="B",
                    help="per-GPU batch on the target (default: the profile's); what a step pays "
                    "once whatever its batch is spread over B samples")
@@ -86,8 +108,9 @@ def render_table(pred: Prediction) -> str:
     prof = pred.profile
     unit = prof.sample_unit
     b = pred.breakdown
-    group = f"{pred.nodes} x {pred.gpus_per_node} {pred.gpu}" if pred.nodes > 1 else (
-        f"{pred.gpus_per_node} x {pred.gpu}")
+    gpus = " + ".join(pred.member_gpus) if len(pred.member_gpus) > 1 else pred.gpu
+    group = f"{pred.nodes} x {pred.gpus_per_node} {gpus}" if pred.nodes > 1 else (
+        f"{pred.gpus_per_node} x {gpus}")
     accum = f" x {pred.grad_accum_steps} accumulation steps" if pred.grad_accum_steps > 1 else ""
     if pred.batch_size != prof.batch_size:
         accum = f" at batch {pred.batch_size}/GPU" + accum
@@ -116,11 +139,14 @@ def run(args: argparse.Namespace) -> int:
     from gpucost.model.perf import predict
     from gpucost.profile import resolve_profile
 
-    source = source_for(resolve_profile(args.profile), args.gpu)
-    pred = predict(source.profile, gpu=args.gpu, gpus_per_node=args.gpus_per_node or 1,
-                   nodes=args.nodes, inter_node_gbps=args.network_gbps,
-                   intra_node_link=args.link, grad_accum_steps=args.grad_accum,
-                   batch_size=args.batch)
+    profile = resolve_profile(args.profile)
+    gpu, per_node, mixed = group_gpus(args)
+    members = None if mixed is None else mixed * max(args.nodes, 1)
+    # the workload's own stored measurements on the target (a mixed node: its first GPU's)
+    source = source_for(profile, gpu if mixed is None else mixed[0])
+    pred = predict(source.profile, gpu=gpu, gpus_per_node=per_node, nodes=args.nodes,
+                   inter_node_gbps=args.network_gbps, intra_node_link=args.link,
+                   grad_accum_steps=args.grad_accum, batch_size=args.batch, member_gpus=members)
     if args.format == "json":
         print_document("predict", {**prediction_dict(pred), "measurements": {
             "method": source.method, "used": [m.describe() for m in source.used]}})

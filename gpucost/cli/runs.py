@@ -66,7 +66,7 @@ def _err(message: str) -> None:
 
 def _launch(args: argparse.Namespace) -> int:
     from gpucost.executor.runner import Runner
-    from gpucost.plan import load_plan
+    from gpucost.planfile import load_plan
 
     plan = load_plan(args.plan)
     runner = Runner(plan, args.plan, echo=_err, run_id=args.run_id)

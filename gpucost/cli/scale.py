@@ -1,239 +1,140 @@
 """`gpucost scale`: job time, throughput, efficiency and $/job against the node count.
 
-The knee is the first node count from which doubling the nodes cuts the job's time by less than
-KNEE_TIME_CUT (25 %): the hourly bill doubles, so $/job rises by more than half while the job
-finishes only a little sooner.
+The same plans as `gpucost compare` (setup, storage and transfers included, the memory rule
+applied) for one offer at 1..N nodes; the knee is :mod:`gpucost.planning.scaling`'s.
 """
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gpucost.cli.jobargs import add_economics, add_prices
 from gpucost.cli.numbers import count, positive
 from gpucost.cli.predict import add_group_arguments
 from gpucost.envelope import add_format_argument, print_document
 from gpucost.limits import MAX_EPOCHS, MAX_JOB_SAMPLES, MAX_NODES, MAX_PRICE_HR_USD
+from gpucost.planning.scaling import KNEE_TIME_CUT
 
 if TYPE_CHECKING:
-    from gpucost.model.fabrics import Fabric
-    from gpucost.model.perf import Prediction
-    from gpucost.profile import Profile
+    from gpucost.planning.plans import PlanRow
+    from gpucost.planning.ranking import Ranking
+    from gpucost.planning.request import Request
+    from gpucost.planning.scaling import Scaling
+    from gpucost.pricing.snapshot import Snapshot
 
-KNEE_TIME_CUT = 0.25  # doubling the nodes must cut the job's time by at least this fraction
 BAR_WIDTH = 40  # characters of the terminal bar chart
+OVERRIDE_SOURCE = "gpucost-scale-overrides"
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "scale",
         help="scaling curve: time, throughput, efficiency and $/job per node count, with knee",
-        description="Predict the job on 1..N nodes and mark the knee: the node count from "
-        f"which doubling the nodes cuts the job's time by less than {KNEE_TIME_CUT:.0%} "
-        "(and so raises $/job by more than half). Prices come from the cheapest on-demand "
-        "offer for the GPU in the price snapshots, or --price-hr.",
+        description="Predict the job on 1..N nodes of one offer and mark the knee: the node "
+        f"count from which doubling the nodes cuts the job's time (setup included) by less than "
+        f"{KNEE_TIME_CUT:.0%} (and so raises $/job by more than half). The offer is the "
+        "cheapest on-demand one for the GPU in the price snapshots; --price-hr, --network-gbps "
+        "and --link override its terms. $/job is compare's: setup, storage and transfers "
+        "included.",
     )
     add_group_arguments(p)
-    p.add_argument("--max-nodes", "-N", type=count(1, MAX_NODES), default=8,
-                   help=f"largest node count (default 8, at most {MAX_NODES:,})")
+    p.add_argument("--max-nodes", "-N", type=count(1, MAX_NODES // 2), default=8,
+                   help=f"largest node count (default 8, at most {MAX_NODES // 2:,}: the knee "
+                   "needs twice that)")
     p.add_argument("--price-hr", type=positive(MAX_PRICE_HR_USD), metavar="USD",
                    help="$/h per node (default: cheapest on-demand offer in the snapshots)")
     job = p.add_mutually_exclusive_group()
     job.add_argument("--samples", type=positive(MAX_JOB_SAMPLES),
-                     help="samples in the job (default: the profile's dataset_size x epochs)")
+                     help="samples in the job (default: the profile's dataset_size x epochs, "
+                     "else 1M)")
     job.add_argument("--epochs", type=positive(MAX_EPOCHS),
                      help="epochs of the profile's dataset_size")
-    p.add_argument("--setup-min", type=float, metavar="MIN",
-                   help="provisioning + image minutes before training, on every node count "
-                   "(default: the offer's provider and instance family, from a sourced table)")
     p.add_argument("--plot", metavar="FILE.png", help="also draw the curve into a PNG file")
     add_format_argument(p)
+    econ = p.add_argument_group("job economics (as in compare)")
+    add_economics(econ)
+    add_prices(econ)
     p.set_defaults(handler=run)
 
 
-@dataclass(frozen=True, slots=True)
-class Point:
-    nodes: int
-    prediction: Prediction
-    job_hours: float
-    job_usd: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class Offer:
-    price_hr: float  # USD per node-hour
-    gpus_per_node: int
-    network_gbps: float | None
-    link: str | None
-    label: str  # where the price comes from
-    fabric: Fabric  # what its nodes talk over
-    provider: str
-    instance_type: str
-
-
-def find_offer(gpu: str, gpus_per_node: int | None) -> Offer | None:
-    """Cheapest on-demand offer for ``gpu`` (with ``gpus_per_node`` GPUs, else the most GPUs)."""
-    import numpy as np
-
-    from gpucost.errors import SnapshotError
-    from gpucost.model.fabrics import fabric_for
-    from gpucost.pricing.snapshot import load_offers
-
-    try:
-        offers = load_offers()
-    except SnapshotError:
-        return None
-    mask = (offers["gpu"] == gpu) & (offers["price_hr"] > 0)
-    if gpus_per_node is None:
-        if not mask.any():
-            return None
-        gpus_per_node = int(np.max(offers["gpu_count"][mask]))
-    mask &= offers["gpu_count"] == gpus_per_node
-    if not mask.any():
-        return None
-    i = int(np.flatnonzero(mask)[np.argmin(offers["price_hr"][mask])])
-    net = float(offers["network_gbps"][i])
-    fabric = fabric_for(str(offers["provider"][i]), str(offers["instance_type"][i]), net)
-    return Offer(
-        price_hr=float(offers["price_hr"][i]),
-        gpus_per_node=gpus_per_node,
-        network_gbps=fabric.gbps,
-        link=str(offers["intra_node_link"][i]) or None,
-        label=f"{offers['provider'][i]} {offers['instance_type'][i]} ({offers['region'][i]}), "
-              f"prices of {str(offers['fetched_at'][i])[:10]}; between nodes: {fabric.describe()}",
-        fabric=fabric,
-        provider=str(offers["provider"][i]),
-        instance_type=str(offers["instance_type"][i]),
-    )
-
-
-def job_samples(profile: Profile, samples: float | None, epochs: float | None) -> float | None:
+def _job_args(profile: Any, args: argparse.Namespace) -> dict[str, Any]:
     from gpucost.errors import InputError
 
-    if samples is not None:
-        if not samples > 0:
-            raise InputError(f"--samples must be positive, got {samples}")
-        return samples
-    if epochs is not None:
+    if args.samples is not None:
+        return {"samples": args.samples}
+    if args.epochs is not None:
         if profile.dataset_size is None:
             raise InputError(f"profile {profile.name!r} has no dataset_size for --epochs",
                              hint="pass --samples instead")
-        return epochs * profile.dataset_size
+        return {"epochs": args.epochs, "dataset_size": profile.dataset_size}
     if profile.dataset_size is not None and profile.epochs is not None:
-        return profile.dataset_size * profile.epochs
-    return None
+        return {}
+    return {"samples": 1e6}
 
 
-def find_knee(points: list[Point], hours_at: dict[int, float]) -> int | None:
-    """First node count n from which doubling to 2n cuts the job time by < KNEE_TIME_CUT
-    (None: every count up to the largest still scales)."""
-    for pt in points:
-        if hours_at[2 * pt.nodes] > (1.0 - KNEE_TIME_CUT) * pt.job_hours:
-            return pt.nodes
-    return None
+def _override_snapshot(request: Request, row: PlanRow | None, gpu: str, per_node: int,
+                       args: argparse.Namespace) -> Snapshot:
+    """One offer: the cheapest one found (or a bare one) with --price-hr, --network-gbps and
+    --link applied."""
+    import datetime as dt
 
-
-def curve(profile: Profile, args: argparse.Namespace, offer: Offer | None,
-          samples: float, setup_hours: float = 0.0) -> tuple[list[Point], int | None]:
-    """Job hours (setup included: every node count waits for its machines) and $/job per
-    node count, with the knee."""
-    from gpucost.model.perf import predict
-
-    k = args.gpus_per_node or (offer.gpus_per_node if offer else 1)
-    net = args.network_gbps if args.network_gbps is not None else (
-        offer.network_gbps if offer else None)
-    # the offer's fabric transport, unless --network-gbps describes another network
-    transport = offer.fabric.transport if offer and args.network_gbps is None else None
-    link = args.link or (offer.link if offer else None)
-    price = args.price_hr if args.price_hr is not None else (offer.price_hr if offer else None)
-    hours: dict[int, float] = {}
-    points = []
-    # Doubling the largest count must be known to judge the knee, so predict up to 2N.
-    for n in range(1, 2 * args.max_nodes + 1):
-        pred = predict(profile, gpu=args.gpu, gpus_per_node=k, nodes=n, inter_node_gbps=net,
-                       intra_node_link=link, grad_accum_steps=args.grad_accum,
-                       inter_node_transport=transport)
-        h = setup_hours + samples / pred.throughput / 3600.0
-        hours[n] = h
-        if n <= args.max_nodes:
-            points.append(Point(n, pred, h, None if price is None else n * price * h))
-    return points, find_knee(points, hours)
-
-
-def render(points: list[Point], knee: int | None, offer: Offer | None, args: argparse.Namespace,
-           samples: float, per_million: bool) -> str:
-    first = points[0].prediction
-    unit = first.profile.sample_unit
-    job = "per 1M samples" if per_million else f"{samples:,.0f} {unit}"
-    price = (f"${args.price_hr:.2f}/h per node (--price-hr)" if args.price_hr is not None
-             else f"${offer.price_hr:.2f}/h per node: {offer.label}" if offer
-             else "no price: pass --price-hr")
-    lines = [f"{first.profile.name} on {first.gpus_per_node} x {first.gpu} per node; "
-             f"job {job}; {price}",
-             f"{'nodes':>5} {'time':>9} {unit + '/s':>14} {'eff':>5} {'$/job':>10}  throughput"]
-    top = max(p.prediction.throughput for p in points)
-    for p in points:
-        bar = "#" * max(1, round(BAR_WIDTH * p.prediction.throughput / top))
-        usd = "-" if p.job_usd is None else f"${p.job_usd:,.2f}"
-        mark = "  <- knee" if p.nodes == knee else ""
-        lines.append(f"{p.nodes:>5} {_hours(p.job_hours):>9} {p.prediction.throughput:>14,.0f} "
-                     f"{100 * p.prediction.efficiency:>4.0f}% {usd:>10}  {bar}{mark}")
-    memory = first.memory
-    if not memory.fits:
-        lines.append(f"memory: {memory.advice}")
-    if knee is None:
-        lines.append(f"no knee up to {points[-1].nodes} nodes: doubling the nodes still cuts the "
-                     f"time by at least {KNEE_TIME_CUT:.0%}")
-    else:
-        lines.append(f"knee: {knee} node(s) - from there, doubling the nodes cuts the time by "
-                     f"less than {KNEE_TIME_CUT:.0%} while $/job rises by more than half")
-    return "\n".join(lines)
-
-
-def _hours(h: float) -> str:
-    if h < 1:
-        return f"{h * 60:.1f} min"
-    return f"{h:.2f} h" if h < 48 else f"{h / 24:.1f} d"
-
-
-def plot(points: list[Point], knee: int | None, path: str, title: str) -> None:
-    import io
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from gpucost._io import atomic_write_bytes
-
-    nodes = [p.nodes for p in points]
-    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
-    ax.plot(nodes, [p.job_hours for p in points], "o-", color="tab:blue", label="job time")
-    ax.set_xlabel("nodes")
-    ax.set_ylabel("job time (h)", color="tab:blue")
-    ax.set_ylim(0, 1.1 * points[0].job_hours)
-    if knee is not None:
-        ax.axvline(knee, color="grey", linestyle="--")
-        ax.text(knee, 1.05 * points[0].job_hours, f" knee: {knee} node(s)", color="grey")
-    costs = [p.job_usd for p in points if p.job_usd is not None]
-    if len(costs) == len(points):
-        ax2 = ax.twinx()
-        ax2.plot(nodes, costs, "s-", color="tab:red", label="$/job")
-        ax2.set_ylabel("$ per job", color="tab:red")
-        ax2.set_ylim(0, 1.15 * max(costs))
-    ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    atomic_write_bytes(path, buf.getvalue())
-
-
-def run(args: argparse.Namespace) -> int:
+    from gpucost.catalog import get_gpu
     from gpucost.errors import InputError
-    from gpucost.model.setup_times import setup_time
+    from gpucost.pricing.snapshot import Offers, Snapshot
+
+    price = args.price_hr if args.price_hr is not None else (row.price_hr if row else None)
+    if price is None:
+        raise InputError(f"no on-demand offer for {per_node}x {gpu} in the price snapshots",
+                         hint="pass --price-hr")
+    record: dict[str, Any] = {
+        "provider": row.provider if row else "custom",
+        "region": row.region if row else "",
+        "instance_type": row.instance_type if row else f"{per_node}x-{gpu}",
+        "gpu": gpu,
+        "gpu_count": per_node,
+        "gpu_memory_gb": get_gpu(gpu).memory_gb,
+        "price_hr": price,
+        "intra_node_link": args.link or "",
+    }
+    if args.network_gbps is not None:
+        record["network_gbps"] = args.network_gbps
+    if row is not None:
+        original = next(s for s in request.snapshots if s.source == row.source)
+        mask = ((original.offers["instance_type"] == row.instance_type)
+                & (original.offers["region"] == row.region))
+        i = int(mask.nonzero()[0][0])
+        for name in ("storage_gb_month", "egress_gb", "ingress_gb", "month_hours", "reliability"):
+            record[name] = float(original.offers[name][i])
+        if args.network_gbps is None:
+            record["network_gbps"] = float(original.offers["network_gbps"][i])
+        if not args.link:
+            record["intra_node_link"] = str(original.offers["intra_node_link"][i])
+    now = request.now or dt.datetime.now(dt.UTC)
+    return Snapshot(source=OVERRIDE_SOURCE, fetched_at=now, offers=Offers.from_records([record]))
+
+
+def _try_rank(request: Request) -> Ranking | None:
+    """The ranking, or None when no offer matches (the overrides may still price the group)."""
+    from gpucost.errors import NoOffersError
+    from gpucost.planning.ranking import rank
+
+    try:
+        return rank(request)
+    except NoOffersError:
+        return None
+
+
+def build_curve(args: argparse.Namespace) -> tuple[Request, Scaling, str]:
+    """The request, the offer's curve and where its price comes from."""
+    from dataclasses import replace
+
+    from gpucost.cli.jobargs import request_from_args
+    from gpucost.cli.predict import group_gpus
+    from gpucost.errors import InputError
     from gpucost.model.translate import gpu_spec
+    from gpucost.planning.ranking import rank
+    from gpucost.planning.scaling import offer_curve
     from gpucost.profile import resolve_profile
 
     if args.max_nodes < 1:
@@ -245,44 +146,138 @@ def run(args: argparse.Namespace) -> int:
 
         check_output_file(args.plot, what="--plot", example="scaling.png", suffix=".png")
     profile = resolve_profile(args.profile)
-    if args.gpu is None and profile.gpu == "CPU":
+    gpu, per_node, mixed = group_gpus(args)
+    if mixed is not None:
+        raise InputError(
+            "scale follows one offer, and offers have one GPU type: a mixed node has none",
+            hint="`gpucost predict --gpu A --gpu B -n N` predicts a mixed group",
+        )
+    if gpu is None and profile.gpu == "CPU":
         raise InputError("this profile was measured on the CPU: pass --gpu")
-    gpu = gpu_spec(args.gpu or profile.gpu).name
-    args.gpu = gpu
-    offer = None if args.price_hr is not None and args.gpus_per_node else find_offer(
-        gpu, args.gpus_per_node)
-    samples = job_samples(profile, args.samples, args.epochs)
-    per_million = samples is None
-    setup = setup_time(offer.provider if offer else "", offer.instance_type if offer else "",
-                       override=args.setup_min)
-    # "per 1M samples" is a rate, not a job: no machine is set up for it
-    setup_hours = 0.0 if per_million else setup.hours
-    points, knee = curve(profile, args, offer, 1e6 if samples is None else samples, setup_hours)
+    gpu = gpu_spec(gpu or profile.gpu).name
+    counts = [float(per_node)] if args.gpus_per_node else None
+    request = request_from_args(args, gpu=gpu, gpu_count=counts, market="on-demand",
+                                max_nodes=2 * args.max_nodes, provider=None, region=None,
+                                **_job_args(profile, args))
+    if counts is None:  # the most GPUs per node any offer for the GPU has
+        found = _try_rank(replace(request, filters=replace(request.filters, max_nodes=1)))
+        if found is not None and len(found):
+            per_node = int(found.plans.gpu_count.max())
+        request = replace(request, filters=replace(request.filters, gpu_counts=(float(per_node),)))
+    ranking = _try_rank(request)
+    single = None
+    if ranking is not None:
+        ones = (ranking.plans.nodes == 1).nonzero()[0]
+        single = ranking.plans.row(int(ones[0])) if len(ones) else None
+    label = (f"{single.provider} {single.instance_type} ({single.region}), prices of "
+             f"{single.price_date}" if single else "")
+    if args.price_hr is not None or args.network_gbps is not None or args.link or single is None:
+        request = replace(request, snapshots=(_override_snapshot(request, single, gpu, per_node,
+                                                                  args),))
+        ranking = rank(request)
+        if args.price_hr is not None:
+            label = "--price-hr"
+        if not ranking.plans.nodes.size:
+            raise InputError(f"no group of {per_node}x {gpu} fits the profile's batch",
+                             hint=ranking.notes[-1] if ranking.notes else "")
+        single = ranking.plans.row(int((ranking.plans.nodes == 1).nonzero()[0][0]))
+    assert ranking is not None and single is not None
+    return request, offer_curve(ranking.plans, single, args.max_nodes), label
+
+
+def render(request: Request, scaling: Scaling, label: str) -> str:
+    from gpucost.format import hours, usd
+
+    profile = request.profile
+    first = scaling.points[0].row
+    unit = profile.sample_unit
+    price = (f"{usd(first.price_hr, exact=True)}/h per node ({label})" if label == "--price-hr"
+             else f"{usd(first.price_hr, exact=True)}/h per node: {label}")
+    lines = [f"{profile.name} on {first.gpu_count:g} x {first.gpu} per node; "
+             f"job {request.job.description}; {price}",
+             f"{'nodes':>5} {'time':>9} {unit + '/s':>14} {'eff':>5} {'$/job':>10}  throughput"]
+    top = max(p.throughput for p in scaling.points)
+    for p in scaling.points:
+        bar = "#" * max(1, round(BAR_WIDTH * p.throughput / top))
+        mark = "  <- knee" if p.nodes == scaling.knee else ""
+        lines.append(f"{p.nodes:>5} {hours(p.hours, exact=True):>9} {p.throughput:>14,.0f} "
+                     f"{100 * p.efficiency:>4.0f}% {usd(p.cost_usd, exact=True):>10}  {bar}{mark}")
+    notes = sorted({p.row.memory_note for p in scaling.points if p.row.memory_note})
+    lines += [f"memory: {n}" for n in notes]
+    if scaling.knee is None:
+        lines.append(f"no knee up to {scaling.points[-1].nodes} nodes: doubling the nodes still "
+                     f"cuts the time by at least {KNEE_TIME_CUT:.0%}")
+    else:
+        lines.append(f"knee: {scaling.knee} node(s) - from there, doubling the nodes cuts the "
+                     f"time by less than {KNEE_TIME_CUT:.0%} while $/job rises by more than half")
+    lines.append(f"time and $/job include {hours(first.setup_hours, exact=True)} of setup per "
+                 f"start, as in `gpucost compare`: {first.setup_source}")
+    return "\n".join(lines)
+
+
+def plot(scaling: Scaling, path: str, title: str) -> None:
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from gpucost._io import atomic_write_bytes
+
+    points = scaling.points
+    knee = scaling.knee
+    nodes = [p.nodes for p in points]
+    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
+    ax.plot(nodes, [p.hours for p in points], "o-", color="tab:blue", label="job time")
+    ax.set_xlabel("nodes")
+    ax.set_ylabel("job time (h)", color="tab:blue")
+    ax.set_ylim(0, 1.1 * points[0].hours)
+    if knee is not None:
+        ax.axvline(knee, color="grey", linestyle="--")
+        ax.text(knee, 1.05 * points[0].hours, f" knee: {knee} node(s)", color="grey")
+    costs = [p.cost_usd for p in points]
+    ax2 = ax.twinx()
+    ax2.plot(nodes, costs, "s-", color="tab:red", label="$/job")
+    ax2.set_ylabel("$ per job", color="tab:red")
+    ax2.set_ylim(0, 1.15 * max(costs))
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def run(args: argparse.Namespace) -> int:
+    request, scaling, label = build_curve(args)
+    first = scaling.points[0].row
     if args.plot:
-        plot(points, knee, args.plot, f"{profile.name} on {points[0].prediction.gpus_per_node} x "
-             f"{gpu} per node")
+        plot(scaling, args.plot, f"{request.profile.name} on {first.gpu_count:g} x {first.gpu} "
+             "per node")
     if args.format == "json":
         print_document("scale", {
-            "profile": profile.name, "gpu": gpu,
-            "gpus_per_node": points[0].prediction.gpus_per_node,
-            "samples": 1e6 if samples is None else samples,
-            "price_hr": args.price_hr if args.price_hr is not None else (
-                offer.price_hr if offer else None),
-            "price_source": "--price-hr" if args.price_hr is not None else (
-                offer.label if offer else None),
-            "setup_minutes": setup_hours * 60.0,
-            "setup_source": None if per_million else setup.source,
-            "knee_nodes": knee,
-            "knee_rule": f"doubling the nodes cuts job time by < {KNEE_TIME_CUT:.0%}",
-            "points": [{"nodes": p.nodes, "job_hours": p.job_hours, "job_usd": p.job_usd,
-                        "throughput": p.prediction.throughput,
-                        "efficiency": p.prediction.efficiency,
-                        "step_time_s": p.prediction.step_time_s} for p in points],
+            "profile": request.profile.name, "gpu": first.gpu,
+            "gpus_per_node": int(first.gpu_count),
+            "samples": request.job.samples,
+            "price_hr": first.price_hr,
+            "price_source": label,
+            "setup_minutes": first.setup_minutes if first.provider != "local" else 0.0,
+            "setup_source": first.setup_source,
+            "knee_nodes": scaling.knee,
+            "knee_rule": f"doubling the nodes cuts job time (setup included) by < "
+                         f"{KNEE_TIME_CUT:.0%}",
+            "points": [{"nodes": p.nodes, "job_hours": p.hours, "compute_hours": p.compute_hours,
+                        "setup_hours": p.row.setup_hours, "job_usd": p.cost_usd,
+                        "throughput": p.throughput, "efficiency": p.efficiency,
+                        "step_time_s": p.row.gpu_count * p.nodes * p.row.micro_batch
+                        * p.row.grad_accum_steps / p.throughput,
+                        "peak_gb": p.row.record()["peak_gb"],
+                        "memory_note": p.row.memory_note,
+                        "inter_node_fabric": p.row.inter_node_fabric} for p in scaling.points],
         })
     else:
-        print(render(points, knee, offer, args, 1e6 if samples is None else samples, per_million))
-        if not per_million:
-            print(f"time and $/job include {setup.minutes:g} min of setup: {setup.source}")
+        print(render(request, scaling, label))
         if args.plot:
             print(f"plot written to {args.plot}")
     return 0

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 if TYPE_CHECKING:
-    from gpucost.plan import MarketplaceSection, Plan
+    from gpucost.planfile import MarketplaceSection, Plan
 
 # Lifecycle of one resource as the ledger and `gpucost ps` show it.
 ResourceState = Literal["requested", "pending", "running", "stopped", "exited", "destroyed",

@@ -31,7 +31,7 @@ from gpucost.executor.ledger import Ledger
 from gpucost.executor.rundir import RunDir
 from gpucost.executor.verify import VerifyResult, usd, verify_throughput
 from gpucost.measurements import record_on_arrival
-from gpucost.plan import Plan
+from gpucost.planfile import Plan
 
 POLL_S = 0.5
 CAPACITY_RETRY_S = 60.0  # between attempts to get spot capacity

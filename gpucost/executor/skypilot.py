@@ -35,7 +35,7 @@ from gpucost.executor.skypilot_task import (
 )
 
 if TYPE_CHECKING:
-    from gpucost.plan import Plan
+    from gpucost.planfile import Plan
 
 # SkyPilot's status names -> the ledger's states.
 _CLUSTER_STATES: dict[str, ResourceState] = {"INIT": "pending", "UP": "running",

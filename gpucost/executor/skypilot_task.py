@@ -27,7 +27,7 @@ from gpucost.errors import InputError
 from gpucost.executor import SKYPILOT_CLOUDS
 from gpucost.executor.base import VERIFY_SNIPPET
 from gpucost.executor.torchrun import script_args
-from gpucost.plan import Plan
+from gpucost.planfile import Plan
 
 # Catalog names whose SkyPilot accelerator name is not derived by the rule in skypilot_gpu().
 _SKYPILOT_GPU = {"A100 SXM4 80GB": "A100-80GB", "A100 PCIe 80GB": "A100-80GB",

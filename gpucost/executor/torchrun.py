@@ -20,7 +20,7 @@ from gpucost.executor.base import VERIFY_SNIPPET, JobSpec
 from gpucost.executor.local import LocalProvider, python_argv
 
 if TYPE_CHECKING:
-    from gpucost.plan import Plan
+    from gpucost.planfile import Plan
 
 RDZV_PORT = 29400
 REMOTE_RUN_DIR = "/var/lib/gpucost/run"

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     import httpx
 
     from gpucost.http import RetryingHttp
-    from gpucost.plan import Plan
+    from gpucost.planfile import Plan
 
 DEFAULT_URL = "https://console.vast.ai"
 MIB_PER_GB = 1024.0  # Vast's gpu_ram is in MiB

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpucost.plan import Plan
+from gpucost.planfile import Plan
 
 
 def usd(amount: float) -> str:

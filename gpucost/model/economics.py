@@ -26,6 +26,7 @@ of the two is cheaper (checkpointing a job shorter than its interval only costs 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -448,11 +449,44 @@ COST_UNITS: dict[str, str] = {
 }
 
 
+@dataclass(frozen=True)
+class JobCosts:
+    """The expected $/job of each plan and its terms, per row (units in COST_UNITS)."""
+
+    cost_usd: FloatArray
+    total_hours: FloatArray
+    setup_hours: FloatArray
+    setup_minutes: FloatArray
+    setup_source: npt.NDArray[np.object_]
+    compute_usd: FloatArray
+    setup_usd: FloatArray
+    storage_usd: FloatArray
+    egress_usd: FloatArray
+    ingress_usd: FloatArray
+    checkpoint_usd: FloatArray
+    spot_rework_usd: FloatArray
+    disk_gb: FloatArray
+    interruption_rate: FloatArray
+    rate_source: npt.NDArray[np.object_]
+    checkpoint_interval_hours: FloatArray
+    interruptions: FloatArray
+    risk: FloatArray
+    worst_usd: FloatArray
+    on_demand_hr: FloatArray
+    storage_gb_month: FloatArray
+    month_hours: FloatArray
+    egress_gb: FloatArray
+    ingress_gb: FloatArray
+    download_gbps: FloatArray
+    storage_price_assumed: npt.NDArray[np.bool_]
+    bandwidth_assumed: npt.NDArray[np.bool_]
+
+
 def job_costs(
-    cols: dict[str, np.ndarray],
+    cols: Mapping[str, np.ndarray],
     compute_hours: FloatArray,
     params: JobParams,
-) -> dict[str, np.ndarray]:
+) -> JobCosts:
     """The expected $/job and each of its terms, over plan columns.
 
     ``cols`` needs nodes, price_hr (per node, in the plan's market), market, storage_gb_month,
@@ -540,34 +574,34 @@ def job_costs(
         + nodes * params.data_gb * ingress_price,
         cost,
     )
-    return {
-        "total_hours": total_hours,
-        "setup_hours": setup_hours,
-        "setup_minutes": setup_min,
-        "setup_source": setup_source,
-        "compute_usd": compute,
-        "setup_usd": setup,
-        "storage_usd": storage,
-        "egress_usd": egress,
-        "ingress_usd": ingress,
-        "checkpoint_usd": checkpoint,
-        "spot_rework_usd": rework,
-        "cost_usd": cost,
-        "disk_gb": np.full(w.shape, disk),
-        "interruption_rate": rate,
-        "rate_source": rate_source,
-        "checkpoint_interval_hours": np.where(
+    return JobCosts(
+        cost_usd=cost,
+        total_hours=total_hours,
+        setup_hours=np.broadcast_to(setup_hours, w.shape).astype(np.float64),
+        setup_minutes=np.broadcast_to(setup_min, w.shape).astype(np.float64),
+        setup_source=np.broadcast_to(setup_source, w.shape).astype(object),
+        compute_usd=compute,
+        setup_usd=setup,
+        storage_usd=storage,
+        egress_usd=np.broadcast_to(egress, w.shape).astype(np.float64),
+        ingress_usd=ingress,
+        checkpoint_usd=checkpoint,
+        spot_rework_usd=rework,
+        disk_gb=np.full(w.shape, disk),
+        interruption_rate=rate,
+        rate_source=rate_source,
+        checkpoint_interval_hours=np.where(
             np.isfinite(run.interval_hours), run.interval_hours, np.nan
         ),
-        "interruptions": run.interruptions,
-        "risk": run.p_interrupted,
-        "worst_usd": worst,
-        "on_demand_hr": od,
-        "storage_gb_month": gb_month,
-        "month_hours": month,
-        "egress_gb": egress_price,
-        "ingress_gb": ingress_price,
-        "download_gbps": download_gbps,
-        "storage_price_assumed": storage_assumed,
-        "bandwidth_assumed": bandwidth_assumed & (cols["provider"] != "local"),
-    }
+        interruptions=run.interruptions,
+        risk=run.p_interrupted,
+        worst_usd=worst,
+        on_demand_hr=od,
+        storage_gb_month=gb_month,
+        month_hours=month,
+        egress_gb=egress_price,
+        ingress_gb=ingress_price,
+        download_gbps=download_gbps,
+        storage_price_assumed=storage_assumed,
+        bandwidth_assumed=bandwidth_assumed & (cols["provider"] != "local"),
+    )

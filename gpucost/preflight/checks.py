@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from gpucost.errors import GpuCostError, InputError, UnknownGpuError
-from gpucost.plan import Plan
+from gpucost.planfile import Plan
 from gpucost.preflight import arch, mainguard
 from gpucost.preflight.policy import Policy
 from gpucost.preflight.report import fmt_hours, fmt_usd

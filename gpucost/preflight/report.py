@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from gpucost._io import atomic_write_text
 
 if TYPE_CHECKING:
-    from gpucost.plan import Plan
+    from gpucost.planfile import Plan
     from gpucost.preflight.checks import CheckResult
 
 REPORT_SCHEMA = "gpucost-preflight"  # the envelope's schema for kind "preflight"

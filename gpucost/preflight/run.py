@@ -57,7 +57,7 @@ def run_preflight(plan_path: str | os.PathLike[str], *,
                   baseline_path: str | os.PathLike[str] | None = None,
                   today: dt.date | None = None,
                   now: dt.datetime | None = None) -> PreflightReport:
-    from gpucost.plan import parse_plan, read_plan_text
+    from gpucost.planfile import parse_plan, read_plan_text
 
     now = now or dt.datetime.now(dt.UTC)
     today = today or now.date()

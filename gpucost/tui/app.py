@@ -18,8 +18,9 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
-from gpucost.cli.render import fmt_hours, fmt_usd
 from gpucost.errors import GpuCostError
+from gpucost.format import hours as fmt_hours
+from gpucost.format import usd as fmt_usd
 from gpucost.model.economics import JobParams
 from gpucost.pricing.snapshot import Snapshot, load_snapshots
 from gpucost.profile import Profile, resolve_profile
@@ -102,9 +103,9 @@ class GpuCostApp(App[None]):
     def ask_write_plan(self, view: View, index: int) -> None:
         """Ask where to write the plan for row ``index`` (Enter accepts), then write it."""
         row = view.row(index)
-        summary = (f"{gpus_label(row['gpu'], row['gpu_count'], row['nodes'])} "
-                   f"{row['provider']} {row['instance_type']} {row['market']}: "
-                   f"{fmt_usd(row['cost_usd'])} in {fmt_hours(row['total_hours'])}")
+        summary = (f"{gpus_label(row.gpu, row.gpu_count, row.nodes)} "
+                   f"{row.provider} {row.instance_type} {row.market}: "
+                   f"{fmt_usd(row.cost_usd)} in {fmt_hours(row.total_hours)}")
 
         def chosen(request: WriteRequest | None) -> None:
             if request is None:
@@ -125,7 +126,7 @@ class GpuCostApp(App[None]):
                                          command=self.plan_command), chosen)
 
     def write_plan(self, view: View, index: int, request: WriteRequest) -> Path | None:
-        from gpucost.plan import save_plan
+        from gpucost.planfile import save_plan
 
         try:
             plan = build_plan(view, index, command=request.command,

@@ -15,8 +15,9 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static
 
-from gpucost.cli.render import fmt_hours, fmt_usd
 from gpucost.errors import GpuCostError
+from gpucost.format import hours as fmt_hours
+from gpucost.format import usd as fmt_usd
 from gpucost.tui.session import (
     BEST_FIRST_DESCENDING,
     SORTABLE,
@@ -113,9 +114,9 @@ class OffersScreen(Screen[None]):
             self.query_one("#job-epochs", Input).placeholder = f"{profile.epochs:g}"
 
     def _status(self, view: View) -> str:
-        r = view.ranking
+        r = view.advice.ranking
         arrow = "▼" if view.descending else "▲"
-        dates = ", ".join(sorted({s["date"] for s in r.sources}))
+        dates = ", ".join(sorted({s.date for s in r.sources}))
         constraints = []
         if view.inputs.deadline_hours is not None:
             constraints.append(f"≤ {fmt_hours(view.inputs.deadline_hours)}")
@@ -124,7 +125,7 @@ class OffersScreen(Screen[None]):
         meets = f" meet {' and '.join(constraints)}" if constraints else ""
         if view.too_small:
             meets += f" ({view.too_small:,} left out: the batch does not fit their GPU memory)"
-        first = f" (first {len(r)} shown)" if len(r) < view.meeting else ""
+        first = f" (first {len(view.plans)} shown)" if len(view.plans) < view.meeting else ""
         lines = [f"[b]{r.profile.name}[/] · {r.job.description}",
                  f"{view.meeting:,} of {view.total_plans:,} plans{meets}{first} · by "
                  f"{SORT_LABELS[view.sort]} {arrow} · prices {dates}"]

@@ -20,8 +20,9 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
 from gpucost import paths
-from gpucost.cli.render import fmt_hours, fmt_usd
 from gpucost.errors import GpuCostError
+from gpucost.format import hours as fmt_hours
+from gpucost.format import usd as fmt_usd
 from gpucost.tui.screens.confirm import ConfirmScreen
 
 COLUMNS = ("run", "state", "epoch", "ETA", "elapsed", "cost", "cap", "speed", "metrics")

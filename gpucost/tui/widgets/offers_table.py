@@ -13,7 +13,8 @@ from textual import on
 from textual.message import Message
 from textual.widgets import DataTable
 
-from gpucost.cli.render import fmt_hours, fmt_usd
+from gpucost.format import hours as fmt_hours
+from gpucost.format import usd as fmt_usd
 from gpucost.tui.session import View
 
 # column key (a ranking column, so also the sort key) -> header label
@@ -70,22 +71,19 @@ class OffersTable(DataTable[Text]):
         arrow = "▼" if view.descending else "▲"
         for key, label in COLUMNS:
             self.add_column(label + (arrow if key == view.sort else ""), key=key)
-        c = view.ranking.columns
         front = view.on_front
-        for i in range(len(view.ranking)):
-            market = str(c["market"][i])
+        for i, row in enumerate(view.plans.rows()):
             cells = {
-                "cost_usd": fmt_usd(float(c["cost_usd"][i])),
-                "total_hours": fmt_hours(float(c["total_hours"][i])),
-                "usd_per_hour_total": fmt_usd(float(c["usd_per_hour_total"][i])),
-                "gpu": _trim(gpus_label(str(c["gpu"][i]), float(c["gpu_count"][i]),
-                                        int(c["nodes"][i])), 24),
-                "market": market,
-                "risk": risk_label(market, float(c["risk"][i])),
-                "provider": str(c["provider"][i]),
-                "region": _trim(str(c["region"][i]), 18),
-                "instance_type": _trim(str(c["instance_type"][i]), 24),
-                "price_date": str(c["price_date"][i]) + (" stale" if c["stale"][i] else ""),
+                "cost_usd": fmt_usd(row.cost_usd),
+                "total_hours": fmt_hours(row.total_hours),
+                "usd_per_hour_total": fmt_usd(row.usd_per_hour_total),
+                "gpu": _trim(gpus_label(row.gpu, row.gpu_count, row.nodes), 24),
+                "market": row.market,
+                "risk": risk_label(row.market, row.risk),
+                "provider": row.provider,
+                "region": _trim(row.region, 18),
+                "instance_type": _trim(row.instance_type, 24),
+                "price_date": row.price_date + (" stale" if row.stale else ""),
             }
             self.add_row(*(Text(cells[k], justify="right" if k in NUMERIC else "left")
                            for k, _ in COLUMNS), key=str(i),

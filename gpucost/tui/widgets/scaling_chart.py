@@ -7,9 +7,10 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 from textual.widgets import Static
 
-from gpucost.cli.render import fmt_hours, fmt_rate, fmt_usd
-from gpucost.cli.scale import KNEE_TIME_CUT
-from gpucost.tui.session import Scaling
+from gpucost.format import hours as fmt_hours
+from gpucost.format import rate as fmt_rate
+from gpucost.format import usd as fmt_usd
+from gpucost.planning.scaling import KNEE_TIME_CUT, Scaling
 
 BLOCKS = " ▏▎▍▌▋▊▉█"  # eighths of a cell
 

@@ -118,6 +118,11 @@ class WorkloadSection:
     throughput_source: str = ""
     peak_memory_gb: float | None = field(default=None, metadata=_m(gt=0))  # per GPU
     torch_version: str | None = None
+    # How the batch fits the GPU (gpucost.planning.fit): per device per micro-step, micro-steps
+    # per optimizer step, and "" (data parallel), "ZeRO-2" or "FSDP".
+    micro_batch: int | None = field(default=None, metadata=_m(ge=1))
+    grad_accum_steps: int = field(default=1, metadata=_m(ge=1))
+    sharding: str = field(default="", metadata=_m(choices=("", "ZeRO-2", "FSDP")))
 
 
 @dataclass(frozen=True)

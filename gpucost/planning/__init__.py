@@ -1,0 +1,15 @@
+"""The planning core: a typed request -> a ranking of plans -> advice.
+
+- :mod:`~gpucost.planning.request`: the request (profile, job, filters, economics,
+  constraints) and its one builder;
+- :mod:`~gpucost.planning.ranking`: every plan's $/job, in bounded chunks;
+  :mod:`~gpucost.planning.plans`: the ranked plans as typed columns and rows;
+- :mod:`~gpucost.planning.fit`: the memory rule every plan passes;
+- :mod:`~gpucost.planning.advice` (selection), :mod:`~gpucost.planning.relax`,
+  :mod:`~gpucost.planning.reasons` (in words), :mod:`~gpucost.planning.planbuild`;
+- :mod:`~gpucost.planning.scaling`: one offer over node counts and the knee;
+- :mod:`~gpucost.planning.api`: ``gpucost.compare()`` and ``gpucost.planfile()``.
+
+The command line, the TUI and the Python API call these and format the result; nothing here
+imports a front end, pandas (except at the DataFrame edge), torch or textual.
+"""

@@ -1,0 +1,558 @@
+"""Rank offers by dollars per job, not dollars per hour.
+
+A *plan* is an offer (instance type in a region, from a price snapshot) x a market (on-demand
+or spot) x a node count. For each plan: the memory rule (:mod:`gpucost.planning.fit`), the
+predicted group throughput (:mod:`gpucost.model.perf`), hours for the job, and the expected
+$/job (:func:`gpucost.model.economics.job_costs`). Everything runs over numpy columns, in chunks
+of at most :data:`CHUNK_ROWS` plans, so memory and time grow linearly with offers x node counts.
+
+Node counts: every count up to :data:`DENSE_NODE_COUNTS`, then :data:`COUNTS_PER_DOUBLING`
+counts per doubling (about 9 % apart) up to the limit, which is the smaller of ``max_nodes``
+and the provider's :data:`NODE_LIMITS`. The performance model is called once per distinct
+(GPU, GPUs per node, nodes, link, network) configuration, not once per plan.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from gpucost.errors import InputError, NoOffersError, UnknownProviderError
+from gpucost.limits import MAX_NODES
+from gpucost.model.economics import job_costs
+from gpucost.planning.fit import MemoryPlan, cpu_memory_plan, plan_memory
+from gpucost.planning.plans import PLAN_UNITS, Plans
+from gpucost.planning.request import Filters, Job, Request, SortKey
+from gpucost.pricing.registry import is_stale
+from gpucost.pricing.snapshot import Offers, merge_offers
+from gpucost.profile import Profile
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+COMPARE_KIND = "compare"  # schema gpucost-compare
+COMPARE_SCHEMA_VERSION = 1  # memory columns (peak_gb, micro_batch, ...) and "unfit" were added
+
+DENSE_NODE_COUNTS = 32
+COUNTS_PER_DOUBLING = 8
+# The largest group planned per provider. Your own machine is one node. Marketplaces rent
+# separate hosts with no cluster network between them, so a group there pays public-internet
+# all-reduces; gpucost plans at most 16 such hosts together. Other clouds: MAX_NODES.
+NODE_LIMITS: dict[str, int] = {"local": 1, "vast": 16, "runpod": 16}
+CHUNK_ROWS = 1 << 16  # plans costed at once
+
+
+def node_limit(provider: str) -> int:
+    return NODE_LIMITS.get(provider, MAX_NODES)
+
+
+def node_counts(max_nodes: int) -> npt.NDArray[np.int64]:
+    """The node counts considered up to ``max_nodes`` (always included)."""
+    top = min(max_nodes, MAX_NODES)
+    dense = np.arange(1, min(top, DENSE_NODE_COUNTS) + 1)
+    if top <= DENSE_NODE_COUNTS:
+        return dense.astype(np.int64)
+    steps = math.ceil(math.log2(top / DENSE_NODE_COUNTS) * COUNTS_PER_DOUBLING)
+    ladder = np.rint(DENSE_NODE_COUNTS * 2.0 ** (np.arange(1, steps + 1) / COUNTS_PER_DOUBLING))
+    counts = np.unique(np.concatenate([dense, ladder[ladder < top], [top]]))
+    return counts.astype(np.int64)
+
+
+@dataclass(frozen=True)
+class PriceSource:
+    """One price snapshot behind a ranking."""
+
+    source: str
+    date: str
+    age_days: float
+    stale: bool
+    offers: int
+    path: str | None
+
+    def record(self) -> dict[str, Any]:
+        return {"source": self.source, "date": self.date, "age_days": self.age_days,
+                "stale": self.stale, "offers": self.offers, "path": self.path}
+
+
+@dataclass
+class Ranking:
+    """Ranked plans, the plans the memory rule left out, and what a reader needs to trust them."""
+
+    request: Request
+    plans: Plans  # the plans that fit (some re-planned), best first
+    unfit: Plans  # left out: the per-device batch fits no way on their GPU; same order
+    sources: list[PriceSource]
+    generated_at: dt.datetime
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def profile(self) -> Profile:
+        return self.request.profile
+
+    @property
+    def job(self) -> Job:
+        return self.request.job
+
+    @property
+    def sort(self) -> SortKey:
+        return self.request.sort
+
+    def __len__(self) -> int:
+        return len(self.plans)
+
+    def head(self, n: int) -> Ranking:
+        return Ranking(self.request, self.plans.take(np.arange(min(n, len(self.plans)))),
+                       self.unfit.take(np.arange(min(n, len(self.unfit)))), self.sources,
+                       self.generated_at, self.notes)
+
+    def to_dict(self, *, show_unfit: bool = False) -> dict[str, Any]:
+        """The versioned JSON document of ``gpucost compare --format json``."""
+        from gpucost.envelope import envelope
+
+        profile = self.profile
+        body: dict[str, Any] = {
+            "profile": {
+                "name": profile.name,
+                "gpu": profile.gpu,
+                "precision": profile.precision,
+                "batch_size": profile.batch_size,
+                "throughput": profile.throughput,
+                "sample_unit": profile.sample_unit,
+                "source": profile.source,
+            },
+            "job": {"samples": self.job.samples, "description": self.job.description},
+            "sort": self.sort,
+            "price_sources": [s.record() for s in self.sources],
+            "notes": self.notes,
+            "units": PLAN_UNITS,
+            "plans": self.plans.records(),
+        }
+        if show_unfit:
+            body["unfit_plans"] = self.unfit.records()
+        return envelope(COMPARE_KIND, body, schema_version=COMPARE_SCHEMA_VERSION,
+                        generated_at=self.generated_at)
+
+    def to_pandas(self) -> pd.DataFrame:
+        import pandas as pd
+
+        frame = pd.DataFrame(self.plans.columns())
+        frame.attrs["job"] = self.job.description
+        frame.attrs["profile"] = self.profile.name
+        frame.attrs["price_sources"] = [s.record() for s in self.sources]
+        frame.attrs["unfit_plans"] = len(self.unfit)
+        return frame
+
+
+def _region_mask(regions: np.ndarray, wanted: Sequence[str]) -> npt.NDArray[np.bool_]:
+    mask = np.zeros(len(regions), dtype=bool)
+    lowered = np.char.lower(regions.astype(str))
+    for item in wanted:
+        mask |= np.char.startswith(lowered, item.lower())
+    return mask
+
+
+def filter_offers(offers: Offers, filters: Filters) -> Offers:
+    """Offers passing the filters (markets and node counts are applied when plans expand).
+
+    Your own machine (provider "local", there only with ``--include-local``) passes the GPU,
+    provider, region and GPU-count filters, which choose among the clouds' offers."""
+    cloud = offers["provider"] != "local"
+    mask = np.ones(len(offers), dtype=bool)
+    if filters.gpus:
+        mask &= np.isin(offers["gpu"], np.array(filters.gpus)) | ~cloud
+    if filters.providers:
+        known = sorted(set(offers["provider"][cloud].tolist()))
+        for name in filters.providers:
+            if name not in known and name != "local":
+                raise UnknownProviderError(name, known)
+        mask &= np.isin(offers["provider"], np.array(filters.providers)) | ~cloud
+    if filters.regions:
+        mask &= _region_mask(offers["region"], filters.regions) | ~cloud
+    if filters.min_gpu_memory_gb is not None:
+        mask &= offers["gpu_memory_gb"] >= filters.min_gpu_memory_gb
+    if filters.gpu_counts:
+        mask &= np.isin(offers["gpu_count"], np.array(filters.gpu_counts, dtype=float)) | ~cloud
+    return _drop_zone_duplicates(offers.select(mask))
+
+
+def _drop_zone_duplicates(offers: Offers) -> Offers:
+    """One row per (provider, region, instance type, prices): zones that only repeat a region's
+    prices add nothing to a ranking. Zones with their own spot price stay."""
+    if len(offers) < 2:
+        return offers
+    key = offers.row_codes(("provider", "region", "instance_type", "source", "price_hr",
+                            "spot_price_hr"))
+    _, first = np.unique(key, return_index=True)
+    return offers.select(np.sort(first))
+
+
+@dataclass(frozen=True)
+class _Config:
+    """A predicted group: throughput, scaling efficiency and how its batch fits."""
+
+    throughput: float
+    efficiency: float
+    memory: MemoryPlan
+
+
+class _Predictor:
+    """Throughput and memory plan per distinct configuration, each computed once."""
+
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+        self.cache: dict[tuple[str, int, int, str, float, str], _Config] = {}
+        self.memory: dict[tuple[str, int], MemoryPlan] = {}
+        self.sources: dict[str, Profile] = {}
+
+    def source(self, gpu: str) -> Profile:
+        """What to predict ``gpu`` from: the workload's own stored measurements for it (the
+        profile itself when none are stored)."""
+        found = self.sources.get(gpu)
+        if found is None:
+            from gpucost.measurements import source_for
+
+            found = source_for(self.profile, gpu).profile
+            self.sources[gpu] = found
+        return found
+
+    def memory_plan(self, gpu: str, group_gpus: int) -> MemoryPlan:
+        key = (gpu, group_gpus)
+        found = self.memory.get(key)
+        if found is None:
+            from gpucost.catalog import get_gpu
+
+            found = plan_memory(self.profile, get_gpu(gpu), group_gpus)
+            self.memory[key] = found
+        return found
+
+    def config(self, gpu: str, per_node: int, nodes: int, link: str, net: float,
+               transport: str) -> _Config:
+        key = (gpu, per_node, nodes, link, net, transport)
+        found = self.cache.get(key)
+        if found is not None:
+            return found
+        profile = self.profile
+        if gpu == "CPU":
+            # a machine without a GPU (``--include-local``) runs only a CPU-measured profile,
+            # at its measured speed; NaN drops the row otherwise
+            speed = profile.throughput if profile.gpu == "CPU" else math.nan
+            found = _Config(speed, 1.0, cpu_memory_plan(profile))
+        else:
+            from gpucost.model.perf import predict
+
+            memory = self.memory_plan(gpu, per_node * nodes)
+            pred = predict(
+                self.source(gpu),
+                gpu=gpu,
+                gpus_per_node=per_node,
+                nodes=nodes,
+                inter_node_gbps=net,
+                intra_node_link=link or None,
+                inter_node_transport=transport,
+                batch_size=memory.micro_batch,
+                grad_accum_steps=memory.grad_accum_steps,
+            )
+            throughput = pred.throughput
+            if memory.extra_allreduce and pred.gpu_count > 1:
+                step = pred.step_time_s + memory.extra_allreduce * pred.allreduce_s
+                throughput = pred.samples_per_step / step
+            found = _Config(throughput, pred.efficiency, memory)
+        self.cache[key] = found
+        return found
+
+
+@dataclass(frozen=True)
+class _ConfigCodes:
+    """Per offer: small integer codes of the columns a performance prediction depends on."""
+
+    gpu: npt.NDArray[np.int64]
+    gpus: int
+    link: npt.NDArray[np.int64]
+    links: int
+    net: npt.NDArray[np.int64]  # the fabric's Gbit/s per node
+    nets: int
+    transport: npt.NDArray[np.int64]  # the fabric's transport (rdma, tcp)
+    transports: int
+    net_gbps: npt.NDArray[np.float64]  # per offer: its fabric's Gbit/s and transport
+    transport_name: npt.NDArray[np.object_]
+    fabric: npt.NDArray[np.object_]  # per offer: its fabric in words
+    node_limit: npt.NDArray[np.int64]  # the provider's largest group
+
+    @classmethod
+    def of(cls, offers: Offers) -> _ConfigCodes:
+        def codes(values: np.ndarray) -> tuple[npt.NDArray[np.int64], int]:
+            names, code = np.unique(values, return_inverse=True)
+            return code.reshape(-1).astype(np.int64), len(names)
+
+        from gpucost.model.fabrics import resolve_fabrics
+
+        providers, provider_code = np.unique(offers["provider"], return_inverse=True)
+        limits = np.array([node_limit(str(p)) for p in providers], dtype=np.int64)
+        fabrics = resolve_fabrics(offers["provider"], offers["instance_type"],
+                                  offers["network_gbps"])
+        return cls(*codes(offers["gpu"]), *codes(offers["intra_node_link"]),
+                   *codes(fabrics.gbps), *codes(fabrics.transport),
+                   np.asarray(fabrics.gbps, dtype=np.float64),
+                   np.asarray(fabrics.transport).astype(object),
+                   np.asarray(fabrics.description).astype(object),
+                   limits[provider_code.reshape(-1)])
+
+
+def _text(values: np.ndarray) -> npt.NDArray[np.object_]:
+    return values.astype(object)
+
+
+def _chunk_plans(
+    request: Request,
+    offers: Offers,
+    base_offer: npt.NDArray[np.int64],
+    base_spot: npt.NDArray[np.bool_],
+    base_price: npt.NDArray[np.float64],
+    counts: npt.NDArray[np.int64],
+    predictor: _Predictor,
+    text: dict[str, npt.NDArray[np.object_]],
+    codes: _ConfigCodes,
+    stale_sources: npt.NDArray[np.object_],
+) -> tuple[Plans, npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """Plans for some offer x market rows, each at every node count in ``counts`` its provider
+    allows, with throughput, memory plan and $/job; and per plan, whether it can run at all
+    (a GPU profile cannot be predicted on a CPU) and whether its batch fits."""
+    allowed = counts[None, :] <= codes.node_limit[base_offer][:, None]
+    row_base, count_index = np.nonzero(allowed)
+    nodes = counts[count_index]
+    offer = base_offer[row_base]
+    spot = base_spot[row_base]
+    price = base_price[row_base]
+    gpu_count = offers["gpu_count"][offer]
+    whole = np.maximum(np.rint(gpu_count), 1.0).astype(np.int64)
+    # Fractional GPUs (AWS g6f) run one process on a slice: predict one GPU, then scale down.
+    fraction = np.where(gpu_count < 1.0, gpu_count, 1.0)
+    net, transport = codes.net_gbps[offer], codes.transport_name[offer]
+    gpu, link = text["gpu"][offer], text["intra_node_link"][offer]
+
+    # one prediction per distinct configuration in the chunk: a key packed from the codes of
+    # GPU, GPUs per node, node count, link and fabric, each digit below its own radix
+    key = np.zeros(len(offer), dtype=np.int64)
+    for code, radix in ((codes.gpu[offer], codes.gpus), (np.minimum(whole, 4096), 4097),
+                        (count_index, len(counts)), (codes.link[offer], codes.links),
+                        (codes.net[offer], codes.nets),
+                        (codes.transport[offer], codes.transports)):
+        key = key * radix + code
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    configs = [predictor.config(str(gpu[i]), int(whole[i]), int(nodes[i]), str(link[i]),
+                                float(net[i]), str(transport[i])) for i in first]
+    inverse = inverse.reshape(-1)
+    throughput = np.array([c.throughput for c in configs])[inverse] * fraction
+    efficiency = np.array([c.efficiency for c in configs])[inverse]
+    memory = [c.memory for c in configs]
+    fits = np.array([m.fits for m in memory], dtype=bool)[inverse]
+    peak = np.array([m.peak_gb for m in memory])[inverse]
+    micro = np.array([m.micro_batch for m in memory], dtype=np.int64)[inverse]
+    accum = np.array([m.grad_accum_steps for m in memory], dtype=np.int64)[inverse]
+    sharding = np.array([m.sharding for m in memory], dtype=object)[inverse]
+    note = np.array([m.reason for m in memory], dtype=object)[inverse]
+    # a row the profile cannot run at all (a GPU profile on a CPU-only machine) is dropped;
+    # a row whose batch does not fit is kept, marked, and costed at the unchanged batch
+    runnable = np.isfinite(throughput) & (throughput > 0)
+
+    market = np.where(spot, "spot", "on-demand").astype(object)
+    cols = {
+        "provider": text["provider"][offer],
+        "instance_type": text["instance_type"][offer],
+        "market": market,
+        "reliability": offers["reliability"][offer],
+        "nodes": nodes.astype(np.float64),
+        "price_hr": price,
+        "on_demand_hr": offers["price_hr"][offer],
+        "network_gbps": offers["network_gbps"][offer],
+        "storage_gb_month": offers["storage_gb_month"][offer],
+        "egress_gb": offers["egress_gb"][offer],
+        "ingress_gb": offers["ingress_gb"][offer],
+        "month_hours": offers["month_hours"][offer],
+    }
+    hours = request.job.samples / np.where(runnable, throughput, 1.0) / 3600.0
+    costs = job_costs(cols, hours, request.economics)
+    source = text["source"][offer]
+    plans = Plans(
+        provider=cols["provider"],
+        region=text["region"][offer],
+        zone=text["zone"][offer],
+        instance_type=cols["instance_type"],
+        gpu=gpu,
+        gpu_count=gpu_count,
+        nodes=nodes,
+        market=market,
+        price_hr=price,
+        throughput=throughput,
+        hours=hours,
+        cost_usd=costs.cost_usd,
+        total_hours=costs.total_hours,
+        setup_hours=costs.setup_hours,
+        setup_minutes=costs.setup_minutes,
+        setup_source=costs.setup_source,
+        compute_usd=costs.compute_usd,
+        setup_usd=costs.setup_usd,
+        storage_usd=costs.storage_usd,
+        egress_usd=costs.egress_usd,
+        ingress_usd=costs.ingress_usd,
+        checkpoint_usd=costs.checkpoint_usd,
+        spot_rework_usd=costs.spot_rework_usd,
+        disk_gb=costs.disk_gb,
+        interruption_rate=costs.interruption_rate,
+        rate_source=costs.rate_source,
+        checkpoint_interval_hours=costs.checkpoint_interval_hours,
+        interruptions=costs.interruptions,
+        risk=costs.risk,
+        worst_usd=costs.worst_usd,
+        on_demand_hr=costs.on_demand_hr,
+        storage_gb_month=costs.storage_gb_month,
+        month_hours=costs.month_hours,
+        egress_gb=costs.egress_gb,
+        ingress_gb=costs.ingress_gb,
+        download_gbps=costs.download_gbps,
+        storage_price_assumed=costs.storage_price_assumed,
+        bandwidth_assumed=costs.bandwidth_assumed,
+        usd_per_hour_total=nodes * price,
+        efficiency=efficiency,
+        # what a multi-node plan's nodes talk over (a one-node plan crosses no network)
+        inter_node_fabric=np.where(nodes > 1, codes.fabric[offer], ""),
+        gpu_memory_gb=offers["gpu_memory_gb"][offer],
+        peak_gb=peak,
+        micro_batch=micro,
+        grad_accum_steps=accum,
+        sharding=sharding,
+        memory_note=note,
+        price_date=text["price_date"][offer],
+        source=source,
+        stale=np.isin(source, stale_sources),
+    )
+    return plans, runnable, fits
+
+
+def _base_rows(
+    offers: Offers, filters: Filters
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.float64]]:
+    """Offer x market rows: (offer index, spot?, $/h per node in that market)."""
+    n = len(offers)
+    idx: list[npt.NDArray[np.int64]] = []
+    spot: list[npt.NDArray[np.bool_]] = []
+    price: list[npt.NDArray[np.float64]] = []
+    if filters.market in ("any", "on-demand"):
+        idx.append(np.arange(n, dtype=np.int64))
+        spot.append(np.zeros(n, dtype=bool))
+        price.append(offers["price_hr"])
+    if filters.market in ("any", "spot"):
+        has_spot = ~np.isnan(offers["spot_price_hr"]) & (offers["spot_price_hr"] > 0)
+        idx.append(np.flatnonzero(has_spot).astype(np.int64))
+        spot.append(np.ones(int(has_spot.sum()), dtype=bool))
+        price.append(offers["spot_price_hr"][has_spot])
+    base_idx, base_spot, base_price = np.concatenate(idx), np.concatenate(spot), np.concatenate(
+        price)
+    if filters.max_price_hr is not None:
+        keep = base_price <= filters.max_price_hr
+        base_idx, base_spot, base_price = base_idx[keep], base_spot[keep], base_price[keep]
+    return base_idx, base_spot, base_price
+
+
+def rank(request: Request) -> Ranking:
+    """Every plan that passes the filters, ranked by expected $/job (or by expected time); the
+    plans whose per-device batch fits no way on their GPU are kept apart in ``unfit``."""
+    now = request.now or dt.datetime.now(dt.UTC)
+    filters = request.filters
+    if filters.max_nodes < 1:
+        raise InputError(f"max nodes must be at least 1, got {filters.max_nodes}")
+    if filters.max_nodes > MAX_NODES:
+        raise InputError(f"max nodes must be at most {MAX_NODES:,}, got {filters.max_nodes:,}",
+                         hint=f"gpucost plans groups of up to {MAX_NODES:,} nodes")
+    snapshots = request.snapshots
+    offers = merge_offers(snapshots)
+    total = len(offers)
+    offers = filter_offers(offers, filters)
+    base_offer, base_spot, base_price = _base_rows(offers, filters)
+    if not len(base_offer):
+        raise NoOffersError(
+            f"no offer matches the filters ({total:,} offers before filtering)",
+            hint="relax --gpu/--provider/--region/--max-price-hr/--spot, "
+            "or run `gpucost prices show`",
+        )
+    text = {name: _text(offers[name]) for name in
+            ("provider", "region", "zone", "instance_type", "gpu", "intra_node_link", "source")}
+    text["price_date"] = np.array([str(s)[:10] for s in offers["fetched_at"]], dtype=object)
+    stale = sorted({s.source for s in snapshots if is_stale(s, request.stale_days, now)})
+    stale_sources = np.array(stale, dtype=object)
+    counts = node_counts(filters.max_nodes)
+    codes = _ConfigCodes.of(offers)
+    predictor = _Predictor(request.profile)
+    per_chunk = max(1, CHUNK_ROWS // len(counts))
+    fitting: list[Plans] = []
+    unfit: list[Plans] = []
+    for start in range(0, len(base_offer), per_chunk):
+        part = slice(start, start + per_chunk)
+        chunk, runnable, fits = _chunk_plans(request, offers, base_offer[part], base_spot[part],
+                                             base_price[part], counts, predictor, text, codes,
+                                             stale_sources)
+        keep, drop = runnable & fits, runnable & ~fits
+        fitting.append(chunk if keep.all() else chunk.take(keep))
+        if drop.any():
+            unfit.append(chunk.take(drop))
+    plans = fitting[0] if len(fitting) == 1 else Plans.concat(fitting)
+    left_out = Plans.concat(unfit) if unfit else plans.take(np.zeros(0, dtype=np.int64))
+    if not len(plans) and not len(left_out):
+        raise NoOffersError(
+            "no offer can run this profile (a GPU profile cannot be "
+            "predicted on a CPU-only machine)",
+            hint="add cloud prices, or measure the profile on this CPU",
+        )
+    plans, left_out = plans.take(_order(plans, request.sort)), left_out.take(
+        _order(left_out, request.sort))
+    sources = [
+        PriceSource(s.source, s.date, round(s.age_days(now), 1), s.source in stale,
+                    len(s.offers), str(s.path) if s.path else None)
+        for s in snapshots
+    ]
+    notes = []
+    if stale:
+        notes.append(
+            f"price data older than {request.stale_days:g} days from: "
+            f"{', '.join(stale)}; run `gpucost prices refresh`"
+        )
+    notes += memory_notes(request.profile, plans, left_out)
+    if filters.max_nodes > DENSE_NODE_COUNTS:
+        notes.append(
+            f"node counts above {DENSE_NODE_COUNTS} step about "
+            f"{2 ** (1 / COUNTS_PER_DOUBLING) - 1:.0%} apart; groups are capped per provider "
+            f"({', '.join(f'{k} {v}' for k, v in sorted(NODE_LIMITS.items()))}, others "
+            f"{MAX_NODES:,})"
+        )
+    return Ranking(request, plans, left_out, sources, now, notes)
+
+
+def _order(plans: Plans, sort: SortKey) -> npt.NDArray[np.int64]:
+    cost, wall = plans.cost_usd, plans.total_hours
+    keys = (wall, cost) if sort == "cost" else (cost, wall)  # lexsort: last key sorts first
+    return np.lexsort(keys).astype(np.int64)
+
+
+def memory_notes(profile: Profile, plans: Plans, unfit: Plans) -> list[str]:
+    """What the memory rule did, in words."""
+    notes = []
+    replanned = int(np.count_nonzero(plans.memory_note != ""))
+    if replanned:
+        notes.append(
+            f"{replanned:,} plans re-planned so batch {profile.batch_size} fits their GPU "
+            "(micro-batches with gradient accumulation, or sharded states), at their "
+            "predicted throughput cost"
+        )
+    if len(unfit):
+        reasons = sorted(set(unfit.memory_note.tolist()))
+        notes.append(
+            f"{len(unfit):,} plans left out: the per-device batch fits no way on their GPU "
+            f"({reasons[0]}{'; ...' if len(reasons) > 1 else ''}); --show-unfit lists them"
+        )
+    return notes

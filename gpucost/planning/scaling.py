@@ -1,0 +1,84 @@
+"""One offer over node counts: time, throughput, efficiency and $/job, and the knee.
+
+The knee is the first node count from which doubling the nodes cuts the job's wall-clock time
+(setup included, as in every $/job) by less than KNEE_TIME_CUT: the hourly bill doubles, so
+$/job rises by more than half while the job finishes only a little sooner. `gpucost scale` and
+the TUI's plan screen both use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from gpucost.errors import InputError
+from gpucost.planning.plans import PlanRow, Plans
+from gpucost.planning.ranking import rank
+from gpucost.planning.request import Request, make_filters
+
+KNEE_TIME_CUT = 0.25  # doubling the nodes must cut the job's time by at least this fraction
+SCALING_MAX_NODES = 16
+
+
+@dataclass(frozen=True)
+class ScalePoint:
+    nodes: int
+    throughput: float  # samples/s, whole group
+    efficiency: float  # fraction of linear scaling
+    compute_hours: float  # the job's compute alone
+    hours: float  # expected wall clock, setup included
+    cost_usd: float  # expected $/job
+    row: PlanRow
+
+
+@dataclass(frozen=True)
+class Scaling:
+    points: tuple[ScalePoint, ...]  # increasing node counts up to max_nodes
+    knee: int | None  # None: no knee up to max_nodes
+    cheapest: int  # node count with the lowest $/job
+
+
+def knee_nodes(hours: Mapping[int, float], cut: float = KNEE_TIME_CUT) -> int | None:
+    """The first node count n (in increasing order) from which doubling to 2n cuts the job's
+    time by less than ``cut``; counts whose double is not in ``hours`` are not judged. None:
+    every judged count still scales."""
+    if not hours:
+        raise InputError("a scaling curve needs at least one point")
+    for n in sorted(hours):
+        if 2 * n in hours and hours[2 * n] > (1.0 - cut) * hours[n]:
+            return n
+    return None
+
+
+def offer_curve(plans: Plans, row: PlanRow, max_nodes: int) -> Scaling:
+    """The plans of ``row``'s offer and market in ``plans`` (ranked up to 2 x max_nodes, which
+    judging the knee at max_nodes needs), as a curve up to ``max_nodes``."""
+    mask = ((plans.instance_type == row.instance_type) & (plans.region == row.region)
+            & (plans.zone == row.zone) & (plans.market == row.market)
+            & (plans.provider == row.provider) & (plans.source == row.source))
+    idx = np.flatnonzero(mask)
+    seen: dict[int, ScalePoint] = {}
+    for i in idx[np.argsort(plans.nodes[idx], kind="stable")]:
+        r = plans.row(int(i))
+        seen.setdefault(r.nodes, ScalePoint(r.nodes, r.throughput, r.efficiency, r.hours,
+                                            r.total_hours, r.cost_usd, r))
+    if not seen:
+        raise InputError(f"no plan for {row.label()} fits", hint="try another GPU or offer")
+    points = tuple(seen[n] for n in sorted(seen) if n <= max_nodes)
+    knee = knee_nodes({n: p.hours for n, p in seen.items()})
+    if knee is not None and knee > max_nodes:
+        knee = None
+    cheapest = min(points, key=lambda p: p.cost_usd).nodes
+    return Scaling(points, knee, cheapest)
+
+
+def scaling_curve(request: Request, row: PlanRow, *,
+                  max_nodes: int = SCALING_MAX_NODES) -> Scaling:
+    """The plan's offer at 1..max_nodes nodes, same market, same economics as the request."""
+    mine = tuple(s for s in request.snapshots if s.source == row.source)
+    filters = make_filters(gpu=row.gpu, provider=row.provider, market=row.market,
+                           gpu_count=row.gpu_count, max_nodes=2 * max_nodes)
+    full = rank(replace(request, snapshots=mine, filters=filters))
+    return offer_curve(full.plans, row, max_nodes)
