@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+import tomllib
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -489,3 +490,65 @@ def test_no_machine_like_the_planned_one_is_a_capacity_error(vast: VastEmulator,
 def fixture_offer(ident: int) -> dict[str, Any]:
     offers = json.loads(BUNDLES.read_text())["offers"]
     return dict(next(o for o in offers if o["id"] == ident))
+
+
+def test_waiting_for_spot_capacity_is_not_spend(vast: VastEmulator, tmp_path: Path) -> None:
+    """Spend starts when a create is accepted: the ~1 s spent retrying a taken ask costs
+    nothing (it used to be billed at the plan's price from the moment of launch)."""
+    path = vast_plan(tmp_path, price_hr=1800.0, budget=2.0)  # 0.5 USD/s once billed
+    doc = tomllib.loads(path.read_text())
+    doc["offer"].update(market="spot", on_demand_price_hr=3600.0)
+    doc["spot"] = {"max_wait_capacity_hours": 0.01, "fallback": "on-demand"}
+    path.write_text(tomli_w.dumps(doc))
+    vast.offers = set()  # rented by someone else, for now
+
+    def capacity_returns() -> None:
+        time.sleep(1.0)
+        vast.offers.add(24768912)
+
+    threading.Thread(target=capacity_returns, daemon=True).start()
+    runner = Runner(load_plan(path), path, provider=fast(vast.url), poll_s=0.05)
+    runner.capacity_retry_s = 0.2
+    result = runner.launch()
+    assert result.state == "budget-exceeded", result.messages
+    assert any("no spot capacity" in m for m in result.messages)
+    status = runner.run_dir.read_status()
+    assert status is not None
+    waited = status["elapsed_s"] - status["cost_usd"] / 0.5
+    assert 0.9 <= waited <= 3.0  # the capacity wait, left out of the spend
+    assert vast.created[0]["price"] == 1800.0  # still the spot bid: capacity came back in time
+
+
+def test_a_create_without_credentials_leaves_an_entry_cleanup_forget_clears(
+        vast: VastEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("VAST_API_KEY")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    path = vast_plan(tmp_path)
+    result = Runner(load_plan(path), path, provider=fast(vast.url), run_id="nokey-1").launch()
+    assert result.state == "failed"
+    with Ledger() as ledger:
+        (row,) = ledger.resources(live_only=True)  # the create's intent: Vast cannot be asked
+    assert main(["cleanup"]) == 3  # still cannot be asked
+    capsys.readouterr()
+    assert main(["cleanup", "--forget", "nokey-1"]) == 0
+    assert capsys.readouterr().out.strip() == (
+        f"nokey-1: forgot vast instance request {row.token} (never created)")
+    assert main(["cleanup"]) == 0
+    assert capsys.readouterr().out.strip() == "nothing to clean up"
+
+
+def test_forget_refuses_what_the_provider_can_still_find(
+        vast: VastEmulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = vast_plan(tmp_path)
+    done = subprocess.run([sys.executable, "-c", _DYING_LAUNCHER, str(path), vast.url],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == -9, done.stderr
+    # killed before the id reached the ledger: Vast still answers, and has it
+    assert main(["cleanup", "--forget", "vkilled"]) == 3
+    err = capsys.readouterr().err
+    assert "vkilled: vast has instance 1234568 carrying its token" in err
+    assert "`gpucost cleanup` destroys it" in err
+    assert vast.alive() == [1234568]
+    assert main(["cleanup"]) == 0
+    assert vast.alive() == []

@@ -112,6 +112,8 @@ class Runner:
         self._verification: VerifyResult | None = None
         self._started = 0.0
         self._price_hr = plan.offer.price_hr  # USD/h per node; on-demand after a spot fallback
+        # Billing begins when a create is accepted: waiting for spot capacity costs nothing.
+        self._billed_from: float | None = None  # seconds into the run
         self.capacity_retry_s = CAPACITY_RETRY_S
 
     @property
@@ -173,7 +175,9 @@ class Runner:
         deadline = time.monotonic() + spot.max_wait_capacity_hours * 3600.0
         while True:
             try:
-                return self._provision_once(market)
+                nodes = self._provision_once(market)
+                self._billed_from = time.time() - self._started
+                return nodes
             except CapacityError as err:
                 if market != "spot":
                     raise
@@ -362,7 +366,12 @@ class Runner:
             time.sleep(self.poll_s)
 
     def _cost(self, elapsed_s: float) -> float:
-        return self.plan.offer.nodes * self._price_hr * elapsed_s / 3600.0
+        """Spend ``elapsed_s`` into the run: nodes x the price that got capacity x the time since
+        the create was accepted (the spot waits before it are not billed)."""
+        if self._billed_from is None:
+            return 0.0
+        return (self.plan.offer.nodes * self._price_hr
+                * max(0.0, elapsed_s - self._billed_from) / 3600.0)
 
     def _status(self, state: str, *, progress: dict[str, Any] | None = None,
                 job_started: float | None = None, final: bool = False) -> None:
