@@ -7,6 +7,7 @@
     gpucost stop RUN              stop the job; the plan's idle policy applies
     gpucost down RUN | --all      stop the job and destroy every resource of the run
     gpucost cleanup [--stopped]   destroy what the ledger knows that has no live launcher
+    gpucost cleanup --forget RUN  drop RUN's entries for creates that never made anything
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("cleanup", help="destroy resources whose launcher is gone")
     p.add_argument("--stopped", action="store_true",
                    help="also destroy machines kept stopped by an idle policy")
+    p.add_argument("--forget", metavar="RUN", help="drop RUN's ledger entries for creates "
+                   "that never made anything (no id; the provider cannot be asked)")
     p.set_defaults(handler=_cleanup)
 
 
@@ -239,8 +242,11 @@ def _down(args: argparse.Namespace) -> int:
 
 
 def _cleanup(args: argparse.Namespace) -> int:
-    from gpucost.executor.control import cleanup
+    from gpucost.executor.control import cleanup, forget
 
+    if args.forget:
+        print("\n".join(forget(args.forget)) or "nothing to forget")
+        return 0
     done = cleanup(include_stopped=args.stopped)
     print("\n".join(done) if done else "nothing to clean up")
     return 0

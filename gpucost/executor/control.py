@@ -11,7 +11,7 @@ import os
 import signal
 import time
 
-from gpucost.errors import ExecutorError
+from gpucost.errors import ExecutorError, GpuCostError
 from gpucost.executor import get_provider
 from gpucost.executor.ledger import Ledger, RunRow
 from gpucost.executor.rundir import RunDir
@@ -101,3 +101,37 @@ def request_stop(run_id: str, ledger: Ledger | None = None, *, wait_s: float = 6
                                 hint=f"`gpucost down {run.run_id}` stops it by force")
         return [f"{run.run_id}: stopped by its launcher"]
     return _destroy_rows(ledger, run, include_stopped=False, action="stop")
+
+
+def forget(run_id: str, ledger: Ledger | None = None) -> list[str]:
+    """Drop a run's ledger entries for resources that never existed: creates whose answer never
+    named a resource (no credentials, a refused request). Where the provider can still be asked,
+    it is, and anything carrying the run's token is left to `gpucost cleanup`; entries with a
+    resource id existed once and are left to `gpucost down`."""
+    ledger = ledger or Ledger()
+    run = ledger.run(run_id)
+    if run.supervised:
+        raise ExecutorError(f"{run.run_id} is still supervised by its launcher (pid "
+                            f"{run.launcher_pid})", hint=f"`gpucost down {run.run_id}`")
+    rows = ledger.resources(run.run_id, live_only=True)
+    named = [r for r in rows if r.resource_id]
+    if named:
+        raise ExecutorError(f"{run.run_id} has resources that exist or existed: "
+                            + ", ".join(f"{r.provider} {r.kind} {r.resource_id}" for r in named),
+                            hint=f"`gpucost down {run.run_id}` destroys them")
+    for row in rows:
+        try:
+            found = get_provider(row.provider, row.config).find(row.token)
+        except GpuCostError:
+            found = []  # it cannot be asked: the user's word that nothing was made stands
+        if found:
+            raise ExecutorError(f"{run.run_id}: {row.provider} has "
+                                + ", ".join(f"{r.kind} {r.resource_id}" for r in found)
+                                + f" carrying its token {row.token}",
+                                hint="`gpucost cleanup` destroys it")
+    for row in rows:
+        ledger.set_state(row.id, "failed")
+    if run.ended_at is None:
+        ledger.set_run_state(run.run_id, "forgotten", ended=True)
+    return [f"{run.run_id}: forgot {row.provider} {row.kind} request {row.token} (never created)"
+            for row in rows]
