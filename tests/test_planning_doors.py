@@ -1,0 +1,221 @@
+"""Every door into the planning core gives the same answer: `compare --format json`,
+gpucost.compare(), `plan`, gpucost.plan(), `scale` and the TUI session, for one request; and no
+plan any of them shows needs more memory than its GPU has."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import gpucost
+from gpucost.catalog import get_gpu
+from gpucost.cli import main
+from gpucost.model.memory import usable_gb
+from gpucost.planning.advice import advise
+from gpucost.planning.request import build_request
+from gpucost.pricing.snapshot import Offers, Snapshot, load_snapshots, write_snapshot
+from gpucost.profile import Profile, resolve_profile
+from gpucost.tui.session import JobInputs, rank_view
+
+FETCHED = dt.datetime(2026, 11, 30, tzinfo=dt.UTC)
+SAMPLES = 2e7
+PROFILE = "resnet50-v100-amp"
+
+
+def _offers() -> Offers:
+    """Prices far apart: no two plans are near-ties (the advisor breaks those by time)."""
+    common = {"storage_gb_month": 0.1, "egress_gb": 0.0, "network_gbps": 25.0,
+              "intra_node_link": "nvlink"}
+    return Offers.from_records([
+        {"provider": "aws", "region": "us-east-1", "instance_type": "p3.2xlarge",
+         "gpu": "V100 SXM2 16GB", "gpu_count": 1, "gpu_memory_gb": 16, "price_hr": 3.06,
+         **common},
+        {"provider": "lambda", "region": "us-west-1", "instance_type": "gpu_1x_a100_sxm4",
+         "gpu": "A100 SXM4 40GB", "gpu_count": 1, "gpu_memory_gb": 40, "price_hr": 1.29,
+         **common},
+        {"provider": "aws", "region": "eu-west-1", "instance_type": "p4d.24xlarge",
+         "gpu": "A100 SXM4 40GB", "gpu_count": 8, "gpu_memory_gb": 40, "price_hr": 32.77,
+         **common},
+        {"provider": "runpod", "region": "EU-RO-1", "instance_type": "1x_RTX3080",
+         "gpu": "RTX 3080", "gpu_count": 1, "gpu_memory_gb": 10, "price_hr": 0.17, **common},
+    ])
+
+
+@pytest.fixture
+def prices(tmp_path: Path) -> Path:
+    snap = Snapshot(source="tiny", fetched_at=dt.datetime.now(dt.UTC), offers=_offers())
+    return write_snapshot(snap, tmp_path / "prices")
+
+
+def _key(provider: str, instance_type: str, nodes: int, market: str) -> tuple[str, str, int, str]:
+    return (provider, instance_type, int(nodes), market)
+
+
+def test_every_door_gives_the_same_top_plans_hours_and_cost(
+    prices: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    common = ["--profile", PROFILE, "--samples", f"{SAMPLES:g}", "--prices", str(prices),
+              "--max-nodes", "2"]
+    # compare, on-demand only (plan's default market)
+    assert main(["compare", *common, "--on-demand", "-n", "0", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    plans = doc["plans"]
+    cli = [(_key(p["provider"], p["instance_type"], p["nodes"], p["market"]),
+            p["total_hours"], p["cost_usd"]) for p in plans]
+    # the 10 GB RTX 3080 runs batch 256 as micro-batches: re-planned, not ranked as if it fit
+    rtx = next(p for p in plans if p["gpu"] == "RTX 3080")
+    assert rtx["grad_accum_steps"] > 1 and rtx["peak_gb"] <= usable_gb(get_gpu("RTX 3080"))
+
+    # gpucost.compare(): the same rows, in the same order
+    frame = gpucost.compare(PROFILE, samples=SAMPLES, prices=[prices], market="on-demand",
+                            max_nodes=2)
+    api = [(_key(r.provider, r.instance_type, r.nodes, r.market), r.total_hours, r.cost_usd)
+           for r in frame.itertuples()]
+    assert [k for k, _, _ in api] == [k for k, _, _ in cli]
+    for (_, h1, c1), (_, h2, c2) in zip(api, cli, strict=True):
+        assert h1 == pytest.approx(h2, rel=1e-9) and c1 == pytest.approx(c2, rel=1e-9)
+
+    # plan (CLI and API): the cheapest pick is compare's first row, the fastest its fastest
+    assert main(["plan", *common, "--format", "json"]) == 0
+    advice_doc = json.loads(capsys.readouterr().out)
+    estimate = advice_doc["plan"]["estimate"]
+    offer = advice_doc["plan"]["offer"]
+    top_key, top_hours, top_cost = cli[0]
+    assert _key(offer["provider"], offer["instance_type"], offer["nodes"],
+                offer["market"]) == top_key
+    assert estimate["cost_usd"] == pytest.approx(top_cost, abs=1e-4)
+    assert estimate["hours"] == pytest.approx(top_hours, abs=1e-6)
+    advice = gpucost.plan(PROFILE, samples=SAMPLES, prices=[prices], market="on-demand",
+                          max_nodes=2)
+    assert advice.cheapest is not None and advice.fastest is not None
+    row = advice.cheapest.row
+    assert _key(row.provider, row.instance_type, row.nodes, row.market) == top_key
+    assert row.cost_usd == pytest.approx(top_cost, rel=1e-9)
+    fastest = min(cli, key=lambda r: r[1])
+    assert advice.fastest.row.total_hours == pytest.approx(fastest[1], rel=0.011)
+
+    # the TUI session, same job and market
+    view = rank_view(resolve_profile(PROFILE), load_snapshots([prices]),
+                     JobInputs(samples=SAMPLES, spot=False, max_nodes=2))
+    tui = [(_key(r.provider, r.instance_type, r.nodes, r.market), r.total_hours, r.cost_usd)
+           for r in view.plans.rows()]
+    assert [k for k, _, _ in tui] == [k for k, _, _ in cli]
+    assert [c for _, _, c in tui] == pytest.approx([c for _, _, c in cli], rel=1e-9)
+
+    # scale: the top plan's offer at 1 and 2 nodes, setup included as in compare
+    top_row = plans[0]
+    assert main(["scale", "--profile", PROFILE, "--gpu", top_row["gpu"], "-k",
+                 f"{top_row['gpu_count']:g}", "--max-nodes", "2", "--samples", f"{SAMPLES:g}",
+                 "--prices", str(prices), "--format", "json"]) == 0
+    curve = json.loads(capsys.readouterr().out)
+    by_nodes = {k[2]: (h, c) for k, h, c in cli if k[:2] == top_key[:2]}
+    assert [p["nodes"] for p in curve["points"]] == [1, 2]
+    for point in curve["points"]:
+        hours, cost = by_nodes[point["nodes"]]
+        assert point["job_hours"] == pytest.approx(hours, rel=1e-9)
+        assert point["job_usd"] == pytest.approx(cost, rel=1e-9)
+        assert point["setup_hours"] > 0
+
+
+def test_plans_that_fit_no_way_are_left_out_and_shown_on_request(
+    prices: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # 2e9 parameters: 32 GB of Adam states; one GPU of 40 GB holds them, a 16 or 10 GB one
+    # cannot even at micro-batch 1, and a one-GPU node cannot shard them
+    big = resolve_profile(PROFILE).with_changes(param_count=2e9, name="big")
+    path = big.save(tmp_path / "big.json")
+    argv = ["compare", "--profile", str(path), "--samples", "1e6", "--prices", str(prices),
+            "--on-demand", "--format", "json"]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert {p["gpu"] for p in doc["plans"]} == {"A100 SXM4 40GB"}
+    assert doc["unfit_total"] == 2 and "unfit_plans" not in doc
+    assert any("left out" in n and "--show-unfit" in n for n in doc["notes"])
+    assert main([*argv, "--show-unfit"]) == 0
+    shown = json.loads(capsys.readouterr().out)["unfit_plans"]
+    assert {p["gpu"] for p in shown} == {"V100 SXM2 16GB", "RTX 3080"}
+    assert all("even at micro-batch 1" in p["memory_note"] for p in shown)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    params=st.floats(1e6, 2e10),
+    batch=st.integers(1, 1024),
+    flops_per_param=st.floats(0.5, 5e4),
+    measured=st.booleans(),
+    peak_fraction=st.floats(0.05, 0.95),
+    max_nodes=st.sampled_from([1, 2, 8]),
+)
+def test_no_plan_needs_more_memory_than_its_gpu_has(
+    params: float, batch: int, flops_per_param: float, measured: bool, peak_fraction: float,
+    max_nodes: int,
+) -> None:
+    """Random workloads on the embedded catalog: every ranked plan, both picks of the advice
+    and every row the TUI shows has a predicted peak within its GPU's usable memory."""
+    base = resolve_profile(PROFILE)
+    peak = peak_fraction * usable_gb(get_gpu(base.gpu)) if measured else None
+    states_gb = params * 16 / 1e9
+    profile = Profile(gpu=base.gpu, precision=base.precision, batch_size=batch,
+                      step_time_s=base.step_time_s, param_count=params,
+                      flops_per_sample=flops_per_param * params * 6,
+                      peak_memory_gb=peak if peak is None or peak > states_gb else None,
+                      name="random")
+    snapshots = load_snapshots()
+    request = build_request(profile, samples=1e6, max_nodes=max_nodes, snapshots=snapshots)
+    advice = advise(request)
+    plans = advice.ranking.plans
+    rows = [plans.row(i) for i in range(len(plans))]
+    rows += [c.row for c in (advice.cheapest, advice.fastest) if c is not None]
+    view = rank_view(profile, snapshots, JobInputs(samples=1e6, max_nodes=max_nodes))
+    rows += view.plans.rows()
+    for row in rows:
+        assert not math.isnan(row.peak_gb), row.label()
+        assert row.peak_gb <= usable_gb(get_gpu(row.gpu)) + 1e-9, (row.label(), row.memory_note)
+        assert row.micro_batch * row.grad_accum_steps >= batch
+    assert len(advice.ranking.unfit) + len(plans) > 0
+    assert np.all(np.isnan(advice.ranking.unfit.peak_gb))
+
+
+def test_include_local_composes_with_every_filter(
+    prices: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Your own machine stays in the ranking whatever GPU, provider, region or count is asked
+    for (it vanished with --gpu or --provider)."""
+    local = ["--include-local", "--local-gpu", "RTX 4090", "--local-power-w", "450"]
+    for filters in (["--gpu", "A100 SXM4 40GB"], ["--provider", "aws"], ["--region", "eu"],
+                    ["--gpu-count", "8"], ["--provider", "aws", "--gpu", "V100"]):
+        assert main(["compare", "--profile", PROFILE, "--samples", "1e6", "--prices",
+                     str(prices), "-n", "0", "--format", "json", *local, *filters]) == 0
+        providers = {p["provider"] for p in json.loads(capsys.readouterr().out)["plans"]}
+        assert "local" in providers, filters
+        assert len(providers) >= 2, filters
+
+
+def test_predict_takes_a_mixed_node_and_refuses_a_silent_last_gpu(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from gpucost.model.perf import predict
+
+    profile = resolve_profile(PROFILE)
+    assert main(["predict", "--gpu", "A100 SXM4 80GB", "--gpu", "T4", "-n", "2",
+                 "--format", "json"]) == 0
+    mixed = json.loads(capsys.readouterr().out)
+    expected = predict(profile, gpus_per_node=2, nodes=2,
+                       member_gpus=["A100 SXM4 80GB", "T4"] * 2)
+    assert mixed["member_gpus"] == ["A100 SXM4 80GB", "T4"]
+    assert mixed["throughput"] == pytest.approx(expected.throughput)
+    # straggler-bound: slower than four A100s, no faster than four T4s' pace allows
+    fast = predict(profile, gpu="A100 SXM4 80GB", gpus_per_node=2, nodes=2)
+    slow = predict(profile, gpu="T4", gpus_per_node=2, nodes=2)
+    assert slow.throughput <= mixed["throughput"] < fast.throughput
+    assert main(["predict", "--gpu", "A100 SXM4 80GB", "--gpu", "T4", "-k", "4"]) == 2
+    assert "2 --gpu options name a node of 2 GPUs" in capsys.readouterr().err
+    assert main(["scale", "--gpu", "A100 SXM4 80GB", "--gpu", "T4"]) == 2
+    assert "mixed node" in capsys.readouterr().err
