@@ -128,7 +128,9 @@ def _too_deep(origin: str, error: type[InputError]) -> InputError:
 
 
 def _check_depth(value: Any, origin: str, error: type[InputError]) -> Any:
-    """Refuse documents nested deeper than MAX_NESTING (iteratively: no recursion to exhaust)."""
+    """Refuse documents nested deeper than MAX_NESTING (iteratively: no recursion to exhaust),
+    and text that is not Unicode (JSON's "\\ud800" escapes a lone surrogate, which no output
+    can print)."""
     from gpucost.limits import MAX_NESTING
 
     stack: list[tuple[Any, int]] = [(value, 0)]
@@ -137,7 +139,14 @@ def _check_depth(value: Any, origin: str, error: type[InputError]) -> Any:
         if depth > MAX_NESTING:
             raise _too_deep(origin, error)
         if isinstance(item, dict):
+            stack.extend((k, depth) for k in item)
             stack.extend((v, depth + 1) for v in item.values())
         elif isinstance(item, list):
             stack.extend((v, depth + 1) for v in item)
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as err:
+                raise error(f"{origin} holds text that is not Unicode ({item[err.start]!a})",
+                            hint="it is damaged or not a gpucost file") from None
     return value

@@ -30,9 +30,10 @@ class GpuCostError(Exception):
     exit_code = 3
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
-        self.message = message
-        self.hint = hint
-        super().__init__(message if hint is None else f"{message} ({hint})")
+        # One line whatever a damaged file put into the message (a key holding a newline).
+        self.message = _one_line(message)
+        self.hint = None if hint is None else _one_line(hint)
+        super().__init__(self.message if hint is None else f"{self.message} ({self.hint})")
 
 
 class InputError(GpuCostError):
@@ -94,6 +95,11 @@ class CredentialsError(ProviderError):
 
 class ExecutorError(GpuCostError):
     exit_code = 3
+
+
+def _one_line(text: str) -> str:
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")  # lone surrogates
+    return text.replace("\r", "\\r").replace("\n", "\\n")
 
 
 def exit_code(err: BaseException) -> int:

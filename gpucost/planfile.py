@@ -332,7 +332,7 @@ def plan_from_dict(raw: Mapping[str, Any], *, origin: str = "plan") -> Plan:
     unknown = set(raw) - {"schema", "schema_version", "created_at", *_SECTIONS}
     if unknown:
         raise PlanFileError(
-            f"{origin}: unknown top-level key(s) {', '.join(sorted(unknown))}",
+            f"{origin}: unknown top-level key(s) {_names(unknown)}",
             hint="sections are " + ", ".join(f"[{s}]" for s in _SECTIONS),
         )
     sections: dict[str, Any] = {}
@@ -378,7 +378,7 @@ def _section_from_dict(cls: type[Any], section: str, body: Mapping[str, Any], or
     unknown = set(body) - set(fields)
     if unknown:
         raise PlanFileError(
-            f"{origin}: unknown field(s) in [{section}]: {', '.join(sorted(unknown))}",
+            f"{origin}: unknown field(s) in [{section}]: {_names(unknown)}",
             hint="known: " + ", ".join(fields),
         )
     hints = typing.get_type_hints(cls)
@@ -432,6 +432,11 @@ def _no_nul(text: str, where: str) -> str:
     if "\0" in text:
         raise PlanFileError(f"{where} contains a NUL character", hint="remove it")
     return text
+
+
+def _names(keys: set[str]) -> str:
+    """Key names for a message: plain ones as they are, odd ones (spaces, newlines) quoted."""
+    return ", ".join(k if k.isidentifier() else repr(k) for k in sorted(keys))
 
 
 def _short(value: Any) -> str:

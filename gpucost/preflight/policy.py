@@ -58,7 +58,7 @@ def policy_from_dict(raw: dict[str, Any], known_checks: tuple[str, ...], *,
                      origin: str = "policy") -> Policy:
     unknown = sorted(set(raw) - _KEYS)
     if unknown:
-        raise PolicyError(f"{origin}: unknown key(s) {', '.join(unknown)}",
+        raise PolicyError(f"{origin}: unknown key(s) {', '.join(map(repr, unknown))}",
                           hint="known: " + ", ".join(sorted(_KEYS)))
     if raw.get("schema", POLICY_SCHEMA) != POLICY_SCHEMA:
         raise PolicyError(f"{origin}: schema is {raw['schema']!r}, expected {POLICY_SCHEMA!r}")
