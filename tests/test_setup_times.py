@@ -154,3 +154,15 @@ def test_scale_setup_comes_from_the_offer_it_prices(capsys: pytest.CaptureFixtur
     doc = json.loads(capsys.readouterr().out)
     provider, instance = doc["price_source"].split()[:2]
     assert doc["setup_minutes"] == setup_time(provider, instance).minutes
+
+
+def test_prices_show_rates_lists_the_setup_times_with_their_sources(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["prices", "show", "--rates", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["setup_times"]
+    eight = next(r for r in rows if r["instance"] == "gpu_8x*")
+    assert (eight["provider"], eight["minutes"]) == ("lambda", 12.0)
+    assert rows[-1]["provider"] == "*" and all(r["source"] for r in rows)
+    assert main(["prices", "show", "--rates"]) == 0
+    assert "setup before training" in capsys.readouterr().out

@@ -141,6 +141,7 @@ def _show(args: argparse.Namespace) -> int:
         payload: dict[str, Any] = {"max_age_days": args.max_age_days, "sources": sources}
         if rates is not None:
             payload["rates"] = rates
+            payload["setup_times"] = _setup_times([r["provider"] for r in rates])
         if cheapest is not None:
             payload["gpu"] = cheapest[0]
             payload["offers"] = cheapest[1]
@@ -163,6 +164,13 @@ def _show(args: argparse.Namespace) -> int:
               _usd(r["stopped_gb_month"]), _usd(r["egress_gb"]), _usd(r["ingress_gb"]),
               f"{r['month_hours']:g}", r["as_of"]] for r in rates],
             right={2, 3, 4, 5, 6}))
+        print("\nsetup before training, by instance family (gpucost/model/setup_times.csv has "
+              "each source; --setup-min overrides):")
+        print(_table(
+            ["provider", "instance", "minutes", "confidence"],
+            [[r["provider"], r["instance"], f"{r['minutes']:g}", r["confidence"]]
+             for r in _setup_times([r["provider"] for r in rates])],
+            right={2}))
     if cheapest is not None:
         gpu, offers = cheapest
         print(f"\ncheapest {gpu} offers by on-demand $ per GPU-hour:")
@@ -232,6 +240,16 @@ def _rates(providers: Sequence[str]) -> list[dict[str, Any]]:
             "source": r.source if r else "",
         })
     return out
+
+
+def _setup_times(providers: Sequence[str]) -> list[dict[str, Any]]:
+    """The setup-time rows that apply to these providers (their own, then the catch-all)."""
+    from gpucost.model.setup_times import rules
+
+    wanted = {*providers, "*"}
+    return [{"provider": r.provider, "instance": r.instance, "minutes": r.minutes,
+             "confidence": r.confidence, "source": r.source}
+            for r in rules() if r.provider in wanted]
 
 
 def _usd(value: float | None) -> str:
