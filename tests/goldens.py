@@ -1,9 +1,10 @@
 """The one way every golden file is checked and regenerated.
 
 A golden file under tests/golden/ holds an output exactly as it should be. After an intended
-change, ``GPUCOST_UPDATE_GOLDENS=1 python -m pytest`` rewrites every golden file and every SVG
-snapshot of the TUI (conftest.py turns the variable into syrupy's --snapshot-update); review
-the diff before committing it.
+change, ``GPUCOST_UPDATE_GOLDENS=1 python -m pytest`` rewrites every golden file, every SVG
+snapshot of the TUI (conftest.py turns the variable into syrupy's --snapshot-update) and the
+embedded price snapshots (test_skypilot_import.py, from ../shared/data); review the diff
+before committing it.
 """
 
 from __future__ import annotations

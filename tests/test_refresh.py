@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from api_replay import ReplayServer, Reply, install_all
+from goldens import assert_golden
 
 from gpucost.cli import main
 from gpucost.pricing.diff import diff_offers, format_diff
@@ -21,7 +22,6 @@ from gpucost.pricing.refresh import refresh
 from gpucost.pricing.snapshot import Offers, Snapshot, load_offers, load_snapshots, write_snapshot
 from gpucost.pricing.sources.base import sources
 
-GOLDEN = Path(__file__).resolve().parent / "golden"
 ALL = ["aws", "azure", "gcp", "lambda", "runpod", "skypilot-hosted", "vast"]
 CREDENTIAL_VARS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
                    "AWS_PROFILE", "GOOGLE_API_KEY", "VAST_API_KEY", "RUNPOD_API_KEY",
@@ -161,7 +161,7 @@ def test_prices_diff_cli_matches_golden(tmp_path: Path,
     new_path = write_snapshot(new, tmp_path / "new")
     assert main(["prices", "diff", str(old_path), str(new_path)]) == 0
     text = capsys.readouterr().out
-    assert text == (GOLDEN / "prices_diff.txt").read_text()
+    assert_golden("prices_diff.txt", text)
     assert main(["prices", "diff", str(tmp_path / "old"), str(tmp_path / "new"), "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert [c["key"][4] for c in payload["changed"]] == ["g5.2xlarge", "g5.xlarge"]

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from goldens import updating
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -292,11 +293,15 @@ def test_real_catalog_counts_match_provenance(shared_data: Path) -> None:
 
 
 def test_committed_default_snapshots_are_this_importers_output(shared_data: Path) -> None:
-    # Fails when the importer or the GPU catalog changes what the catalog imports to.
+    # Fails when the importer or the GPU catalog changes what the catalog imports to; the
+    # embedded snapshots are golden files too (GPUCOST_UPDATE_GOLDENS=1 rewrites them).
     regenerate = ("regenerate: gpucost prices import skypilot-catalog "
-                  "../shared/data/skypilot-catalog-v8 --out pricing_snapshots")
+                  "../shared/data/skypilot-catalog-v8 --out pricing_snapshots, "
+                  "or run the tests with GPUCOST_UPDATE_GOLDENS=1")
     committed = REPO_ROOT / "pricing_snapshots"
     for snap in import_skypilot_catalog(shared_data / "skypilot-catalog-v8"):
+        if updating():
+            write_snapshot(snap, committed)
         back = read_snapshot(committed / snap.source / f"{snap.date}.json")
         assert back.provenance["files"] == json.loads(json.dumps(snap.provenance["files"]))
         assert len(back.offers) == len(snap.offers), regenerate
