@@ -33,6 +33,7 @@ os.environ["SKY_RUNTIME_DIR"] = str(_RUNTIME)
 sky = pytest.importorskip("sky", reason="SkyPilot is not installed (gpucost[skypilot])")
 
 from gpucost.cli import main  # noqa: E402
+from gpucost.executor.base import ProvisionRequest  # noqa: E402
 from gpucost.executor.ledger import Ledger  # noqa: E402
 from gpucost.executor.runner import Runner  # noqa: E402
 from gpucost.executor.skypilot import SkyClient, SkyPilotProvider  # noqa: E402
@@ -212,7 +213,7 @@ class FakeCloud:
         assert isinstance(task, sky.Task)
         self.clusters[cluster_name] = "UP"
         self.jobs[(cluster_name, 1)] = ["RUNNING", "RUNNING", "SUCCEEDED"]
-        return self._request("launch", (1, None))
+        return self._request("launch", (1, Handle(task)))
 
     def _status(self, cluster_names: list[str], **_: Any) -> str:
         return self._request("status", [{"name": n, "status": sky.ClusterStatus(self.clusters[n])}
@@ -249,7 +250,7 @@ class FakeCloud:
         assert isinstance(task, sky.Task)
         self.managed[7] = (name, ["PENDING", "RUNNING", "RECOVERING", "RECOVERING", "RUNNING",
                                   "SUCCEEDED"])
-        return self._request("jobs.launch", ([7], None))
+        return self._request("jobs.launch", ([7], None))  # the controller's, not the job's
 
     def _jobs_queue(self, refresh: bool, **_: Any) -> str:
         def answer() -> list[dict[str, Any]]:
@@ -274,6 +275,14 @@ class FakeCloud:
         return 0
 
 
+class Handle:
+    """What a launch answers with: the resources SkyPilot got (here, the task's own)."""
+
+    def __init__(self, task: Any) -> None:
+        self.launched_nodes = task.num_nodes
+        (self.launched_resources,) = list(task.resources)
+
+
 @pytest.fixture
 def cloud(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeCloud]:
     fake = FakeCloud(monkeypatch)
@@ -293,6 +302,11 @@ def test_an_on_demand_plan_launches_a_cluster_streams_its_log_and_downs_it(
     (res,) = list(launch["task"].resources)
     assert res.instance_type == plan.offer.instance_type
     assert cloud.names()[-1] == "down" and cloud.clusters == {}
+    got = f"1x {res}"  # the machine SkyPilot got is recorded
+    assert any(f"provisioned gpucost-od-1 ({got})" in m for m in result.messages)
+    with Ledger() as ledger:
+        (row,) = [r for r in ledger.resources("od-1") if r.kind == "cluster"]
+        assert row.meta["machine"] == got
     log = runner.run_dir.log_path.read_text()
     assert "provisioning (launch-" in log and "epoch 1 on gpucost-od-1 job 1" in log
     with Ledger() as ledger:
@@ -367,3 +381,18 @@ def test_the_sdk_boundary_names_only_real_functions() -> None:
         for part in name.removeprefix("self.sky.").split("."):
             obj = getattr(obj, part)
         assert callable(obj), name
+
+
+def test_a_spot_plan_that_falls_back_to_on_demand_launches_a_cluster(
+        cloud: FakeCloud, tmp_path: Path) -> None:
+    plan, path = planned(tmp_path, *PLANS["aws spot, 2 nodes"])
+    provider = SkyPilotProvider("aws", managed=True)
+    provider.bind(plan, path, "fb-1", tmp_path / "log")
+    (res,) = provider.provision(ProvisionRequest(
+        run_id="fb-1", token="gpucost-fb-1", instance_type=plan.offer.instance_type,
+        gpu_count=8, nodes=plan.offer.nodes, market="on-demand"))
+    task = dict(cloud.calls)["launch"]["task"]
+    (resources,) = list(task.resources)
+    assert not resources.use_spot and res.kind == "cluster"
+    assert [r.kind for r in provider.find("gpucost-fb-1")] == ["cluster"]  # cleanup finds it
+    provider.destroy(res)

@@ -56,6 +56,13 @@ _MANAGED_STATES: dict[str, ResourceState] = {
 CLUSTER, JOB, MANAGED = "cluster", "job", "managed-job"
 
 
+def _machine(handle: Any) -> str:
+    """What SkyPilot got, from a launch's resource handle ("1x AWS(p4d.24xlarge, ...)")."""
+    launched = getattr(handle, "launched_resources", None)
+    nodes = getattr(handle, "launched_nodes", None)
+    return "" if launched is None else f"{nodes or 1}x {launched}"
+
+
 def _name(status: Any) -> str:
     """An enum member's value ("UP"), or the string itself."""
     return str(getattr(status, "value", status))
@@ -83,17 +90,17 @@ class SkyClient:
         return self.sky.Task.from_yaml_config(dict(config))
 
     def launch(self, config: Mapping[str, Any], cluster: str, *, idle_minutes: int,
-               down: bool, log: io.TextIOBase | None) -> int | None:
+               down: bool, log: io.TextIOBase | None) -> tuple[int | None, str]:
         request = self.sky.launch(self.task(config), cluster_name=cluster,
                                   idle_minutes_to_autostop=idle_minutes, down=down)
-        job_id, _handle = self._get(request, log)
-        return None if job_id is None else int(job_id)
+        job_id, handle = self._get(request, log)
+        return None if job_id is None else int(job_id), _machine(handle)
 
     def jobs_launch(self, config: Mapping[str, Any], name: str,
-                    log: io.TextIOBase | None) -> int | None:
+                    log: io.TextIOBase | None) -> tuple[int | None, str]:
         request = self.sky.jobs.launch(self.task(config), name=name)
-        job_ids, _handle = self._get(request, log)
-        return int(job_ids[0]) if job_ids else None
+        job_ids, handle = self._get(request, log)
+        return int(job_ids[0]) if job_ids else None, _machine(handle)
 
     def cluster_status(self, cluster: str) -> str | None:
         """UP, INIT or STOPPED; None when there is no such cluster."""
@@ -162,7 +169,7 @@ class SkyPilotProvider(Provider):
         self.managed = managed  # spot plans: a managed job, else a cluster
         self._factory = client_factory
         self._client: SkyClient | None = None
-        self._config: dict[str, Any] | None = None
+        self._config: dict[str, dict[str, Any]] | None = None  # market -> task
         self._yaml = ""
         self._token = ""
         self._log_path: Path | None = None
@@ -191,7 +198,8 @@ class SkyPilotProvider(Provider):
         self.cloud = cloud_of(plan)
         self.managed = managed(plan)
         self._idle_down = plan.idle.policy == "destroy"
-        self._config = task_config(plan, plan_path, run_id=run_id)
+        self._config = {market: task_config(plan, plan_path, run_id=run_id, market=market)
+                        for market in ("spot", "on-demand")}
         self._yaml = task_yaml(plan, plan_path, run_id=run_id)
         self._log_path = log_path
         self._token = f"gpucost-{run_id}"
@@ -207,17 +215,18 @@ class SkyPilotProvider(Provider):
         if self._config is None:
             raise InputError("the skypilot engine needs the plan's task",
                              hint="launch through `gpucost launch PLAN`")
+        config = self._config[request.market]  # on-demand after a spot plan's fallback
         if request.market == "spot":
-            job_id = self._with_log("jobs launch", self.sdk.jobs_launch, self._config,
-                                    request.token)
+            job_id, machine = self._with_log("jobs launch", self.sdk.jobs_launch, config,
+                                             request.token)
             return [Resource(provider=self.name, resource_id=request.token, token=request.token,
                              region=request.region, kind=MANAGED, price_hr=request.price_hr,
-                             meta={"job_id": job_id})]
-        job_id = self._with_log("launch", self.sdk.launch, self._config, request.token,
-                                idle_minutes=IDLE_MINUTES, down=self._idle_down)
+                             meta={"job_id": job_id, "machine": machine})]
+        job_id, machine = self._with_log("launch", self.sdk.launch, config, request.token,
+                                         idle_minutes=IDLE_MINUTES, down=self._idle_down)
         return [Resource(provider=self.name, resource_id=request.token, token=request.token,
                          region=request.region, kind=CLUSTER, price_hr=request.price_hr,
-                         meta={"job_id": job_id})]
+                         meta={"job_id": job_id, "machine": machine})]
 
     def _with_log(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """A launch, its provisioning and setup output appended to the run's log."""
@@ -315,11 +324,14 @@ class SkyPilotProvider(Provider):
         """The cluster or managed job named after the run's token (recovery after a crash)."""
         if importlib.util.find_spec("sky") is None:
             return []  # without the SDK this machine cannot have created anything
-        if self.managed:
+        found = []
+        if self.managed:  # a spot plan's managed job (its cluster is the controller's)
             jobs = self._call("jobs queue", self.sdk.managed_jobs, token)
-            live = any(_MANAGED_STATES.get(s) in ("pending", "running") for _, s in jobs)
-            return [Resource(provider=self.name, resource_id=token, token=token,
-                             kind=MANAGED)] if live else []
-        if self._call("status", self.sdk.cluster_status, token) is None:
-            return []
-        return [Resource(provider=self.name, resource_id=token, token=token, kind=CLUSTER)]
+            if any(_MANAGED_STATES.get(s) in ("pending", "running") for _, s in jobs):
+                found.append(Resource(provider=self.name, resource_id=token, token=token,
+                                      kind=MANAGED))
+        # a cluster: an on-demand plan's, or a spot plan's after its on-demand fallback
+        if self._call("status", self.sdk.cluster_status, token) is not None:
+            found.append(Resource(provider=self.name, resource_id=token, token=token,
+                                  kind=CLUSTER))
+        return found

@@ -64,6 +64,10 @@ def managed(plan: Plan) -> bool:
     return plan.offer.market == "spot"
 
 
+def _spot(plan: Plan, market: str | None) -> bool:
+    return (market or plan.offer.market) == "spot"
+
+
 def _infra(cloud: str, region: str, zone: str) -> dict[str, str]:
     """``infra: cloud/region/zone`` where the names fit SkyPilot's pattern; a marketplace region
     such as Vast's "Germany, DE, EU" goes in the separate ``region`` field. AWS catalogs give
@@ -98,19 +102,21 @@ def _run_script(plan: Plan, *, checkpoint_dir: str) -> str:
 
 
 def task_config(plan: Plan, plan_path: str | Path | None = None, *,
-                run_id: str | None = None) -> dict[str, Any]:
-    """The plan as a SkyPilot task config (what ``sky.Task.from_yaml_config`` reads)."""
+                run_id: str | None = None, market: str | None = None) -> dict[str, Any]:
+    """The plan as a SkyPilot task config (what ``sky.Task.from_yaml_config`` reads), in the
+    plan's market or ``market`` (on-demand after a spot plan's fallback)."""
+    spot = _spot(plan, market)
     o, ck = plan.offer, plan.checkpoint
     cloud = cloud_of(plan)
     gpus = max(1, round(o.gpu_count))
     resources: dict[str, Any] = {**_infra(cloud, o.region, o.zone),
                                  "accelerators": f"{skypilot_gpu(o.gpu)}:{gpus}",
-                                 "use_spot": o.market == "spot"}
+                                 "use_spot": spot}
     if o.instance_type:
         resources["instance_type"] = o.instance_type
     if plan.disk.size_gb > 0:
         resources["disk_size"] = math.ceil(plan.disk.size_gb)
-    if managed(plan):
+    if spot:
         # Preemptions are recovered (re-provisioned, run again); errors of the job itself are not.
         resources["job_recovery"] = {"strategy": "FAILOVER", "max_restarts_on_errors": 0}
     else:
