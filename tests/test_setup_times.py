@@ -166,3 +166,12 @@ def test_prices_show_rates_lists_the_setup_times_with_their_sources(
     assert rows[-1]["provider"] == "*" and all(r["source"] for r in rows)
     assert main(["prices", "show", "--rates"]) == 0
     assert "setup before training" in capsys.readouterr().out
+
+
+def test_the_api_breakeven_takes_its_setup_from_the_table() -> None:
+    from gpucost.model.economics import breakeven
+
+    lam = breakeven(2.0, 100, 0.2, provider="lambda", instance_type="gpu_8x_h100_sxm5")
+    assert lam.setup_hours * 60 == setup_time("lambda", "gpu_8x_h100_sxm5").minutes == 12.0
+    assert breakeven(2.0, 100, 0.2).setup_hours * 60 == setup_time("").minutes
+    assert breakeven(2.0, 100, 0.2, setup_minutes=15).setup_hours == 0.25

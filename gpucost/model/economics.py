@@ -189,16 +189,26 @@ def breakeven(
     storage_usd_gb_month: float,
     *,
     month_hours: float = MONTH_HOURS_CLOUD,
-    setup_minutes: float = 15.0,
+    setup_minutes: float | None = None,
     ingress_gb: float = 0.0,
     ingress_usd_gb: float = 0.0,
     p_no_gpus: float = 0.0,
     lost_gpus_usd: float | None = None,
+    provider: str = "",
+    instance_type: str = "",
 ) -> Breakeven:
     """Stop vs destroy for one machine. The measured case: 8x RTX 4090 at $3.4828/h with a
     250 GB disk at $0.20/GB-month in 720-hour months, 15 min setup and 43 GB pulled in at
-    $0.003/GB: $0.0694/h stopped, a $1.00 rebuild, break-even after 14.4 idle hours."""
+    $0.003/GB: $0.0694/h stopped, a $1.00 rebuild, break-even after 14.4 idle hours.
+
+    ``setup_minutes`` defaults to the setup time of ``provider`` and ``instance_type`` from the
+    sourced table (:mod:`gpucost.model.setup_times`; the catch-all row without a provider)."""
     from gpucost.errors import InputError
+
+    if setup_minutes is None:
+        from gpucost.model.setup_times import setup_time
+
+        setup_minutes = setup_time(provider, instance_type).minutes
 
     for name, value in (
         ("running $/h", running_usd_hr),
