@@ -398,3 +398,36 @@ def test_an_entry_script_outside_the_workdir_is_not_read(
     assert all(a == answers[0] for a in answers)  # parses, does not parse, absent: one answer
     plan_doc["job"]["entry_script"] = "train_tiny.py"
     assert _main_guard(capsys, _write_plan(work, plan_doc))["status"] == "pass"
+
+
+def test_the_published_run_file_schemas_match_the_models() -> None:
+    from goldens import UPDATE_ENV, updating
+
+    from gpucost.executor.runfiles import json_schemas
+
+    folder = REPO_ROOT / "docs" / "schemas"
+    for name, text in json_schemas().items():
+        if updating():
+            (folder / name).write_text(text)
+        assert (folder / name).read_text() == text, f"rerun with {UPDATE_ENV}=1"
+
+
+def test_a_status_the_launcher_writes_passes_the_published_schema(tmp_path: Path) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((REPO_ROOT / "docs" / "schemas" / "run-status.schema.json").read_text())
+    rd = RunDir(tmp_path).create()
+    rd.write_status({"run_id": "r", "state": "running", "epoch": 1, "epochs": 2.0,
+                     "metrics": {"loss": 0.5}, "verify": {"deviation_pct": -3.0,
+                                                          "within_margin": True}})
+    status = rd.read_status()
+    jsonschema.validate(status, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**(status or {}), "metrics": {"loss": "low"}}, schema)
+
+
+def test_a_status_without_a_state_is_shown(
+    _isolated_home: Path, capsys: pytest.CaptureFixture[str],
+) -> None:  # found by the fuzz suite: a KeyError
+    _run_with_status(_isolated_home, b'{"epoch": 1}')
+    assert main(["status", "tiny-1"]) == 0
+    assert "epoch     1" in capsys.readouterr().out

@@ -8,7 +8,8 @@ The launcher writes status.json and gpucost.report() writes the other two, but a
 trust that: a crash, a full disk or a hand edit leaves strings or lists where numbers or objects
 belong. Each read goes through these models (strict: no "3" for 3, no NaN), and a damaged file
 is one :class:`RunFileError` naming the file, the field and what was expected.
-``python -m gpucost.executor.runfiles`` prints their JSON Schemas.
+Their JSON Schemas are published in docs/schemas/ (``python -m gpucost.executor.runfiles
+docs/schemas`` rewrites them).
 """
 
 from __future__ import annotations
@@ -155,6 +156,16 @@ def _expected(error: Any) -> str:
 _HINT = "the file is damaged; the run's train.log and launcher.log are plain text"
 
 
-if __name__ == "__main__":
-    for model in (RunStatusFile, Report):
-        print(json.dumps(model.model_json_schema(), indent=2))
+def json_schemas() -> dict[str, str]:
+    """The published JSON Schemas (docs/schemas/), file name -> text."""
+    return {f"{name}.schema.json": json.dumps(model.model_json_schema(), indent=2) + "\n"
+            for name, model in (("run-status", RunStatusFile), ("run-report", Report))}
+
+
+if __name__ == "__main__":  # python -m gpucost.executor.runfiles docs/schemas
+    import sys
+
+    from gpucost._io import atomic_write_text
+
+    for file_name, text in json_schemas().items():
+        atomic_write_text(Path(sys.argv[1]) / file_name, text)
