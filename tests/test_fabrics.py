@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 
 import numpy as np
@@ -152,3 +153,18 @@ def test_ranking_uses_each_offers_fabric() -> None:
         assert by[("aws", n)][0] > by[("vast", n)][0]
         assert by[("aws", n)][1] == "EFA 400 Gbit/s (rdma)"
         assert by[("vast", n)][1].startswith("unknown 400 Gbit/s (tcp); assumed")
+
+
+def test_scale_names_the_offers_fabric(capsys: pytest.CaptureFixture[str]) -> None:
+    from gpucost.cli import main
+
+    assert main(["scale", "--gpu", "A100 SXM4 80GB", "-N", "2"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "between nodes: " in first and "Gbit/s (" in first
+    # --network-gbps describes another network: the offer's fabric no longer applies
+    args = ["scale", "--gpu", "H100", "-k", "8", "-N", "2", "--price-hr", "10"]
+    assert main([*args, "--network-gbps", "3200", "--format", "json"]) == 0
+    fast = json.loads(capsys.readouterr().out)["points"][1]["throughput"]
+    assert main([*args, "--network-gbps", "25", "--format", "json"]) == 0
+    slow = json.loads(capsys.readouterr().out)["points"][1]["throughput"]
+    assert fast > slow
