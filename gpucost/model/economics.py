@@ -492,10 +492,49 @@ class JobCosts:
     bandwidth_assumed: npt.NDArray[np.bool_]
 
 
+@dataclass(frozen=True)
+class OfferTerms:
+    """Per row, what the sourced tables say for its offer and market: setup minutes and the
+    interruption rate, each with its source. They depend on the offer, not the node count, so a
+    caller costing many node counts of the same offers looks them up once per offer."""
+
+    setup_minutes: FloatArray
+    setup_source: npt.NDArray[np.object_]
+    interruption_rate: FloatArray  # per node-hour
+    rate_source: npt.NDArray[np.object_]
+
+    def take(self, index: npt.NDArray[np.int64]) -> OfferTerms:
+        return OfferTerms(self.setup_minutes[index], self.setup_source[index],
+                          self.interruption_rate[index], self.rate_source[index])
+
+
+def offer_terms(cols: Mapping[str, np.ndarray], params: JobParams) -> OfferTerms:
+    """:class:`OfferTerms` for rows with provider, instance_type, market and reliability."""
+    from gpucost.model.interruptions import interruption_rates
+    from gpucost.model.setup_times import setup_minutes
+
+    setup_min, setup_source = setup_minutes(
+        cols["provider"], cols["instance_type"], override=params.setup_minutes
+    )
+    rate, rate_source = interruption_rates(
+        cols["provider"],
+        cols["instance_type"],
+        cols["market"],
+        _arr(cols["reliability"]),
+        override=params.interruption_rate_per_hr,
+    )
+    n = len(cols["provider"])
+    return OfferTerms(np.broadcast_to(setup_min, (n,)).astype(np.float64),
+                      np.broadcast_to(setup_source, (n,)).astype(object), rate,
+                      np.asarray(rate_source, dtype=object))
+
+
 def job_costs(
     cols: Mapping[str, np.ndarray],
     compute_hours: FloatArray,
     params: JobParams,
+    *,
+    terms: OfferTerms | None = None,
 ) -> JobCosts:
     """The expected $/job and each of its terms, over plan columns.
 
@@ -503,7 +542,8 @@ def job_costs(
     egress_gb, ingress_gb, month_hours, network_gbps, and for the rates table provider,
     instance_type, reliability (see :mod:`gpucost.model.interruptions`); ``on_demand_hr``
     (the offer's on-demand price) prices the worst case. ``compute_hours`` is the
-    uninterrupted compute time of the whole job.
+    uninterrupted compute time of the whole job. ``terms``: the rows' :class:`OfferTerms` when
+    already looked up.
     """
     nodes = _arr(cols["nodes"])
     price = _arr(cols["price_hr"])
@@ -515,24 +555,13 @@ def job_costs(
     download_gbps = np.where(
         bandwidth_assumed, DEFAULT_DOWNLOAD_GBPS, np.minimum(net, MAX_DOWNLOAD_GBPS)
     )
-    from gpucost.model.setup_times import setup_minutes
-
-    setup_min, setup_source = setup_minutes(
-        cols["provider"], cols["instance_type"], override=params.setup_minutes
-    )
+    terms = terms or offer_terms(cols, params)
+    setup_min, setup_source = terms.setup_minutes, terms.setup_source
     setup_hours = setup_min / 60.0 + params.data_gb * 8.0 / download_gbps / 3600.0
     # your own machine is already set up and already holds the data
     setup_hours = np.where(cols["provider"] == "local", 0.0, setup_hours)
 
-    from gpucost.model.interruptions import interruption_rates
-
-    rate, rate_source = interruption_rates(
-        cols["provider"],
-        cols["instance_type"],
-        cols["market"],
-        _arr(cols["reliability"]),
-        override=params.interruption_rate_per_hr,
-    )
+    rate, rate_source = terms.interruption_rate, terms.rate_source
     restart_hours = setup_hours + params.checkpoint_hours  # rebuild, then reload
     run = spot_run(
         w,

@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from gpucost.errors import InputError, NoOffersError, UnknownProviderError
 from gpucost.limits import MAX_NODES
-from gpucost.model.economics import job_costs
+from gpucost.model.economics import job_costs, offer_terms
 from gpucost.planning.fit import MemoryPlan, cpu_memory_plan, plan_memory
 from gpucost.planning.plans import PLAN_UNITS, Plans
 from gpucost.planning.request import Filters, Job, Request, SortKey
@@ -361,11 +361,13 @@ def _chunk_plans(
     # a row whose batch does not fit is kept, marked, and costed at the unchanged batch
     runnable = np.isfinite(throughput) & (throughput > 0)
 
-    market = np.where(spot, "spot", "on-demand").astype(object)
+    market_text = np.where(spot, "spot", "on-demand")
+    market = market_text.astype(object)
+    # the cost model matches these against its tables: fixed-width text compares fastest
     cols = {
-        "provider": text["provider"][offer],
-        "instance_type": text["instance_type"][offer],
-        "market": market,
+        "provider": offers["provider"][offer],
+        "instance_type": offers["instance_type"][offer],
+        "market": market_text,
         "reliability": offers["reliability"][offer],
         "nodes": nodes.astype(np.float64),
         "price_hr": price,
@@ -377,13 +379,18 @@ def _chunk_plans(
         "month_hours": offers["month_hours"][offer],
     }
     hours = request.job.samples / np.where(runnable, throughput, 1.0) / 3600.0
-    costs = job_costs(cols, hours, request.economics)
+    # setup and interruption rates depend on the offer and market, not on the node count
+    base = {"provider": offers["provider"][base_offer], "reliability": offers["reliability"][
+        base_offer], "instance_type": offers["instance_type"][base_offer],
+        "market": np.where(base_spot, "spot", "on-demand")}
+    terms = offer_terms(base, request.economics).take(row_base)
+    costs = job_costs(cols, hours, request.economics, terms=terms)
     source = text["source"][offer]
     plans = Plans(
-        provider=cols["provider"],
+        provider=text["provider"][offer],
         region=text["region"][offer],
         zone=text["zone"][offer],
-        instance_type=cols["instance_type"],
+        instance_type=text["instance_type"][offer],
         gpu=gpu,
         gpu_count=gpu_count,
         nodes=nodes,
@@ -490,27 +497,28 @@ def rank(request: Request) -> Ranking:
     codes = _ConfigCodes.of(offers)
     predictor = _Predictor(request.profile)
     per_chunk = max(1, CHUNK_ROWS // len(counts))
-    fitting: list[Plans] = []
-    unfit: list[Plans] = []
+    chunks: list[Plans] = []
+    keeps: list[npt.NDArray[np.bool_]] = []
+    drops: list[npt.NDArray[np.bool_]] = []
     for start in range(0, len(base_offer), per_chunk):
         part = slice(start, start + per_chunk)
         chunk, runnable, fits = _chunk_plans(request, offers, base_offer[part], base_spot[part],
                                              base_price[part], counts, predictor, text, codes,
                                              stale_sources)
-        keep, drop = runnable & fits, runnable & ~fits
-        fitting.append(chunk if keep.all() else chunk.take(keep))
-        if drop.any():
-            unfit.append(chunk.take(drop))
-    plans = fitting[0] if len(fitting) == 1 else Plans.concat(fitting)
-    left_out = Plans.concat(unfit) if unfit else plans.take(np.zeros(0, dtype=np.int64))
-    if not len(plans) and not len(left_out):
+        chunks.append(chunk)
+        keeps.append(runnable & fits)
+        drops.append(runnable & ~fits)
+    every = chunks[0] if len(chunks) == 1 else Plans.concat(chunks)
+    # one gather each for the ranked plans and the left-out ones, in their final order
+    kept, dropped = np.flatnonzero(np.concatenate(keeps)), np.flatnonzero(np.concatenate(drops))
+    if not len(kept) and not len(dropped):
         raise NoOffersError(
             "no offer can run this profile (a GPU profile cannot be "
             "predicted on a CPU-only machine)",
             hint="add cloud prices, or measure the profile on this CPU",
         )
-    plans, left_out = plans.take(_order(plans, request.sort)), left_out.take(
-        _order(left_out, request.sort))
+    plans = every.take(kept[_order(every, kept, request.sort)])
+    left_out = every.take(dropped[_order(every, dropped, request.sort)])
     sources = [
         PriceSource(s.source, s.date, round(s.age_days(now), 1), s.source in stale,
                     len(s.offers), str(s.path) if s.path else None)
@@ -533,8 +541,9 @@ def rank(request: Request) -> Ranking:
     return Ranking(request, plans, left_out, sources, now, notes)
 
 
-def _order(plans: Plans, sort: SortKey) -> npt.NDArray[np.int64]:
-    cost, wall = plans.cost_usd, plans.total_hours
+def _order(plans: Plans, rows: npt.NDArray[np.int64], sort: SortKey) -> npt.NDArray[np.int64]:
+    """The order of ``rows`` of ``plans`` by $/job, then time (or time, then $/job)."""
+    cost, wall = plans.cost_usd[rows], plans.total_hours[rows]
     keys = (wall, cost) if sort == "cost" else (cost, wall)  # lexsort: last key sorts first
     return np.lexsort(keys).astype(np.int64)
 
