@@ -158,9 +158,10 @@ def test_ranking_uses_each_offers_fabric() -> None:
 def test_scale_names_the_offers_fabric(capsys: pytest.CaptureFixture[str]) -> None:
     from gpucost.cli import main
 
-    assert main(["scale", "--gpu", "A100 SXM4 80GB", "-N", "2"]) == 0
-    first = capsys.readouterr().out.splitlines()[0]
-    assert "between nodes: " in first and "Gbit/s (" in first
+    assert main(["scale", "--gpu", "A100 SXM4 80GB", "-N", "2", "--format", "json"]) == 0
+    points = json.loads(capsys.readouterr().out)["points"]
+    assert points[0]["inter_node_fabric"] == ""  # one node crosses no network
+    assert "Gbit/s (" in points[1]["inter_node_fabric"]
     # --network-gbps describes another network: the offer's fabric no longer applies
     args = ["scale", "--gpu", "H100", "-k", "8", "-N", "2", "--price-hr", "10"]
     assert main([*args, "--network-gbps", "3200", "--format", "json"]) == 0
