@@ -193,8 +193,9 @@ def render(request: Request, scaling: Scaling, label: str) -> str:
     unit = profile.sample_unit
     price = (f"{usd(first.price_hr, exact=True)}/h per node ({label})" if label == "--price-hr"
              else f"{usd(first.price_hr, exact=True)}/h per node: {label}")
+    between = f"; between nodes: {scaling.fabric}" if scaling.fabric else ""
     lines = [f"{profile.name} on {first.gpu_count:g} x {first.gpu} per node; "
-             f"job {request.job.description}; {price}",
+             f"job {request.job.description}; {price}{between}",
              f"{'nodes':>5} {'time':>9} {unit + '/s':>14} {'eff':>5} {'$/job':>10}  throughput"]
     top = max(p.throughput for p in scaling.points)
     for p in scaling.points:

@@ -38,6 +38,7 @@ class Scaling:
     points: tuple[ScalePoint, ...]  # increasing node counts up to max_nodes
     knee: int | None  # None: no knee up to max_nodes
     cheapest: int  # node count with the lowest $/job
+    fabric: str  # what the offer's nodes talk over
 
 
 def knee_nodes(hours: Mapping[int, float], cut: float = KNEE_TIME_CUT) -> int | None:
@@ -71,7 +72,8 @@ def offer_curve(plans: Plans, row: PlanRow, max_nodes: int) -> Scaling:
     if knee is not None and knee > max_nodes:
         knee = None
     cheapest = min(points, key=lambda p: p.cost_usd).nodes
-    return Scaling(points, knee, cheapest)
+    fabric = next((p.row.inter_node_fabric for p in seen.values() if p.nodes > 1), "")
+    return Scaling(points, knee, cheapest, fabric)
 
 
 def scaling_curve(request: Request, row: PlanRow, *,
