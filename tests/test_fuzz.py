@@ -283,7 +283,7 @@ def test_price_snapshots(sandbox: Path, capsys: pytest.CaptureFixture[str], data
 class Command:
     words: tuple[str, ...]  # e.g. ("prices", "show")
     positionals: int
-    options: tuple[tuple[str, bool], ...]  # (option, takes a value)
+    options: tuple[tuple[str, bool, tuple[str, ...]], ...]  # (option, takes a value, choices)
 
 
 # Commands that would reach the network, start a UI, run a training script or a job: the fuzz
@@ -305,7 +305,8 @@ def _commands() -> list[Command]:
             if not action.option_strings:
                 positionals += 1
             elif action.option_strings[-1] not in _NOT_GIVEN:
-                options.append((action.option_strings[-1], action.nargs != 0))
+                choices = tuple(str(c) for c in action.choices or ())
+                options.append((action.option_strings[-1], action.nargs != 0, choices))
         if words and words not in _NOT_RUN:
             found.append(Command(words, positionals, tuple(options)))
 
@@ -336,8 +337,13 @@ def _argv(draw: st.DrawFn) -> list[str]:
     for _ in range(draw(st.integers(0, 4))):
         if not command.options:
             break
-        option, takes_value = draw(st.sampled_from(command.options))
-        rest += [option, draw(_ARGUMENT)] if takes_value else [option]
+        option, takes_value, choices = draw(st.sampled_from(command.options))
+        if takes_value:  # one of its choices half the time: deeper than a usage error
+            value = draw(st.sampled_from(choices) if choices and draw(st.booleans())
+                         else _ARGUMENT)
+            rest += [option, value]
+        else:
+            rest.append(option)
     if command.words == ("launch",):
         rest.append("--dry-run")
     return [*command.words, *draw(st.permutations(rest))]

@@ -98,13 +98,9 @@ def read_report(path: Path) -> dict[str, Any] | None:
 def read_reports(path: Path) -> list[dict[str, Any]]:
     """metrics.jsonl: each line checked against Report. A line cut short by a crash mid-write
     (only the last can be) is skipped; any other damaged line is an error."""
-    try:
-        text = read_text(path, what="metrics file", error=RunFileError,
-                         max_bytes=MAX_METRICS_BYTES)
-    except RunFileError:
-        if not path.exists():
-            return []
-        raise
+    if not path.exists():
+        return []
+    text = read_text(path, what="metrics file", error=RunFileError, max_bytes=MAX_METRICS_BYTES)
     lines = text.splitlines()
     reports = []
     for number, line in enumerate(lines, 1):
