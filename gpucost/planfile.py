@@ -40,6 +40,7 @@ from typing import Any
 
 from gpucost._io import atomic_write_text, parse_toml, read_text
 from gpucost.errors import PlanFileError
+from gpucost.jobname import NAME_HINT, job_name_problem
 from gpucost.limits import MAX_GPUS_PER_NODE, MAX_NODES, MAX_PLAN_BYTES, MAX_PRICE_HR_USD
 
 SCHEMA = "gpucost-plan"
@@ -483,11 +484,9 @@ def _validate_plan(plan: Plan, *, origin: str) -> None:
             f"{origin}: [job] command is empty",
             hint='give an argv list, e.g. command = ["python", "train.py"]',
         )
-    if not job.name.strip():
-        raise PlanFileError(f"{origin}: [job] name is empty", hint="give the run a short name")
-    if not job.name.isprintable():
-        raise PlanFileError(f"{origin}: [job] name {job.name!r} holds control characters",
-                            hint="give the run a short, one-line name")
+    if problem := job_name_problem(job.name):
+        raise PlanFileError(f"{origin}: [job] name = {job.name!r} is refused: {problem}",
+                            hint=NAME_HINT)
     if plan.total_samples is None:
         raise PlanFileError(
             f"{origin}: [job] has no job size",

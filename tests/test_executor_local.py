@@ -10,14 +10,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-import tomli_w
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from run_helpers import EXAMPLES, epochs_in, pids_with_token, spawn_launcher, wait_for, write_plan
 
 from gpucost.cli import main
 from gpucost.executor.checkpoints import CheckpointStore
@@ -27,71 +26,6 @@ from gpucost.executor.rundir import RunDir
 from gpucost.executor.runner import Runner
 from gpucost.executor.verify import verify_throughput
 from gpucost.planfile import load_plan
-
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-TRAIN = EXAMPLES / "train_tiny.py"
-
-
-def write_plan(tmp_path: Path, *, provider: str = "local", gpu_count: int = 1, epochs: int = 2,
-               samples: int = 2048, price_hr: float = 0.02, budget: float = 1.0,
-               timeout_h: float = 0.25, throughput: float = 2000.0, margin: float = 100.0,
-               action: str = "warn", policy: str = "destroy", est_hours: float = 0.001,
-               est_cost: float = 0.0001, name: str = "tiny",
-               command: list[str] | None = None) -> Path:
-    plan: dict[str, Any] = {
-        "schema": "gpucost-plan", "schema_version": 1, "created_at": "2026-11-30T20:00:00Z",
-        "job": {"name": name,
-                "command": command or ["python", str(TRAIN), "--epochs", str(epochs),
-                                       "--samples-per-epoch", str(samples), "--width", "128"],
-                "workdir": str(tmp_path), "epochs": float(epochs), "dataset_size": samples},
-        "offer": {"provider": provider, "instance_type": "local-cpu", "gpu": "CPU",
-                  "gpu_count": gpu_count, "price_hr": price_hr, "region": "local"},
-        "workload": {"throughput": throughput},
-        "safety": {"timeout_hours": timeout_h, "budget_cap_usd": budget,
-                   "verify_margin_pct": margin, "verify_action": action},
-        "checkpoint": {"enabled": True, "every_epochs": 1.0,
-                       "target": f"local:{tmp_path / 'ckpt'}", "resume": True},
-        "idle": {"policy": policy},
-        "estimate": {"hours": est_hours, "cost_usd": est_cost},
-    }
-    path = tmp_path / "plan.toml"
-    path.write_text(tomli_w.dumps(plan))
-    return path
-
-
-def wait_for(predicate: Any, timeout_s: float = 120.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def spawn_launcher(plan: Path, run_id: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "gpucost", "launch", str(plan),
-                             "--run-id", run_id], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-
-
-def pids_with_token(token: str, *, rank0_worker: bool = False) -> list[int]:
-    """Processes carrying the run's token (optionally only torch.distributed rank 0 workers)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            env = (entry / "environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if (f"GPUCOST_TOKEN={token}".encode() in env and process_start(int(entry.name))
-                and (not rank0_worker or b"RANK=0" in env)):
-            found.append(int(entry.name))
-    return found
-
-
-def epochs_in(run_dir: Path) -> list[int]:
-    return [m["epoch"] for m in RunDir(run_dir).metrics()]
 
 
 # -- unit: verification arithmetic, report, ledger, checkpoints ---------------------------------
@@ -150,8 +84,10 @@ def test_local_store_resumes_from_the_highest_epoch_shipped(
         src.write_bytes(str(epoch).encode())
         store.ship(src, epoch)
     assert store.latest_epoch() == max(epochs)
-    kept = list((base / "t" / "job").iterdir())
-    assert len(kept) <= 3 and not [p for p in kept if p.name.startswith(".")]
+    kept = sorted(p.name for p in (base / "t" / "job").iterdir())
+    shipped = [n for n in kept if n.endswith(".pt")]
+    assert len(shipped) <= 3 and not [n for n in kept if n.startswith(".")]
+    assert kept == sorted(shipped + [n + ".json" for n in shipped])  # each with its manifest
     latest = store.fetch_latest(base)
     assert latest is not None and latest.read_bytes() == str(store.latest_epoch()).encode()
 
@@ -190,7 +126,7 @@ def test_report_ships_checkpoints_every_n_epochs(tmp_path: Path,
         gpucost.report(epoch=epoch, checkpoint=ckpt)
     store = CheckpointStore(f"local:{tmp_path / 'target'}", namespace="job")
     assert store.latest_epoch() == 4
-    assert sorted(p.name for p in (tmp_path / "target" / "job").iterdir()) == [
+    assert sorted(p.name for p in (tmp_path / "target" / "job").glob("*.pt")) == [
         "epoch-000002.pt", "epoch-000004.pt"]
     latest = store.fetch_latest(tmp_path)
     assert latest is not None and latest.read_bytes() == bytes([4]) * 100
@@ -204,7 +140,8 @@ def test_local_checkpoint_store_keeps_the_newest_three(tmp_path: Path) -> None:
         store.ship(src, epoch)
     assert store.latest_epoch() == 10
     assert sorted(p.name for p in (tmp_path / "ck" / "n").iterdir()) == [
-        "epoch-000003.pt", "epoch-000004.pt", "epoch-000010.pt"]
+        "epoch-000003.pt", "epoch-000003.pt.json", "epoch-000004.pt", "epoch-000004.pt.json",
+        "epoch-000010.pt", "epoch-000010.pt.json"]
 
 
 def test_ledger_records_intent_before_the_id_and_knows_dead_owners(tmp_path: Path) -> None:
@@ -416,10 +353,10 @@ def test_detach_status_logs_stop_resume_and_down_as_a_user_would(
 def test_unknown_provider_is_refused_before_anything_is_created(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write_plan(tmp_path)
-    path.write_text(path.read_text().replace('provider = "local"', 'provider = "gcp"'))
+    path.write_text(path.read_text().replace('provider = "local"', 'provider = "nimbus"'))
     assert main(["launch", str(path)]) == 2
     err = capsys.readouterr().err
-    assert "unknown provider or source 'gcp'" in err and "local, torchrun, aws, vast" in err
+    assert "unknown provider or source 'nimbus'" in err and "local, torchrun" in err
     with Ledger() as ledger:
         assert ledger.runs() == []
 

@@ -13,13 +13,18 @@
 from __future__ import annotations
 
 import argparse
+import os
+import selectors
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpucost.envelope import add_format_argument, print_document
+
+if TYPE_CHECKING:
+    from gpucost.executor.control import Sweep
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -29,6 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--detach", action="store_true",
                    help="supervise in the background; follow with `gpucost status RUN`")
     p.add_argument("--run-id", help=argparse.SUPPRESS)
+    p.add_argument("--detached-child", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(handler=_launch)
 
     p = sub.add_parser("ps", help="live resources and what they have cost so far")
@@ -67,6 +73,11 @@ def _err(message: str) -> None:
     print(f"gpucost: {message}", file=sys.stderr, flush=True)
 
 
+# The detached launcher prints this once its run is in the ledger and its run folder exists.
+DETACHED_READY = "gpucost-detached-launcher-ready"
+DETACH_START_S = 120.0  # the longest a detached launcher may take to get there
+
+
 def _launch(args: argparse.Namespace) -> int:
     from gpucost.executor.runner import Runner
     from gpucost.planfile import load_plan
@@ -77,18 +88,71 @@ def _launch(args: argparse.Namespace) -> int:
         print("\n".join(runner.describe()))
         return 0
     if args.detach:
-        # A new session: the launcher outlives this terminal and gets no Ctrl-C meant for it.
-        subprocess.Popen([sys.executable, "-m", "gpucost", "launch", str(args.plan),
-                          "--run-id", runner.run_id], stdin=subprocess.DEVNULL,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True)
-        print(runner.run_id)
-        _err(f"launched in the background; `gpucost status {runner.run_id}`, "
-             f"`gpucost logs {runner.run_id} -f`, `gpucost stop {runner.run_id}`")
-        return 0
-    result = runner.launch()
+        return _detach(args.plan, runner.run_id)
+    on_started = _detached_ready if args.detached_child else None
+    result = runner.launch(on_started=on_started)
     print(f"{result.run_id} {result.state}")
     return result.exit_code
+
+
+def _detach(plan: Path, run_id: str) -> int:
+    """Start the launcher in the background and wait until it has started the run; what made it
+    fail before that (an unreadable ledger, a missing workdir) is this command's error."""
+    # A new session: the launcher outlives this terminal and gets no Ctrl-C meant for it.
+    child = subprocess.Popen([sys.executable, "-m", "gpucost", "launch", str(plan), "--run-id",
+                              run_id, "--detached-child"], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             start_new_session=True)
+    said = _read_until_eof(child, DETACH_START_S)
+    if said is None:
+        child.kill()
+        child.wait()
+        _err(f"error: the background launcher did not start run {run_id} within "
+             f"{DETACH_START_S:g} s and was killed (run `gpucost launch {plan}` in the "
+             "foreground to see why)")
+        return 3
+    lines = said.decode("utf-8", errors="replace").splitlines()
+    if DETACHED_READY not in lines:
+        code = child.wait()
+        for line in lines:
+            print(line, file=sys.stderr)
+        if not lines:
+            _err(f"error: the background launcher exited with code {code} before starting run "
+                 f"{run_id}")
+        return code or 3
+    print(run_id)
+    _err(f"launched in the background; `gpucost status {run_id}`, "
+         f"`gpucost logs {run_id} -f`, `gpucost stop {run_id}`")
+    return 0
+
+
+def _read_until_eof(child: subprocess.Popen[bytes], timeout_s: float) -> bytes | None:
+    """What the child wrote until it closed its output (it goes on running); None on timeout."""
+    assert child.stdout is not None
+    deadline = time.monotonic() + timeout_s
+    said = b""
+    with selectors.DefaultSelector() as sel:
+        sel.register(child.stdout, selectors.EVENT_READ)
+        while (left := deadline - time.monotonic()) > 0:
+            if not sel.select(left):
+                continue
+            chunk = os.read(child.stdout.fileno(), 65536)
+            if not chunk:
+                child.stdout.close()
+                return said
+            said += chunk
+    return None
+
+
+def _detached_ready() -> None:
+    """In the detached launcher: tell `launch --detach` the run has started, then let go of its
+    pipe (later messages go to the run's launcher.log)."""
+    print(DETACHED_READY, flush=True)
+    sys.stderr.flush()
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    os.close(devnull)
 
 
 def _money(usd: float) -> str:
@@ -224,7 +288,7 @@ def _stop(args: argparse.Namespace) -> int:
 
 def _down(args: argparse.Namespace) -> int:
     from gpucost.errors import InputError
-    from gpucost.executor.control import down
+    from gpucost.executor.control import down_many
     from gpucost.executor.ledger import Ledger
 
     if bool(args.run) == bool(args.all):
@@ -236,17 +300,30 @@ def _down(args: argparse.Namespace) -> int:
                                 if r.supervised})
         else:
             targets = [ledger.run(args.run).run_id]
-        done = [line for run_id in targets for line in down(run_id, ledger)]
-    print("\n".join(done) if done else "nothing to destroy")
-    return 0
+        sweep = down_many(targets, ledger)
+    print("\n".join(sweep.done) if sweep.done or sweep.failed else "nothing to destroy")
+    return _report_failures(sweep)
 
 
 def _cleanup(args: argparse.Namespace) -> int:
     from gpucost.executor.control import cleanup, forget
+    from gpucost.executor.ledger import Ledger
 
     if args.forget:
         print("\n".join(forget(args.forget)) or "nothing to forget")
         return 0
-    done = cleanup(include_stopped=args.stopped)
-    print("\n".join(done) if done else "nothing to clean up")
-    return 0
+    with Ledger() as ledger:
+        sweep = cleanup(ledger, include_stopped=args.stopped)
+    print("\n".join(sweep.done) if sweep.done or sweep.failed else "nothing to clean up")
+    return _report_failures(sweep)
+
+
+def _report_failures(sweep: Sweep) -> int:
+    """Each resource left behind on its own line, then the summary naming the providers."""
+    error = sweep.failure()
+    if error is None:
+        return 0
+    for line in sweep.failed:
+        _err(f"error: {line}")
+    _err(f"error: {error}")
+    return error.exit_code

@@ -73,6 +73,14 @@ class JobSpec:
     env: Mapping[str, str]
     log_path: Path
     nproc_per_node: int = 1
+    # Wall-clock deadlines (unix time) the job must not outlive: the hard timeout, and when the
+    # budget cap is reached at the run's price. The launcher enforces them too; an engine that
+    # can enforce them without the launcher (the local guard, `timeout` on a remote machine)
+    # keeps them when the launcher dies.
+    timeout_at: float | None = None
+    budget_at: float | None = None
+    # Descriptors the job's supervisor must hold open for the run's life (the run lock).
+    inherit_fds: Sequence[int] = ()
 
 
 class Provider(abc.ABC):

@@ -5,18 +5,28 @@ A target is ``local:<dir>`` (a folder, relative to the job's workdir unless abso
 job live under ``<target>/<job name>/epoch-000003.pt``; the newest epoch is the one to resume
 from. Local copies go through a temporary file and a rename, so a kill mid-copy never leaves a
 truncated "latest" checkpoint.
+
+Each checkpoint ships with a manifest (``epoch-000003.pt.json``: size and SHA-256), written
+before the checkpoint itself. Resuming takes the newest checkpoint that matches its manifest (or,
+for one without, that opens as the zip archive torch.save writes), so one truncated or damaged
+file costs an epoch, not the run.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
-import shutil
 import tempfile
+import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gpucost._io import atomic_write_json
 from gpucost.errors import InputError, ProviderError
+from gpucost.jobname import NAME_HINT, job_name_problem
 
 _NAME = re.compile(r"^epoch-(\d{6,})\.pt$")
 KEEP_LOCAL = 3  # checkpoints kept in a local target; older ones are deleted
@@ -26,18 +36,71 @@ def checkpoint_name(epoch: int) -> str:
     return f"epoch-{epoch:06d}.pt"
 
 
+def manifest_name(epoch: int) -> str:
+    return checkpoint_name(epoch) + ".json"
+
+
+def _copy_hashing(src: Path, out_fd: int) -> dict[str, Any]:
+    """Copy ``src`` into ``out_fd`` (fsynced) and return its manifest: size and SHA-256."""
+    digest = hashlib.sha256()
+    size = 0
+    with os.fdopen(out_fd, "wb") as out, open(src, "rb") as inp:
+        while chunk := inp.read(1 << 20):
+            digest.update(chunk)
+            out.write(chunk)
+            size += len(chunk)
+        out.flush()
+        os.fsync(out.fileno())
+    return {"size": size, "sha256": digest.hexdigest()}
+
+
+def _hash_file(path: Path) -> dict[str, Any]:
+    digest = hashlib.sha256()
+    with open(path, "rb") as inp:
+        while chunk := inp.read(1 << 20):
+            digest.update(chunk)
+    return {"size": path.stat().st_size, "sha256": digest.hexdigest()}
+
+
+def unreadable_because(path: Path, manifest: dict[str, Any] | None) -> str | None:
+    """Why the checkpoint at ``path`` cannot be resumed from, or None when it looks whole."""
+    try:
+        size = path.stat().st_size
+        if manifest is not None:
+            if size != manifest.get("size"):
+                return f"{size} bytes where {manifest.get('size')} were shipped (truncated)"
+            if _hash_file(path)["sha256"] != manifest.get("sha256"):
+                return "its SHA-256 differs from the one shipped (damaged)"
+            return None
+        if not zipfile.is_zipfile(path):
+            with open(path, "rb") as f:
+                head = f.read(4)
+            # torch.save writes a zip archive; a file that starts like one but no longer opens
+            # as one is cut short. Other formats without a manifest cannot be checked.
+            return "a zip archive (torch.save) cut short" if head == b"PK\x03\x04" else None
+        with zipfile.ZipFile(path) as archive:
+            bad = archive.testzip()
+        return None if bad is None else f"member {bad} of the archive is damaged"
+    except (OSError, zipfile.BadZipFile) as err:
+        return f"cannot read it: {err}"
+
+
 class CheckpointStore:
     def __init__(self, target: str, *, namespace: str, base_dir: Path | None = None) -> None:
+        if problem := job_name_problem(namespace):
+            raise InputError(f"checkpoint namespace (the job name) {namespace!r} is refused: "
+                             f"{problem}", hint=NAME_HINT)
         self.target = target
         self.namespace = namespace
         if target.startswith("local:"):
             folder = Path(target[len("local:"):]).expanduser()
             if not folder.is_absolute():
                 folder = (base_dir or Path.cwd()) / folder
+            self.local_root: Path | None = folder
             self.local_dir: Path | None = folder / namespace
             self.bucket = self.prefix = ""
         elif target.startswith("s3://"):
-            self.local_dir = None
+            self.local_root = self.local_dir = None
             bucket, _, prefix = target[len("s3://"):].partition("/")
             if not bucket:
                 raise InputError(f"checkpoint target {target!r} has no bucket",
@@ -57,8 +120,8 @@ class CheckpointStore:
     @property
     def resolved_target(self) -> str:
         """The target with local folders made absolute (for the job's environment)."""
-        if self.local_dir is not None:
-            return f"local:{self.local_dir.parent}"
+        if self.local_root is not None:
+            return f"local:{self.local_root}"
         return self.target
 
     def _s3(self) -> Any:
@@ -67,26 +130,28 @@ class CheckpointStore:
         return boto3.client("s3")
 
     def ship(self, path: Path, epoch: int) -> str:
-        """Copy one checkpoint to the target; returns where it went."""
+        """Copy one checkpoint to the target, its manifest first; returns where it went."""
         name = checkpoint_name(epoch)
         if self.local_dir is not None:
             self.local_dir.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=self.local_dir)
             try:
-                with os.fdopen(fd, "wb") as out, open(path, "rb") as src:
-                    shutil.copyfileobj(src, out, 1 << 20)
-                    out.flush()
-                    os.fsync(out.fileno())
+                manifest = _copy_hashing(path, fd)
+                atomic_write_json(self.local_dir / manifest_name(epoch), manifest)
                 os.replace(tmp, self.local_dir / name)
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
                 raise
             for old in self._local_epochs()[:-KEEP_LOCAL]:
                 (self.local_dir / checkpoint_name(old)).unlink(missing_ok=True)
+                (self.local_dir / manifest_name(old)).unlink(missing_ok=True)
             return str(self.local_dir / name)
         key = f"{self.prefix}/{name}"
         try:
-            self._s3().upload_file(str(path), self.bucket, key)
+            s3 = self._s3()
+            s3.put_object(Bucket=self.bucket, Key=f"{self.prefix}/{manifest_name(epoch)}",
+                          Body=json.dumps(_hash_file(path)).encode())
+            s3.upload_file(str(path), self.bucket, key)
         except Exception as err:  # botocore raises many unrelated types
             raise ProviderError(f"cannot upload checkpoint to s3://{self.bucket}/{key}: {err}",
                                 hint="check the bucket exists and credentials allow PutObject"
@@ -100,10 +165,10 @@ class CheckpointStore:
         return sorted(int(m.group(1)) for p in self.local_dir.iterdir()
                       if (m := _NAME.match(p.name)))
 
-    def latest_epoch(self) -> int | None:
+    def epochs(self) -> list[int]:
+        """The epochs shipped to the target, oldest first."""
         if self.local_dir is not None:
-            epochs = self._local_epochs()
-            return epochs[-1] if epochs else None
+            return self._local_epochs()
         paginator = self._s3().get_paginator("list_objects_v2")
         epochs = []
         try:
@@ -114,13 +179,26 @@ class CheckpointStore:
         except Exception as err:
             raise ProviderError(f"cannot list checkpoints in s3://{self.bucket}/{self.prefix}: "
                                 f"{err}") from err
-        return max(epochs) if epochs else None
+        return sorted(epochs)
 
-    def fetch_latest(self, dest_dir: Path) -> Path | None:
-        """Put the newest checkpoint in ``dest_dir`` (or point at it locally); None if none."""
-        epoch = self.latest_epoch()
-        if epoch is None:
-            return None
+    def latest_epoch(self) -> int | None:
+        epochs = self.epochs()
+        return epochs[-1] if epochs else None
+
+    def fetch_latest(self, dest_dir: Path,
+                     skipped: Callable[[str], None] = lambda _why: None) -> Path | None:
+        """Put the newest readable checkpoint in ``dest_dir`` (or point at it locally); None if
+        there is none. Each newer one passed over is told to ``skipped`` with the reason."""
+        for epoch in reversed(self.epochs()):
+            name = checkpoint_name(epoch)
+            path = self._local_copy(epoch, dest_dir)
+            why = unreadable_because(path, self._manifest(epoch))
+            if why is None:
+                return path
+            skipped(f"checkpoint {name} is unreadable ({why}); trying the one before")
+        return None
+
+    def _local_copy(self, epoch: int, dest_dir: Path) -> Path:
         name = checkpoint_name(epoch)
         if self.local_dir is not None:
             return self.local_dir / name
@@ -132,3 +210,17 @@ class CheckpointStore:
             raise ProviderError(f"cannot download s3://{self.bucket}/{self.prefix}/{name}: "
                                 f"{err}") from err
         return dest
+
+    def _manifest(self, epoch: int) -> dict[str, Any] | None:
+        """The manifest shipped with ``epoch``, or None (older checkpoints have none)."""
+        try:
+            if self.local_dir is not None:
+                text = (self.local_dir / manifest_name(epoch)).read_text()
+            else:
+                body = self._s3().get_object(Bucket=self.bucket,
+                                             Key=f"{self.prefix}/{manifest_name(epoch)}")["Body"]
+                text = body.read().decode()
+            data = json.loads(text)
+        except Exception:  # missing, unreadable or not JSON: check the file on its own
+            return None
+        return data if isinstance(data, dict) else None

@@ -10,45 +10,85 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
-from gpucost.errors import ExecutorError, GpuCostError
+from gpucost.errors import ExecutorError, GpuCostError, ProviderError
 from gpucost.executor import get_provider
 from gpucost.executor.ledger import Ledger, RunRow
 from gpucost.executor.rundir import RunDir
 
 
-def _destroy_rows(ledger: Ledger, run: RunRow, *, include_stopped: bool,
-                  action: str = "destroy") -> list[str]:
-    done = []
+@dataclass
+class Sweep:
+    """What a cleanup or down did and, one line each, what it could not do."""
+
+    done: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    providers_failed: set[str] = field(default_factory=set)
+
+    def failure(self) -> ProviderError | None:
+        """One error summing up the failures (None when there were none)."""
+        if not self.failed:
+            return None
+        return ProviderError(f"{len(self.failed)} resource(s) could not be released: "
+                             f"{', '.join(sorted(self.providers_failed))} failed",
+                             hint="they stay in the ledger; run `gpucost cleanup` again once "
+                                  "the provider is reachable")
+
+
+def _destroy_rows(ledger: Ledger, run: RunRow, sweep: Sweep, *, include_stopped: bool,
+                  action: str = "destroy") -> bool:
+    """Destroy (or stop) a run's live resources, going on past failures; True if all went."""
+    ok = True
     for row in ledger.resources(run.run_id, live_only=True):
         if row.state == "stopped" and not include_stopped:
             continue
-        provider = get_provider(row.provider, row.config)
-        targets = [row.to_resource()] if row.resource_id else provider.find(row.token)
-        for res in targets:
-            if action == "stop" and provider.supports("stop"):
-                provider.stop(res)
-            else:
-                provider.destroy(res)
-            done.append(f"{run.run_id}: {action} {row.provider} {res.kind} {res.resource_id}")
-        ledger.set_state(row.id, "stopped" if action == "stop" and provider.supports("stop")
-                         else "destroyed")
-    return done
+        try:
+            provider = get_provider(row.provider, row.config)
+            targets = [row.to_resource()] if row.resource_id else provider.find(row.token)
+            stops = action == "stop" and provider.supports("stop")
+            for res in targets:
+                if stops:
+                    provider.stop(res)
+                else:
+                    provider.destroy(res)
+                sweep.done.append(f"{run.run_id}: {action} {row.provider} {res.kind} "
+                                  f"{res.resource_id}")
+        # Any failure, a provider's bug included, must not leave the other providers' machines
+        # running: it is reported, the row stays live, and the sweep goes on.
+        except Exception as err:
+            ok = False
+            sweep.providers_failed.add(row.provider)
+            sweep.failed.append(f"{run.run_id}: cannot {action} {row.provider} {row.kind} "
+                                f"{row.resource_id or '(id unknown, searched by token)'}: {err}")
+            continue
+        ledger.set_state(row.id, "stopped" if stops else "destroyed")
+    return ok
 
 
-def cleanup(ledger: Ledger | None = None, *, include_stopped: bool = False) -> list[str]:
+def end_run(ledger: Ledger, run: RunRow) -> None:
+    """Destroy an orphaned run's resources and mark it ended; raises if some would not go."""
+    sweep = Sweep()
+    if not _destroy_rows(ledger, run, sweep, include_stopped=True):
+        raise ProviderError("; ".join(sweep.failed), hint="run `gpucost cleanup` once the "
+                            "provider is reachable, then launch again")
+    if ledger.run(run.run_id).ended_at is None:
+        ledger.set_run_state(run.run_id, "orphaned", ended=True)
+
+
+def cleanup(ledger: Ledger | None = None, *, include_stopped: bool = False) -> Sweep:
     """Destroy every live resource whose launcher is gone or has finished with the run (found
-    by token when its id never reached the ledger)."""
+    by token when its id never reached the ledger), going on past any one provider's failure."""
     ledger = ledger or Ledger()
-    done = []
+    sweep = Sweep()
     for run in ledger.runs():
         if run.supervised:
             continue
-        acted = _destroy_rows(ledger, run, include_stopped=include_stopped)
-        if run.ended_at is None:
+        if (_destroy_rows(ledger, run, sweep, include_stopped=include_stopped)
+                and run.ended_at is None):
             ledger.set_run_state(run.run_id, "orphaned", ended=True)
-        done += acted
-    return done
+    return sweep
 
 
 def _wait_unsupervised(ledger: Ledger, run_id: str, wait_s: float) -> bool:
@@ -73,20 +113,36 @@ def _signal_launcher(ledger: Ledger, run: RunRow, wait_s: float) -> bool:
 
 
 def down(run_id: str, ledger: Ledger | None = None, *, wait_s: float = 60.0) -> list[str]:
-    """Stop a run's job and destroy all its resources, stopped ones included."""
+    """Stop a run's job and destroy all its resources, stopped ones included; raises when some
+    could not be released (after trying every one)."""
     ledger = ledger or Ledger()
     run = ledger.run(run_id)
-    done = []
+    sweep = Sweep()
     if run.supervised:
         if not _signal_launcher(ledger, run, wait_s):
             raise ExecutorError(f"the launcher of {run.run_id} (pid {run.launcher_pid}) did not "
                                 f"exit within {wait_s:g} s", hint="try again, or kill it and "
                                 "run `gpucost cleanup`")
-        done.append(f"{run.run_id}: interrupted; its launcher tore it down")
-    done += _destroy_rows(ledger, ledger.run(run.run_id), include_stopped=True)
-    if ledger.run(run.run_id).ended_at is None:
+        sweep.done.append(f"{run.run_id}: interrupted; its launcher tore it down")
+    if (_destroy_rows(ledger, ledger.run(run.run_id), sweep, include_stopped=True)
+            and ledger.run(run.run_id).ended_at is None):
         ledger.set_run_state(run.run_id, "destroyed", ended=True)
-    return done
+    if error := sweep.failure():
+        raise ProviderError("; ".join(sweep.failed), hint=error.hint)
+    return sweep.done
+
+
+def down_many(run_ids: Sequence[str], ledger: Ledger | None = None) -> Sweep:
+    """:func:`down` for each run, going on past the ones that fail."""
+    ledger = ledger or Ledger()
+    sweep = Sweep()
+    for run_id in run_ids:
+        try:
+            sweep.done += down(run_id, ledger)
+        except GpuCostError as err:
+            sweep.failed.append(f"{run_id}: {err.message}")
+            sweep.providers_failed.add(ledger.run(run_id).provider)
+    return sweep
 
 
 def request_stop(run_id: str, ledger: Ledger | None = None, *, wait_s: float = 60.0) -> list[str]:
@@ -100,7 +156,11 @@ def request_stop(run_id: str, ledger: Ledger | None = None, *, wait_s: float = 6
             raise ExecutorError(f"{run.run_id} did not stop within {wait_s:g} s",
                                 hint=f"`gpucost down {run.run_id}` stops it by force")
         return [f"{run.run_id}: stopped by its launcher"]
-    return _destroy_rows(ledger, run, include_stopped=False, action="stop")
+    sweep = Sweep()
+    _destroy_rows(ledger, run, sweep, include_stopped=False, action="stop")
+    if error := sweep.failure():
+        raise ProviderError("; ".join(sweep.failed), hint=error.hint)
+    return sweep.done
 
 
 def forget(run_id: str, ledger: Ledger | None = None) -> list[str]:

@@ -6,6 +6,9 @@ point, SIGKILL included, therefore leaves either an intent row (the token lets t
 what it created, if anything) or a row with the resource id: `gpucost cleanup` can always
 destroy it. The launcher's pid and process start time identify the owner, so cleanup never
 touches a run that is still being supervised.
+
+A ledger that cannot be read (not a database, truncated, someone else's tables, no permission)
+is a :class:`LedgerError`: one line naming the file and how to move it aside, never a traceback.
 """
 
 from __future__ import annotations
@@ -58,6 +61,26 @@ CREATE TABLE IF NOT EXISTS resources (
 );
 CREATE INDEX IF NOT EXISTS resources_run ON resources(run_id);
 """
+
+
+class LedgerError(InputError):
+    """The ledger file cannot be opened or read as gpucost's ledger (exit 2)."""
+
+    def __init__(self, path: Path, problem: object) -> None:
+        super().__init__(
+            f"the ledger {path} is unreadable ({problem})",
+            hint=f"move it aside with `mv {path} {path}.broken` and run again; what it recorded "
+                 "is then unknown to gpucost: check your providers' consoles for machines it "
+                 "started")
+
+
+_COLUMNS = {
+    "runs": {"run_id", "name", "plan_path", "provider", "run_dir", "launcher_pid",
+             "launcher_start", "state", "price_hr", "nodes", "budget_cap_usd", "started_at",
+             "ended_at"},
+    "resources": {"id", "run_id", "provider", "config", "token", "resource_id", "kind",
+                  "region", "state", "price_hr", "meta", "created_at", "updated_at"},
+}
 
 
 def process_start(pid: int) -> str | None:
@@ -162,12 +185,34 @@ class Ledger:
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = Path(path) if path is not None else paths.ledger_path()
         paths.state_file(self.path)
-        # Autocommit: every statement is durable the moment it returns, which is the point.
-        self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-        self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.executescript(_SCHEMA)
+        with self._readable():
+            # Autocommit: every statement is durable the moment it returns, which is the point.
+            self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            self._db.row_factory = sqlite3.Row
+            # Someone else's database is reported before anything is written to it.
+            for table, wanted in _COLUMNS.items():
+                have = {r["name"] for r in self._db.execute(f"PRAGMA table_info({table})")}
+                if have and have != wanted:
+                    self._db.close()
+                    raise LedgerError(self.path, f"its {table} table has other columns than "
+                                      "gpucost writes")
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(_SCHEMA)
+
+    @contextmanager
+    def _readable(self) -> Iterator[None]:
+        """SQLite's and the file system's errors become one LedgerError naming the file."""
+        try:
+            yield
+        except sqlite3.Error as err:
+            raise LedgerError(self.path, err) from None
+        except OSError as err:
+            raise LedgerError(self.path, err.strerror or err) from None
+
+    def _rows(self, query: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        with self._readable():
+            return self._db.execute(query, args).fetchall()
 
     def close(self) -> None:
         self._db.close()
@@ -180,13 +225,14 @@ class Ledger:
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+        with self._readable():
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
 
     # runs -------------------------------------------------------------------------------------
     def create_run(self, *, run_id: str, name: str, plan_path: str, provider: str, run_dir: str,
@@ -213,13 +259,13 @@ class Ledger:
 
     def run(self, run_id: str) -> RunRow:
         """A run by id or unique id prefix (or job name, latest run first)."""
-        rows = self._db.execute("SELECT * FROM runs WHERE run_id=?", (run_id,)).fetchall()
+        rows = self._rows("SELECT * FROM runs WHERE run_id=?", (run_id,))
         if not rows:
-            rows = self._db.execute(
+            rows = self._rows(
                 "SELECT * FROM runs WHERE run_id LIKE ? ESCAPE '\\' ORDER BY started_at DESC",
-                (run_id.replace("%", r"\%").replace("_", r"\_") + "%",)).fetchall()
-            names = self._db.execute("SELECT * FROM runs WHERE name=? ORDER BY started_at DESC",
-                                     (run_id,)).fetchall()
+                (run_id.replace("%", r"\%").replace("_", r"\_") + "%",))
+            names = self._rows("SELECT * FROM runs WHERE name=? ORDER BY started_at DESC",
+                               (run_id,))
             if names and len(rows) != 1:
                 rows = names[:1]
         if not rows:
@@ -232,8 +278,7 @@ class Ledger:
         return RunRow(**dict(rows[0]))
 
     def runs(self) -> list[RunRow]:
-        return [RunRow(**dict(r)) for r in
-                self._db.execute("SELECT * FROM runs ORDER BY started_at").fetchall()]
+        return [RunRow(**dict(r)) for r in self._rows("SELECT * FROM runs ORDER BY started_at")]
 
     # resources --------------------------------------------------------------------------------
     def intent(self, *, run_id: str, provider: str, token: str, kind: str, region: str = "",
@@ -297,9 +342,12 @@ class Ledger:
             args += LIVE_STATES
         if clauses:
             query += " WHERE " + " AND ".join(clauses)
-        rows = self._db.execute(query + " ORDER BY id", args).fetchall()
-        return [ResourceRow(**{**dict(r), "config": json.loads(r["config"]),
-                               "meta": json.loads(r["meta"])}) for r in rows]
+        rows = self._rows(query + " ORDER BY id", args)
+        try:
+            return [ResourceRow(**{**dict(r), "config": json.loads(r["config"]),
+                                   "meta": json.loads(r["meta"])}) for r in rows]
+        except json.JSONDecodeError as err:
+            raise LedgerError(self.path, f"a resource row holds broken JSON: {err}") from None
 
     @staticmethod
     def utc(ts: float) -> str:

@@ -1,15 +1,20 @@
-"""The `local` provider: the job runs as a supervised process group on this machine.
+"""The `local` provider: the job runs on this machine under its guard.
 
-"Provisioning" this machine creates nothing; the job process is the resource the ledger tracks.
-It runs in its own session (process group), so stopping it stops every child it started, and it
-carries ``GPUCOST_TOKEN`` in its environment, so a launcher killed before it could record the pid
-leaves a process that :meth:`LocalProvider.find` still recognises (by reading /proc/<pid>/environ).
+"Provisioning" this machine creates nothing; the job's guard (:mod:`gpucost.executor.guard`) is
+the resource the ledger tracks. The guard runs in its own session, so it outlives the launcher
+and enforces the hard timeout and the budget cap by itself; it holds every process the job
+starts, in whatever session, and ends them all when it is stopped. Every one of them carries
+``GPUCOST_TOKEN`` in its environment, so a guard killed outright, or a launcher killed before it
+could record the pid, still leaves processes that :meth:`LocalProvider.find` and
+:meth:`LocalProvider.destroy` reach (by reading /proc/<pid>/environ).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -28,10 +33,43 @@ from gpucost.executor.base import (
     Resource,
     ResourceState,
 )
+from gpucost.executor.guard import GUARD_EXIT_S, KILL_WAIT_S, STOP_GRACE_S
 from gpucost.executor.ledger import process_start
 
-STOP_GRACE_S = 10.0  # SIGTERM, then SIGKILL after this many seconds
 VERIFY_TIMEOUT_S = 300.0
+
+
+def token_processes(token: str) -> list[int]:
+    """Live processes on this machine started for ``token`` (from their environment)."""
+    if not token or not Path("/proc").is_dir():
+        return []
+    needle = f"GPUCOST_TOKEN={token}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0") and process_start(int(entry.name)) is not None:
+            found.append(int(entry.name))
+    return found
+
+
+def _end_processes(token: str) -> None:
+    """SIGTERM what carries ``token``, SIGKILL what is left after the grace (a guard killed
+    outright leaves its job's processes to this)."""
+    for sig, wait_s in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, KILL_WAIT_S)):
+        pids = token_processes(token)
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline and token_processes(token):
+            time.sleep(0.1)
 
 
 def python_argv(argv: Sequence[str]) -> list[str]:
@@ -91,14 +129,24 @@ class LocalProvider(Provider):
 
     def run(self, resources: Sequence[Resource], job: JobSpec) -> Resource:
         argv = self.job_argv(job)
+        if shutil.which(argv[0], path=os.environ.get("PATH")) is None and not (
+                job.workdir / argv[0]).is_file():
+            raise ExecutorError(f"cannot start {argv[0]!r} in {job.workdir}: no such program",
+                                hint="check [job] command and workdir in the plan")
+        guard = [sys.executable, "-m", "gpucost.executor.guard"]
+        if job.timeout_at is not None:
+            guard.append(f"--timeout-at={job.timeout_at!r}")
+        if job.budget_at is not None:
+            guard.append(f"--budget-at={job.budget_at!r}")
         token = resources[0].token if resources else ""
         env = {**os.environ, **job.env, "GPUCOST_TOKEN": token, "PYTHONUNBUFFERED": "1"}
         job.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(job.log_path, "ab") as log:
             try:
-                proc = subprocess.Popen(argv, cwd=job.workdir, env=env, stdout=log,
-                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        start_new_session=True)
+                proc = subprocess.Popen([*guard, "--", *argv], cwd=job.workdir, env=env,
+                                        stdout=log, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, start_new_session=True,
+                                        pass_fds=tuple(job.inherit_fds))
             except OSError as err:
                 raise ExecutorError(f"cannot start {argv[0]!r} in {job.workdir}: {err}",
                                     hint="check [job] command and workdir in the plan") from err
@@ -128,44 +176,41 @@ class LocalProvider(Provider):
         self.destroy(resource)
 
     def destroy(self, resource: Resource) -> None:
-        if resource.kind != "process" or not self._alive(resource):
+        """Stop the guard (it ends the job's whole tree within its grace), then end whatever
+        still carries the run's token (everything, when the guard itself was killed)."""
+        if resource.kind != "process":
             return
         pid = int(resource.resource_id)
-        for sig, grace in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, 5.0)):
-            try:
-                os.killpg(pid, sig)
-            except ProcessLookupError:
-                break
-            except PermissionError:  # not a group leader we own: signal the process itself
-                os.kill(pid, sig)
-            deadline = time.monotonic() + grace
+        if self._alive(resource):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + GUARD_EXIT_S
             while time.monotonic() < deadline and self._alive(resource):
                 time.sleep(0.05)
-            if not self._alive(resource):
-                break
+            if self._alive(resource):
+                os.kill(pid, signal.SIGKILL)
         proc = self._procs.get(pid)
         if proc is not None:
-            proc.wait(timeout=5.0)
+            proc.wait(timeout=KILL_WAIT_S)
+        _end_processes(resource.token)
 
     def find(self, token: str) -> list[Resource]:
-        """Process-group leaders on this machine started for ``token``."""
-        if not token:
-            return []
-        needle = f"GPUCOST_TOKEN={token}".encode()
+        """The processes started for ``token`` whose parent was not (the guard, or, when the
+        guard is gone, what it left behind)."""
+        pids = token_processes(token)
         found = []
-        for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
-            if not entry.name.isdigit():
-                continue
-            pid = int(entry.name)
+        for pid in pids:
             try:
-                environ = (entry / "environ").read_bytes()
-                is_leader = os.getpgid(pid) == pid
-            except (OSError, ProcessLookupError):
+                parent = os.getppid() if pid == os.getpid() else _parent(pid)
+            except OSError:
                 continue
-            if is_leader and needle in environ.split(b"\0"):
-                start = process_start(pid)
-                if start is not None:
-                    found.append(Resource(provider=self.name, resource_id=str(pid), token=token,
-                                          kind="process", region="local",
-                                          meta={"start": start}))
+            start = process_start(pid)
+            if parent not in pids and start is not None:
+                found.append(Resource(provider=self.name, resource_id=str(pid), token=token,
+                                      kind="process", region="local", meta={"start": start}))
         return found
+
+
+def _parent(pid: int) -> int:
+    text = Path(f"/proc/{pid}/stat").read_text()
+    return int(text[text.rfind(")") + 2:].split()[1])

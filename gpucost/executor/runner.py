@@ -23,13 +23,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from gpucost.errors import CapacityError, GpuCostError, InputError
+from gpucost.errors import CapacityError, ExecutorError, GpuCostError, InputError
 from gpucost.executor import get_provider, provider_config
 from gpucost.executor.base import JobSpec, Provider, ProvisionRequest, Resource
 from gpucost.executor.checkpoints import CheckpointStore
-from gpucost.executor.ledger import Ledger
+from gpucost.executor.control import end_run
+from gpucost.executor.guard import EXIT_BUDGET, EXIT_TIMED_OUT, GUARD_EXIT_S
+from gpucost.executor.ledger import Ledger, RunRow
 from gpucost.executor.rundir import RunDir
+from gpucost.executor.runlock import LockBusy, RunLock
 from gpucost.executor.verify import VerifyResult, usd, verify_throughput
+from gpucost.jobname import NAME_HINT, job_name_problem
 from gpucost.measurements import record_on_arrival
 from gpucost.planfile import Plan
 
@@ -103,6 +107,8 @@ class Runner:
         self._ledger = ledger
         self.echo = echo
         self.poll_s = poll_s
+        if run_id is not None and (problem := job_name_problem(run_id)):
+            raise InputError(f"run id {run_id!r} is refused: {problem}", hint=NAME_HINT)
         self.run_id = run_id or new_run_id(plan.job.name)
         self.run_dir = RunDir.for_run(self.run_id)
         self.token = f"gpucost-{self.run_id}"
@@ -111,6 +117,7 @@ class Runner:
         self.hardware: dict[str, Any] | None = None  # the on-arrival matmul's report
         self._verification: VerifyResult | None = None
         self._started = 0.0
+        self._lock = RunLock(())
         self._price_hr = plan.offer.price_hr  # USD/h per node; on-demand after a spot fallback
         # Billing begins when a create is accepted: waiting for spot capacity costs nothing.
         self._billed_from: float | None = None  # seconds into the run
@@ -232,19 +239,32 @@ class Runner:
         self.ledger.set_state(row, "failed")
 
     # -- the run -----------------------------------------------------------------------------------
-    def launch(self) -> LaunchResult:
+    def launch(self, on_started: Callable[[], None] | None = None) -> LaunchResult:
+        """Run the plan to its end; ``on_started`` is called once the run is in the ledger."""
         plan = self.plan
         workdir = plan.workdir(self.plan_path)
         if self.provider.runs_locally and not workdir.is_dir():
             raise InputError(f"the job's workdir {workdir} does not exist",
                              hint="fix [job] workdir (relative to the plan file)")
+        ledger = self.ledger  # an unreadable ledger stops the launch before anything exists
+        self._take_lock(ledger)
+        try:
+            return self._launch_locked(ledger, on_started)
+        finally:
+            self._lock.release()
+
+    def _launch_locked(self, ledger: Ledger,
+                       on_started: Callable[[], None] | None) -> LaunchResult:
+        plan = self.plan
         self.run_dir.create()
-        self.ledger.create_run(run_id=self.run_id, name=plan.job.name,
-                               plan_path=str(self.plan_path), provider=self.provider.name,
-                               run_dir=str(self.run_dir.path), price_hr=plan.offer.price_hr,
-                               nodes=plan.offer.nodes, budget_cap_usd=plan.safety.budget_cap_usd)
+        ledger.create_run(run_id=self.run_id, name=plan.job.name,
+                          plan_path=str(self.plan_path), provider=self.provider.name,
+                          run_dir=str(self.run_dir.path), price_hr=plan.offer.price_hr,
+                          nodes=plan.offer.nodes, budget_cap_usd=plan.safety.budget_cap_usd)
         self._started = time.time()
         self._status("provisioning")
+        if on_started is not None:
+            on_started()
         nodes: list[tuple[int, Resource]] = []
         job: tuple[int, Resource] | None = None
         outcome = "failed"
@@ -306,13 +326,16 @@ class Runner:
                        GPUCOST_CHECKPOINT_NAMESPACE=plan.job.name,
                        GPUCOST_CHECKPOINT_EVERY=f"{plan.checkpoint.every_epochs or 1:g}")
             if plan.checkpoint.resume and self.provider.runs_locally:
-                latest = store.fetch_latest(self.run_dir.scratch_checkpoints)
+                latest = store.fetch_latest(self.run_dir.scratch_checkpoints,
+                                            skipped=self._say)
                 if latest is not None:
                     env["GPUCOST_RESUME_FROM"] = str(latest)
                     self._say(f"resuming from {latest}")
         spec = JobSpec(argv=plan.job.command, workdir=plan.workdir(self.plan_path), env=env,
                        log_path=self.run_dir.log_path,
-                       nproc_per_node=max(1, round(plan.offer.gpu_count)))
+                       nproc_per_node=max(1, round(plan.offer.gpu_count)),
+                       timeout_at=self._started + plan.safety.timeout_hours * 3600.0,
+                       budget_at=self._budget_at(), inherit_fds=self._lock.fds)
         row = self.ledger.intent(run_id=self.run_id, provider=self.provider.name,
                                  token=self.token, kind="process", region=plan.offer.region,
                                  config=self.provider.config())
@@ -347,6 +370,10 @@ class Runner:
             self._status("running", progress=progress, job_started=job_started)
             if state not in ("running", "pending", "unknown"):
                 code = self.provider.exit_code(job)
+                if code in (EXIT_TIMED_OUT, EXIT_BUDGET):
+                    limit = "timeout" if code == EXIT_TIMED_OUT else "budget cap"
+                    self._say(f"{limit}: the job's guard ended it at the limit")
+                    return "timed-out" if code == EXIT_TIMED_OUT else "budget-exceeded"
                 if code == 0 or (code is None and state == "exited"):
                     self._say("job finished" + ("" if code is None else f" (exit code {code})"))
                     return "succeeded"
@@ -364,6 +391,71 @@ class Runner:
                 self._say("stop requested (`gpucost stop`): stopping the run")
                 return "stopped"
             time.sleep(self.poll_s)
+
+    def _budget_at(self) -> float | None:
+        """When the spend reaches the budget cap at today's price (None if it costs nothing)."""
+        per_s = self.plan.offer.nodes * self._price_hr / 3600.0
+        if per_s <= 0:
+            return None
+        now = time.time()
+        return now + max(0.0, self.plan.safety.budget_cap_usd
+                         - self._cost(now - self._started)) / per_s
+
+    # -- one live run per job and checkpoint folder ------------------------------------------------
+    def _lock_keys(self) -> list[str]:
+        keys = [f"job:{self.plan.job.name}"]
+        if self.plan.checkpoint.enabled:
+            store = self._checkpoints()
+            keys.append(f"checkpoints:{store.resolved_target}/{store.namespace}")
+        return keys
+
+    def _take_lock(self, ledger: Ledger) -> None:
+        """Hold the job's locks; a live run of the job refuses this launch, an orphaned one (its
+        launcher gone) is ended first, like every orphan of the job the ledger knows."""
+        name = self.plan.job.name
+        lock = RunLock(self._lock_keys())
+        try:
+            lock.acquire(self.run_id)
+        except LockBusy as busy:
+            holder = self._orphan_holding(ledger, busy)
+            self.echo(f"ending {holder.run_id} first: an orphaned run of job {name!r} "
+                      "(its launcher is gone, its job was not)")
+            end_run(ledger, holder)
+            deadline = time.monotonic() + GUARD_EXIT_S + 10.0
+            while True:
+                try:
+                    lock.acquire(self.run_id)
+                    break
+                except LockBusy:
+                    if time.monotonic() > deadline:
+                        raise ExecutorError(f"{holder.run_id} still holds job {name!r}",
+                                            hint=f"`gpucost down {holder.run_id}`") from None
+                    time.sleep(0.2)
+        self._lock = lock
+        for run in ledger.runs():
+            if run.name == name and run.ended_at is None and not run.supervised:
+                self.echo(f"ending {run.run_id} first: an orphaned run of job {name!r}")
+                try:
+                    end_run(ledger, run)
+                except BaseException:
+                    lock.release()
+                    raise
+
+    def _orphan_holding(self, ledger: Ledger, busy: LockBusy) -> RunRow:
+        """The run holding a lock, when it is an orphan; raises when it is live (or starting)."""
+        name = self.plan.job.name
+        what = "checkpoint folder of job" if busy.key.startswith("checkpoints:") else "job"
+        try:
+            holder = ledger.run(busy.holder) if busy.holder else None
+        except InputError:
+            holder = None
+        if holder is None or holder.supervised:
+            who = (f"run {holder.run_id} (launcher pid {holder.launcher_pid})" if holder
+                   else "another launch")
+            raise InputError(f"the {what} {name!r} is in use by {who}: one live run per job",
+                             hint=f"`gpucost stop {holder.run_id}` or `gpucost down "
+                                  f"{holder.run_id}` first" if holder else "wait for it")
+        return holder
 
     def _cost(self, elapsed_s: float) -> float:
         """Spend ``elapsed_s`` into the run: nodes x the price that got capacity x the time since
