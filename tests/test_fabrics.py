@@ -169,3 +169,21 @@ def test_scale_names_the_offers_fabric(capsys: pytest.CaptureFixture[str]) -> No
     assert main([*args, "--network-gbps", "25", "--format", "json"]) == 0
     slow = json.loads(capsys.readouterr().out)["points"][1]["throughput"]
     assert fast > slow
+
+
+def test_shipped_tcp_coefficients_are_the_published_socket_runs() -> None:
+    """4-6 of 12.5 GB/s, 14.7 of 32 and 22.5 of 32 Gbit/s: median 0.459 by hand; one socket
+    ring step 38-46 us. RDMA reaches more, sooner."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    import fit_calibration as fitc
+
+    eff, latency, used = fitc.tcp_anchors()
+    assert eff == pytest.approx(0.459, abs=5e-4) and latency == pytest.approx(42e-6)
+    assert len(used) == 4 and all("github.com/NVIDIA" in u for u in used)
+    shipped = translate.shipped_calibration()["scaling"]
+    assert shipped["tcp_busbw_efficiency"] == round(eff, 3)
+    assert shipped["tcp_hop_latency_s"] == pytest.approx(latency)
+    assert shipped["tcp_busbw_efficiency"] < shipped["network_busbw_efficiency"]
+    assert shipped["tcp_hop_latency_s"] > shipped["network_hop_latency_s"]

@@ -7,8 +7,8 @@ the sync model treats the network (:func:`gpucost.model.scaling.resolve_links`):
 
 * ``rdma``: InfiniBand, AWS EFA, RoCE and GCP's GPUDirect-TCPX/O, where NCCL's network plugin
   moves gradients without host copies; bus bandwidth and latency from the NCCL inter-node anchors.
-* ``tcp``: NCCL's socket transport over plain Ethernet; bus bandwidth and latency fitted on the
-  Sia traces' AWS cluster, which ran that way.
+* ``tcp``: NCCL's socket transport over plain Ethernet; bus bandwidth and latency from published
+  nccl-tests runs over TCP with 8 GPUs per node (scripts/fit_calibration.py, TCP anchors).
 
 A rule without a bandwidth takes the offer's own ``network_gbps`` (AWS states it per instance;
 Vast states the host's internet link), else the calibrated default. Marketplaces publish no

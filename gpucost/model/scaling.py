@@ -12,7 +12,7 @@ rate (NVLink, PCIe, or the node's network; a fitted factor can slow two-node gro
 the Sia traces' AWS cluster, shipped as 1). Between nodes the fabric's transport
 (:mod:`gpucost.model.fabrics`) picks the coefficients: RDMA fabrics (InfiniBand, EFA, RoCE) reach
 most of the line rate at microsecond hop latency (the NCCL anchors); TCP sockets over Ethernet
-reach less than half of it with sub-millisecond hops (the Sia traces' AWS cluster).
+reach less than half of it with hops of tens of microseconds (published NCCL socket runs).
 PCIe traffic between GPUs crosses the host, whose aggregate bandwidth the node's K GPUs share,
 so PCIe busbw falls as K grows (as NCCL's maintainers describe for PCI systems); NVLink/NVSwitch
 busbw does not. The part of t that
