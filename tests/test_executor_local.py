@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -160,10 +161,34 @@ def test_ledger_records_intent_before_the_id_and_knows_dead_owners(tmp_path: Pat
         assert all(r.config == {"region": "us-east-1"} for r in ledger.resources())
         ledger.set_state(ids[1], "destroyed")
         assert len(ledger.resources(live_only=True)) == 2
-        assert run.cost_usd(run.started_at + 1800) == pytest.approx(3.0)  # 3 nodes x 2 $/h x 0.5 h
+        assert run.cost_usd(run.started_at + 1800) == 0.0  # nothing billed before a create
+        ledger.open_segment("r1", price_hr=2.0, nodes=3)
+        billed = ledger.run("r1")
+        (segment,) = billed.segments
+        assert billed.cost_usd(segment.started_at + 1800) == pytest.approx(3.0)  # 3 x 2 $/h x 0.5 h
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)
     assert process_start(int(dead.stdout)) is None
+
+
+def test_spend_is_the_sum_of_billed_segments_without_capacity_waits(tmp_path: Path) -> None:
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        ledger.create_run(run_id="r1", name="n", plan_path="p", provider="aws", run_dir="d",
+                          price_hr=3600.0, nodes=2, budget_cap_usd=100.0)
+        time.sleep(0.3)  # waiting for spot capacity: nothing is billed
+        ledger.open_segment("r1", price_hr=3600.0, nodes=2)  # spot: 2 x 1 USD/s
+        time.sleep(0.3)
+        ledger.open_segment("r1", price_hr=7200.0, nodes=2)  # on-demand fallback: 2 x 2 USD/s
+        time.sleep(0.3)
+        ledger.set_run_state("r1", "succeeded", ended=True)
+        run = ledger.run("r1")
+        spot, fallback = run.segments
+        assert spot.ended_at == fallback.started_at and fallback.ended_at == run.ended_at
+        expected = (2 * (spot.ended_at - spot.started_at)
+                    + 4 * (run.ended_at - fallback.started_at))
+        assert run.cost_usd() == pytest.approx(expected)
+        assert 1.5 < run.cost_usd() < 2.5  # 0.6 + 1.2, where launch-to-end x 2 x 2 USD/s is 3.6
+        assert run.cost_usd(run.ended_at + 3600) == run.cost_usd()  # an ended run costs no more
 
 
 # -- CLI front door -------------------------------------------------------------------------------

@@ -60,6 +60,15 @@ CREATE TABLE IF NOT EXISTS resources (
     updated_at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS resources_run ON resources(run_id);
+CREATE TABLE IF NOT EXISTS segments (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL REFERENCES runs(run_id),
+    price_hr REAL NOT NULL,
+    nodes INTEGER NOT NULL,
+    started_at REAL NOT NULL,
+    ended_at REAL
+);
+CREATE INDEX IF NOT EXISTS segments_run ON segments(run_id);
 """
 
 
@@ -80,6 +89,7 @@ _COLUMNS = {
              "ended_at"},
     "resources": {"id", "run_id", "provider", "config", "token", "resource_id", "kind",
                   "region", "state", "price_hr", "meta", "created_at", "updated_at"},
+    "segments": {"id", "run_id", "price_hr", "nodes", "started_at", "ended_at"},
 }
 
 
@@ -112,6 +122,22 @@ def process_start(pid: int) -> str | None:
 
 
 @dataclass(frozen=True)
+class Segment:
+    """A stretch of a run during which its machines were billed, at one price: from the
+    accepted create to the teardown. Waiting for spot capacity is in no segment; an on-demand
+    fallback is a segment of its own, at its own price."""
+
+    price_hr: float  # USD/h per node
+    nodes: int
+    started_at: float  # unix seconds
+    ended_at: float | None
+
+    def cost_usd(self, now: float) -> float:
+        end = self.ended_at if self.ended_at is not None else now
+        return self.nodes * self.price_hr * max(0.0, end - self.started_at) / 3600.0
+
+
+@dataclass(frozen=True)
 class RunRow:
     run_id: str
     name: str
@@ -126,6 +152,7 @@ class RunRow:
     budget_cap_usd: float
     started_at: float  # unix seconds
     ended_at: float | None
+    segments: tuple[Segment, ...] = ()
 
     @property
     def owner_alive(self) -> bool:
@@ -137,9 +164,9 @@ class RunRow:
         return self.ended_at is None and self.owner_alive
 
     def cost_usd(self, now: float | None = None) -> float:
-        """Compute cost so far: nodes x price_hr x elapsed hours."""
-        end = self.ended_at if self.ended_at is not None else (now or time.time())
-        return self.nodes * self.price_hr * max(0.0, end - self.started_at) / 3600.0
+        """Compute spend so far: the sum over its billed segments (none: nothing billed yet)."""
+        at = now if now is not None else time.time()
+        return sum(s.cost_usd(at) for s in self.segments)
 
 
 @dataclass(frozen=True)
@@ -248,10 +275,29 @@ class Ledger:
     def set_run_state(self, run_id: str, state: str, *, ended: bool = False) -> None:
         with self._tx() as db:
             if ended:
+                now = time.time()
                 db.execute("UPDATE runs SET state=?, ended_at=COALESCE(ended_at, ?) "
-                           "WHERE run_id=?", (state, time.time(), run_id))
+                           "WHERE run_id=?", (state, now, run_id))
+                db.execute("UPDATE segments SET ended_at=? WHERE run_id=? AND ended_at IS NULL",
+                           (now, run_id))
             else:
                 db.execute("UPDATE runs SET state=? WHERE run_id=?", (state, run_id))
+
+    def open_segment(self, run_id: str, *, price_hr: float, nodes: int) -> None:
+        """Billing starts now at ``price_hr`` per node (ending the segment before, if any)."""
+        now = time.time()
+        with self._tx() as db:
+            db.execute("UPDATE segments SET ended_at=? WHERE run_id=? AND ended_at IS NULL",
+                       (now, run_id))
+            db.execute("INSERT INTO segments (run_id, price_hr, nodes, started_at) "
+                       "VALUES (?,?,?,?)", (run_id, price_hr, nodes, now))
+
+    def _run_row(self, row: sqlite3.Row) -> RunRow:
+        segments = tuple(Segment(price_hr=s["price_hr"], nodes=s["nodes"],
+                                 started_at=s["started_at"], ended_at=s["ended_at"])
+                         for s in self._rows("SELECT * FROM segments WHERE run_id=? ORDER BY id",
+                                             (row["run_id"],)))
+        return RunRow(**dict(row), segments=segments)
 
     def set_run_price(self, run_id: str, price_hr: float) -> None:
         with self._tx() as db:
@@ -275,10 +321,10 @@ class Ledger:
             raise InputError(f"run {run_id!r} is ambiguous: "
                              + ", ".join(r["run_id"] for r in rows[:5]),
                              hint="give more of the run id")
-        return RunRow(**dict(rows[0]))
+        return self._run_row(rows[0])
 
     def runs(self) -> list[RunRow]:
-        return [RunRow(**dict(r)) for r in self._rows("SELECT * FROM runs ORDER BY started_at")]
+        return [self._run_row(r) for r in self._rows("SELECT * FROM runs ORDER BY started_at")]
 
     # resources --------------------------------------------------------------------------------
     def intent(self, *, run_id: str, provider: str, token: str, kind: str, region: str = "",

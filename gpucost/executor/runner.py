@@ -184,6 +184,8 @@ class Runner:
             try:
                 nodes = self._provision_once(market)
                 self._billed_from = time.time() - self._started
+                self.ledger.open_segment(self.run_id, price_hr=self._price_hr,
+                                         nodes=self.plan.offer.nodes)
                 return nodes
             except CapacityError as err:
                 if market != "spot":
