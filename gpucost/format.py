@@ -9,15 +9,28 @@ from __future__ import annotations
 import math
 
 
+def amount(value: float) -> str:
+    """A sum of money without its unit: to the cent, or two significant digits below a cent
+    (a local run can cost a fraction of one), never in exponent form. NaN reads "-"."""
+    if math.isnan(value):
+        return "-"
+    if 0 < abs(value) < 0.005:
+        return f"{value:.{1 - math.floor(math.log10(abs(value)))}f}"
+    return f"{value:,.2f}"
+
+
+def usd_text(value: float) -> str:
+    """A sum of money in running text and reports: "1,234.56 USD"."""
+    return f"{amount(value)} USD"
+
+
 def usd(value: float, *, exact: bool = False) -> str:
-    """Dollars: whole dollars from $100 in tables; to the cent (or two significant digits
-    below a cent) when ``exact``. NaN reads "-"."""
+    """Dollars: whole dollars from $100 in tables; :func:`amount` with a $ when ``exact``.
+    NaN reads "-"."""
     if math.isnan(value):
         return "-"
     if exact:
-        if 0 < abs(value) < 0.005:  # two significant digits, never in exponent form
-            return f"${value:.{1 - math.floor(math.log10(abs(value)))}f}"
-        return f"${value:,.2f}"
+        return "-" + "$" + amount(-value) if value < 0 else "$" + amount(value)
     if abs(value) >= 100:
         return f"${value:,.0f}"
     return f"${value:,.2f}"

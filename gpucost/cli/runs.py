@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpucost.envelope import add_format_argument, print_document
+from gpucost.format import amount
 
 if TYPE_CHECKING:
     from gpucost.executor.control import Sweep
@@ -155,10 +156,6 @@ def _detached_ready() -> None:
     os.close(devnull)
 
 
-def _money(usd: float) -> str:
-    return f"{usd:.4f}" if usd < 1 else f"{usd:,.2f}"
-
-
 def _table(rows: list[list[str]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
@@ -189,7 +186,7 @@ def _ps(args: argparse.Namespace) -> int:
             for run in ledger.runs():
                 rows.append([run.run_id, run.provider, run.state,
                              "alive" if run.owner_alive else "gone",
-                             _age(now - run.started_at), _money(run.cost_usd(now))])
+                             _age(now - run.started_at), amount(run.cost_usd(now))])
             print(_table(rows) if len(rows) > 1 else "no runs in the ledger")
             return 0
         live = ledger.resources(live_only=True)
@@ -208,7 +205,7 @@ def _ps(args: argparse.Namespace) -> int:
         for res in live:
             run = ledger.run(res.run_id)
             rows.append([res.run_id, res.provider, res.kind, res.resource_id or "(unknown)",
-                         res.state, _age(now - res.created_at), _money(run.cost_usd(now)),
+                         res.state, _age(now - res.created_at), amount(run.cost_usd(now)),
                          "alive" if run.owner_alive else "gone: `gpucost cleanup`"])
         print(_table(rows))
     return 0
@@ -236,8 +233,8 @@ def _status(args: argparse.Namespace) -> int:
         + (f" / {epochs:g}" if epochs else ""),
         f"eta       {_age(status['eta_s']) if status.get('eta_s') is not None else '-'}",
         f"elapsed   {_age(status.get('elapsed_s') or 0.0)}",
-        f"cost      {_money(status.get('cost_usd') or run.cost_usd())} USD of "
-        f"{_money(run.budget_cap_usd)} cap",
+        f"cost      {amount(status.get('cost_usd') or run.cost_usd())} USD of "
+        f"{amount(run.budget_cap_usd)} cap",
     ]
     if status.get("throughput"):
         lines.append(f"speed     {status['throughput']:.1f} samples/s (planned "

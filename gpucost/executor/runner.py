@@ -32,7 +32,8 @@ from gpucost.executor.guard import EXIT_BUDGET, EXIT_TIMED_OUT, GUARD_EXIT_S
 from gpucost.executor.ledger import Ledger, RunRow
 from gpucost.executor.rundir import RunDir
 from gpucost.executor.runlock import LockBusy, RunLock
-from gpucost.executor.verify import VerifyResult, usd, verify_throughput
+from gpucost.executor.verify import VerifyResult, verify_throughput
+from gpucost.format import usd_text
 from gpucost.jobname import NAME_HINT, job_name_problem
 from gpucost.measurements import record_on_arrival
 from gpucost.planfile import Plan
@@ -138,8 +139,8 @@ class Runner:
             f"run {self.run_id}: {p.job.name} on {o.provider} {o.instance_type} x{o.nodes} "
             f"({o.gpu_count:g} x {o.gpu} per node, {o.market}, {o.price_hr:.4f} USD/h per node)",
             f"command: {' '.join(p.job.command)} (in {p.workdir(self.plan_path)})",
-            f"limits: timeout {s.timeout_hours:g} h, budget cap {usd(s.budget_cap_usd)} USD "
-            f"(estimate {usd(p.estimate.cost_usd)} USD over {p.estimate.hours:.3g} h)",
+            f"limits: timeout {s.timeout_hours:g} h, budget cap {usd_text(s.budget_cap_usd)} "
+            f"(estimate {usd_text(p.estimate.cost_usd)} over {p.estimate.hours:.3g} h)",
             f"verify on arrival: matmul on the device, then throughput within "
             f"{s.verify_margin_pct:g}% of {p.workload.throughput:g} samples/s, else "
             f"{s.verify_action}",
@@ -386,8 +387,8 @@ class Runner:
                           "limit; stopping the run")
                 return "timed-out"
             if cost >= safety.budget_cap_usd:
-                self._say(f"budget cap: {usd(cost)} USD spent reached the "
-                          f"{usd(safety.budget_cap_usd)} USD cap; stopping the run")
+                self._say(f"budget cap: {usd_text(cost)} spent reached the "
+                          f"{usd_text(safety.budget_cap_usd)} cap; stopping the run")
                 return "budget-exceeded"
             if self.run_dir.stop_request_path.exists():
                 self._say("stop requested (`gpucost stop`): stopping the run")

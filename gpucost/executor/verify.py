@@ -9,12 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpucost.format import usd_text
 from gpucost.planfile import Plan
-
-
-def usd(amount: float) -> str:
-    """Cents for real money, significant digits for the tiny sums of local test runs."""
-    return f"{amount:,.2f}" if amount >= 1 else f"{amount:.2g}"
 
 
 @dataclass(frozen=True)
@@ -30,7 +26,7 @@ class VerifyResult:
         word = "within" if self.within_margin else "outside"
         return (f"verify: measured {self.measured:.1f} samples/s vs planned {self.planned:.1f} "
                 f"({self.deviation_pct:+.0f}%, {word} the {margin_pct:g}% margin); re-estimated "
-                f"$/job {usd(self.reestimated_cost_usd)} USD over {self.reestimated_hours:.3g} h")
+                f"$/job {usd_text(self.reestimated_cost_usd)} over {self.reestimated_hours:.3g} h")
 
 
 def verify_throughput(plan: Plan, measured: float,

@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from gpucost.errors import GpuCostError, InputError, UnknownGpuError
+from gpucost.format import hours as fmt_hours
+from gpucost.format import usd_text as fmt_usd
 from gpucost.planfile import Plan
 from gpucost.preflight import arch, mainguard
 from gpucost.preflight.policy import Policy
-from gpucost.preflight.report import fmt_hours, fmt_usd
 
 if TYPE_CHECKING:
     from gpucost.catalog.spec import GpuSpec

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpucost._io import atomic_write_text
+from gpucost.format import hours as fmt_hours
+from gpucost.format import usd_text as fmt_usd
 
 if TYPE_CHECKING:
     from gpucost.planfile import Plan
@@ -128,18 +130,6 @@ def _plan_line(report: PreflightReport) -> str:
         line += (f"; baseline {fmt_usd(base['cost_usd'])}"
                  + ("" if pct is None else f" ({pct:+.1f} %)"))
     return line
-
-
-def fmt_usd(x: float) -> str:
-    """Dollars for people, to the cent (a local run may cost less than one)."""
-    return f"{x:,.2f} USD" if x >= 0.01 or x == 0 else "< 0.01 USD"
-
-
-def fmt_hours(x: float) -> str:
-    """Hours for people: h, min or s, whichever reads best."""
-    if x >= 1:
-        return f"{x:,.1f} h"
-    return f"{x * 60:.1f} min" if x >= 1 / 60 else f"{x * 3600:.0f} s"
 
 
 def render_json(report: PreflightReport) -> str:
