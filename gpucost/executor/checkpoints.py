@@ -18,13 +18,12 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from gpucost._io import atomic_write_json
+from gpucost._io import atomic_open, atomic_write_json
 from gpucost.errors import InputError, ProviderError
 from gpucost.jobname import NAME_HINT, job_name_problem
 
@@ -40,17 +39,15 @@ def manifest_name(epoch: int) -> str:
     return checkpoint_name(epoch) + ".json"
 
 
-def _copy_hashing(src: Path, out_fd: int) -> dict[str, Any]:
-    """Copy ``src`` into ``out_fd`` (fsynced) and return its manifest: size and SHA-256."""
+def _copy_hashing(src: Path, out: BinaryIO) -> dict[str, Any]:
+    """Copy ``src`` into ``out`` and return its manifest: size and SHA-256."""
     digest = hashlib.sha256()
     size = 0
-    with os.fdopen(out_fd, "wb") as out, open(src, "rb") as inp:
+    with open(src, "rb") as inp:
         while chunk := inp.read(1 << 20):
             digest.update(chunk)
             out.write(chunk)
             size += len(chunk)
-        out.flush()
-        os.fsync(out.fileno())
     return {"size": size, "sha256": digest.hexdigest()}
 
 
@@ -133,15 +130,11 @@ class CheckpointStore:
         """Copy one checkpoint to the target, its manifest first; returns where it went."""
         name = checkpoint_name(epoch)
         if self.local_dir is not None:
-            self.local_dir.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=self.local_dir)
-            try:
-                manifest = _copy_hashing(path, fd)
+            # the shared atomic writer: whole files only, with the user's normal permissions;
+            # the manifest lands before the checkpoint's rename
+            with atomic_open(self.local_dir / name) as out:
+                manifest = _copy_hashing(path, out)
                 atomic_write_json(self.local_dir / manifest_name(epoch), manifest)
-                os.replace(tmp, self.local_dir / name)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
             for old in self._local_epochs()[:-KEEP_LOCAL]:
                 (self.local_dir / checkpoint_name(old)).unlink(missing_ok=True)
                 (self.local_dir / manifest_name(old)).unlink(missing_ok=True)
