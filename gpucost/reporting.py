@@ -61,14 +61,16 @@ def _record(run_dir: Path, epoch: Any, metrics: Any, checkpoint: Any, throughput
         "checkpoint": None,
     }
     # The run-file model is the one rule for what a report may hold: drop what it refuses.
+    # Each turn drops one value (to None, which every field but time and metrics allows), so
+    # the loop ends.
     while (found := problem(Report, entry)) is not None:
         loc, expected = found
         where = ".".join(map(str, loc))
         _warn_once(where, f"{where} {expected}: dropped")
-        if loc[0] == "metrics" and len(loc) == 2:
+        if loc[0] == "metrics" and len(loc) > 1:
             del entry["metrics"][loc[1]]
         else:
-            entry[str(loc[0])] = None
+            entry[str(loc[0])] = {} if loc[0] == "metrics" else None
     if checkpoint is not None and entry["epoch"] is not None:
         try:
             entry["checkpoint"] = _ship(Path(checkpoint), entry["epoch"])

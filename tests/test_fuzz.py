@@ -24,6 +24,7 @@ import tomli_w
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import gpucost
 from gpucost.cli import build_parser, main
 from gpucost.errors import GpuCostError
 from gpucost.executor.ledger import Ledger
@@ -364,3 +365,17 @@ def test_every_command_is_fuzzed_but_those_that_leave_the_machine() -> None:
     assert {("compare",), ("plan",), ("preflight",), ("prices", "show"), ("status",),
             ("launch",)} <= words
     assert not words & _NOT_RUN
+
+
+@FUZZ
+@given(epoch=_VALUES, metrics=_VALUES | st.dictionaries(st.text(max_size=5), _VALUES),
+       throughput=_VALUES)
+def test_report_takes_anything(sandbox: Path, monkeypatch: pytest.MonkeyPatch, epoch: Any,
+                               metrics: Any, throughput: Any) -> None:
+    rd = RunDir(sandbox / "run")
+    if not rd.path.exists():
+        rd.create()
+    monkeypatch.setenv("GPUCOST_RUN_DIR", str(rd.path))
+    gpucost.report(epoch=epoch, metrics=metrics, throughput=throughput)
+    assert rd.metrics()  # recorded, and every line passes the run-file model
+    assert rd.read_progress() == rd.metrics()[-1]
