@@ -284,8 +284,14 @@ def test_workers_ignoring_sigterm_are_gone_within_the_grace_and_only_then_is_the
 
 
 @pytest.mark.slow
-def test_the_timeout_ends_the_job_after_the_launcher_is_sigkilled(tmp_path: Path) -> None:
-    plan = write_plan(tmp_path, epochs=5000, timeout_h=30.0 / 3600, est_hours=1.0 / 3600)
+@pytest.mark.parametrize(("limits", "note"), [
+    ({"timeout_h": 30.0 / 3600, "est_hours": 1.0 / 3600}, "the hard timeout is reached"),
+    # 3600 USD/h is 1 USD/s: the 30 USD cap is reached about 30 s after the create.
+    ({"price_hr": 3600.0, "budget": 30.0, "est_cost": 1.0}, "the budget cap is reached"),
+], ids=["timeout", "budget"])
+def test_the_limits_end_the_job_after_the_launcher_is_sigkilled(
+        tmp_path: Path, limits: dict[str, float], note: str) -> None:
+    plan = write_plan(tmp_path, epochs=5000, **limits)
     launcher = spawn_launcher(plan, "headless")
     token = "gpucost-headless"
     try:
@@ -294,10 +300,8 @@ def test_the_timeout_ends_the_job_after_the_launcher_is_sigkilled(tmp_path: Path
         launcher.kill()
         launcher.wait()
         assert pids_with_token(token), "the job outlives its launcher until its limit"
-        status = rd.read_status() or {}
-        deadline_in = status["timeout_s"] - status["elapsed_s"]
-        wait_for(lambda: not pids_with_token(token), deadline_in + 30, "the timeout to end it")
-        assert "the hard timeout is reached: ending the job" in rd.log_path.read_text()
+        wait_for(lambda: not pids_with_token(token), 30 + 30, "the limit to end it")
+        assert f"{note}: ending the job" in rd.log_path.read_text()
         assert max(epochs_in(rd.path)) < 5000
     finally:
         kill_quietly(pids_with_token(token))
@@ -344,6 +348,7 @@ def test_a_second_launch_of_a_live_run_refuses_and_a_relaunch_over_an_orphan_end
         assert main(["launch", str(done), "--run-id", "relaunch"]) == 0
         captured = capsys.readouterr()
         assert "ending orphan first: an orphaned run of job 'tiny'" in captured.err
+        assert "ending orphan first" in RunDir.for_run("relaunch").launcher_log_path.read_text()
         assert pids_with_token("gpucost-orphan") == []
         with Ledger() as ledger:
             assert {r.run_id: r.state for r in ledger.runs()} == {

@@ -119,6 +119,7 @@ class Runner:
         self._verification: VerifyResult | None = None
         self._started = 0.0
         self._lock = RunLock(())
+        self._early_notes: list[str] = []
         self._price_hr = plan.offer.price_hr  # USD/h per node; on-demand after a spot fallback
         # Billing begins when a create is accepted: waiting for spot capacity costs nothing.
         self._billed_from: float | None = None  # seconds into the run
@@ -260,6 +261,8 @@ class Runner:
                        on_started: Callable[[], None] | None) -> LaunchResult:
         plan = self.plan
         self.run_dir.create()
+        for message in self._early_notes:  # said before the run folder existed
+            self.run_dir.note(message)
         ledger.create_run(run_id=self.run_id, name=plan.job.name,
                           plan_path=str(self.plan_path), provider=self.provider.name,
                           run_dir=str(self.run_dir.path), price_hr=plan.offer.price_hr,
@@ -421,8 +424,8 @@ class Runner:
             lock.acquire(self.run_id)
         except LockBusy as busy:
             holder = self._orphan_holding(ledger, busy)
-            self.echo(f"ending {holder.run_id} first: an orphaned run of job {name!r} "
-                      "(its launcher is gone, its job was not)")
+            self._early_note(f"ending {holder.run_id} first: an orphaned run of job {name!r} "
+                             "(its launcher is gone, its job was not)")
             end_run(ledger, holder)
             deadline = time.monotonic() + GUARD_EXIT_S + 10.0
             while True:
@@ -437,12 +440,19 @@ class Runner:
         self._lock = lock
         for run in ledger.runs():
             if run.name == name and run.ended_at is None and not run.supervised:
-                self.echo(f"ending {run.run_id} first: an orphaned run of job {name!r}")
+                self._early_note(f"ending {run.run_id} first: an orphaned run of job {name!r}")
                 try:
                     end_run(ledger, run)
                 except BaseException:
                     lock.release()
                     raise
+
+    def _early_note(self, message: str) -> None:
+        """Say it now, and keep it for the run's launcher.log (a detached launcher's stderr is
+        gone by the time anyone looks)."""
+        self.messages.append(message)
+        self.echo(message)
+        self._early_notes.append(message)
 
     def _orphan_holding(self, ledger: Ledger, busy: LockBusy) -> RunRow:
         """The run holding a lock, when it is an orphan; raises when it is live (or starting)."""
