@@ -39,7 +39,7 @@ pytestmark = pytest.mark.fuzz
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO_ROOT / "examples"
-EXAMPLES_PER_TEST = int(os.environ.get("GPUCOST_FUZZ_EXAMPLES", "40"))
+EXAMPLES_PER_TEST = int(os.environ.get("GPUCOST_FUZZ_EXAMPLES", "100"))
 
 FUZZ = settings(
     max_examples=EXAMPLES_PER_TEST,
