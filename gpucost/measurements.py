@@ -24,7 +24,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import hashlib
-import json
 import math
 import os
 import sys
@@ -105,7 +104,7 @@ def _check(raw: Any, where: str) -> Measurement:
 
 def read_all(path: Path | None = None) -> tuple[Measurement, ...]:
     """Every stored measurement, oldest first; none when the store does not exist."""
-    from gpucost._io import read_text
+    from gpucost._io import parse_json, read_text
 
     path = path or store_path()
     if not path.exists():
@@ -113,11 +112,10 @@ def read_all(path: Path | None = None) -> tuple[Measurement, ...]:
     text = read_text(path, what="measurement store", error=MeasurementStoreError,
                      max_bytes=MAX_BYTES)
     hint = _REPAIR
-    try:
-        doc = json.loads(text)
-    except ValueError as err:
-        raise MeasurementStoreError(f"measurement store {path} is not JSON ({err})",
-                                    hint=hint) from None
+    try:  # the guarded parse: also deep nesting, NaN and text that is not Unicode
+        doc = parse_json(text, origin=f"measurement store {path}", error=MeasurementStoreError)
+    except MeasurementStoreError as err:
+        raise MeasurementStoreError(err.message, hint=hint) from None
     if not (isinstance(doc, dict) and doc.get("format") == FORMAT
             and doc.get("version") == VERSION and isinstance(doc.get("measurements"), list)):
         raise MeasurementStoreError(f"measurement store {path} is not a {FORMAT} v{VERSION} file",

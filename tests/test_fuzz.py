@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gpucost
+from gpucost import measurements
 from gpucost.cli import build_parser, main
 from gpucost.errors import GpuCostError
 from gpucost.executor.ledger import Ledger
@@ -277,6 +278,24 @@ def test_price_snapshots(sandbox: Path, capsys: pytest.CaptureFixture[str], data
     _reads_or_refuses(lambda: read_snapshot(folder / "2026-11-30.json"))
     _cli(capsys, ["compare", "--prices", str(folder / "2026-11-30.json"), "-n", "3"])
     _cli(capsys, ["prices", "show", "--prices", str(sandbox / "prices")])
+
+
+MEASUREMENTS = {"format": "gpucost-measurements", "version": 1, "measurements": [
+    {"id": "0123abcd", "workload": "resnet50-v100-amp", "gpu": "A100 SXM4 80GB",
+     "precision": "amp", "batch_size": 256, "device_count": 1, "throughput": 2500.0,
+     "source": "profile", "recorded_at": "2026-11-30T20:00:00Z", "sample_unit": "images"}]}
+
+
+@FUZZ
+@given(data=_documents(MEASUREMENTS, _json))
+def test_measurement_store(sandbox: Path, capsys: pytest.CaptureFixture[str],
+                           data: bytes) -> None:
+    store = measurements.store_path()
+    store.parent.mkdir(parents=True, exist_ok=True)
+    store.write_bytes(data)
+    _reads_or_refuses(measurements.read_all)
+    _cli(capsys, ["calibrate", "list"])
+    _cli(capsys, ["predict", "-p", "resnet50-v100-amp", "--gpu", "H100", "-k", "8"])
 
 
 # ---- random arguments to every command ---------------------------------------------------------

@@ -431,3 +431,12 @@ def test_a_status_without_a_state_is_shown(
     _run_with_status(_isolated_home, b'{"epoch": 1}')
     assert main(["status", "tiny-1"]) == 0
     assert "epoch     1" in capsys.readouterr().out
+
+
+def test_a_deeply_nested_measurement_store_is_one_line(
+    _isolated_home: Path, capsys: pytest.CaptureFixture[str],
+) -> None:  # found while adding the store to the fuzz suite: a RecursionError
+    (_isolated_home / "measurements.json").write_text(
+        '{"format": "gpucost-measurements", "version": 1, "measurements": '
+        + "[" * 100_000 + "]" * 100_000 + "}")
+    _one_line_error(capsys, ["calibrate", "list"], "measurements.json is nested deeper than 32")
