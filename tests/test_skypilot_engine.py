@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import importlib.util
 import inspect
 import itertools
 import os
@@ -27,10 +28,12 @@ import pytest
 
 pytestmark = pytest.mark.skypilot
 
+if importlib.util.find_spec("sky") is None:
+    pytest.skip("SkyPilot is not installed (gpucost[skypilot])", allow_module_level=True)
 # SkyPilot reads its catalogs and state under this folder; it is fixed when sky is imported.
 _RUNTIME = Path(tempfile.mkdtemp(prefix="gpucost-sky-"))
 os.environ["SKY_RUNTIME_DIR"] = str(_RUNTIME)
-sky = pytest.importorskip("sky", reason="SkyPilot is not installed (gpucost[skypilot])")
+import sky  # noqa: E402
 
 from gpucost.cli import main  # noqa: E402
 from gpucost.executor.base import ProvisionRequest  # noqa: E402
