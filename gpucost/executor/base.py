@@ -101,6 +101,10 @@ class Provider(abc.ABC):
         """Told once which run it serves, before anything else (an engine that submits the
         whole job, such as SkyPilot, builds it here)."""
 
+    def check_ready(self) -> None:  # noqa: B027 (optional hook)
+        """Raise InputError when the engine cannot run here (its SDK is not installed), before
+        the launch writes anything."""
+
     def dry_run_lines(self) -> list[str]:
         """What the engine would submit, for ``launch --dry-run``; nothing by default."""
         return []

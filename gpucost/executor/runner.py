@@ -250,6 +250,7 @@ class Runner:
         if self.provider.runs_locally and not workdir.is_dir():
             raise InputError(f"the job's workdir {workdir} does not exist",
                              hint="fix [job] workdir (relative to the plan file)")
+        self.provider.check_ready()  # before the ledger or run folder is written
         ledger = self.ledger  # an unreadable ledger stops the launch before anything exists
         self._take_lock(ledger)
         try:

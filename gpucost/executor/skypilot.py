@@ -204,6 +204,9 @@ class SkyPilotProvider(Provider):
         self._log_path = log_path
         self._token = f"gpucost-{run_id}"
 
+    def check_ready(self) -> None:
+        self.sdk  # noqa: B018 (imports SkyPilot, or says how to install it)
+
     def dry_run_lines(self) -> list[str]:
         how = ("a managed job (`sky jobs launch`), recovered after preemptions" if self.managed
                else f"cluster {self._token} (`sky launch`)")
