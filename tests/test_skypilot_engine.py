@@ -144,6 +144,8 @@ def test_every_task_loads_through_skypilot_and_its_catalog(tmp_path: Path,
     assert res.instance_type == o.instance_type
     assert res.accelerators == {skypilot_gpu(o.gpu): round(o.gpu_count)}
     assert res.use_spot == (o.market == "spot") and res.region == o.region
+    if plan.marketplace is not None:  # RunPod: any datacentre of the region, as its search says
+        assert o.zone and res.zone is None
     assert res.disk_size == plan.disk.size_gb
     # The catalog answered: SkyPilot prices the instance (spot or not) as the plan did.
     assert res.get_cost(3600) == pytest.approx(o.price_hr, rel=0.02)

@@ -109,7 +109,10 @@ def task_config(plan: Plan, plan_path: str | Path | None = None, *,
     o, ck = plan.offer, plan.checkpoint
     cloud = cloud_of(plan)
     gpus = max(1, round(o.gpu_count))
-    resources: dict[str, Any] = {**_infra(cloud, o.region, o.zone),
+    # A marketplace plan asks for a machine like the planned one in its region, not that one
+    # datacentre (its [marketplace] search says what is alike).
+    zone = "" if plan.marketplace is not None else o.zone
+    resources: dict[str, Any] = {**_infra(cloud, o.region, zone),
                                  "accelerators": f"{skypilot_gpu(o.gpu)}:{gpus}",
                                  "use_spot": spot}
     if o.instance_type:
