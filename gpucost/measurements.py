@@ -358,6 +358,7 @@ def predict(
     overlap_gamma: float | None = None,
     batch_size: int | None = None,
     inter_node_transport: str | None = None,
+    fit_batch: str = "accumulate",
 ) -> Prediction:
     """``gpucost.predict``: :func:`gpucost.model.perf.predict` (same arguments), started from
     the workload's own stored measurements where there are any (:func:`source_for`); a mixed
@@ -369,4 +370,5 @@ def predict(
     return model_predict(profile, gpu, gpus_per_node, nodes, intra_node_gbps, inter_node_gbps,
                          intra_node_link=intra_node_link, grad_accum_steps=grad_accum_steps,
                          member_gpus=member_gpus, overlap_gamma=overlap_gamma,
-                         batch_size=batch_size, inter_node_transport=inter_node_transport)
+                         batch_size=batch_size, inter_node_transport=inter_node_transport,
+                         fit_batch=fit_batch)

@@ -94,6 +94,10 @@ class Profile:
     measured_at: str | None = None  # ISO 8601
     steps_measured: int | None = None
     partial: bool = False  # True when the run ended before the planned steps
+    # The op-class mix (gpucost.model.signature): a built-in architecture name ("vit",
+    # "seq2seq-rnn"...) or an explicit mix of flops shares per class; None: matched by name.
+    workload: str | Mapping[str, float] | None = None
+    launches_per_step: float | None = None  # kernels one step launches (counted by the profiler)
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -133,10 +137,28 @@ class Profile:
         source: str = "user-supplied measurement",
         sample_unit: str = "samples",
         peak_memory_gb: float | None = None,
+        workload: str | Mapping[str, float] | None = None,
     ) -> Profile:
         """A profile from a published or hand-measured throughput (samples/s over all devices).
 
         ``batch_size`` is per device. The GPU name is resolved against the catalog.
+
+        ``precision`` is what the framework ran, as PyTorch runs it: ``"fp32"`` is PyTorch's
+        default float32 (matmuls and linear layers on CUDA cores at the plain FP32 rate, cuDNN
+        convolutions on TF32 tensor cores where the GPU has them); ``"tf32"`` is TF32 for
+        both (``torch.backends.cuda.matmul.allow_tf32 = True`` or
+        ``torch.set_float32_matmul_precision("high")``; NVIDIA's NGC containers set it);
+        ``"amp"``/``"fp16"``/``"bf16"`` run matmuls and convolutions on the half-precision
+        tensor cores.
+
+        ``workload`` says what the step is made of, so each part is translated by what bounds
+        it on another GPU: a built-in architecture (``"cnn-classifier"``, ``"vit"``,
+        ``"encoder-only"``, ``"decoder-only"``, ``"encoder-decoder"``, ``"seq2seq-rnn"``,
+        ``"conv-tts"``, ``"flow-audio"``, ``"detection"``, ``"unet"``, ``"mlp-recommender"``)
+        or an explicit mix of flops shares per op class (``{"gemm": 0.6, "attention": 0.1,
+        "recurrent": 0.3}``, optionally with ``bytes_per_flop`` and ``launches_per_step``).
+        Without it the profile's ``name`` is matched against the built-ins ("resnet50",
+        "my-gpt2-run").
         """
         from gpucost.catalog import resolve_gpu_name
 
@@ -163,6 +185,7 @@ class Profile:
             device_count=device_count,
             flops_per_sample=flops_per_sample,
             peak_memory_gb=peak_memory_gb,
+            workload=workload,
         )
 
     def with_changes(self, **changes: Any) -> Profile:
@@ -174,6 +197,8 @@ class Profile:
         body["operators"] = [asdict(op) for op in self.operators]
         body["environment"] = dict(self.environment)
         body["nvml"] = dict(self.nvml)
+        if isinstance(self.workload, Mapping):
+            body["workload"] = dict(self.workload)
         body["throughput"] = self.throughput
         return {"schema": SCHEMA_ID, "schema_version": SCHEMA_VERSION, **body}
 
@@ -287,6 +312,12 @@ def _validate(p: Profile) -> None:
         raise ProfileError(f"device_count must be a positive integer, got {p.device_count!r}")
     _positive("step_time_s", p.step_time_s)
     _positive("param_count", p.param_count)
+    if p.workload is not None:
+        from gpucost.model.signature import from_spec
+
+        from_spec(p.workload)  # raises ProfileError naming the built-ins
+    if p.launches_per_step is not None:
+        _positive("launches_per_step", p.launches_per_step)
     for name in (
         "step_time_p10_s",
         "step_time_p90_s",

@@ -14,6 +14,11 @@ eff_bw per class plus a shrunk per-GPU correction, kappa (bytes per flop) and
 eta (host seconds per flop: launch and framework time that no GPU speeds up) per model family
 and precision class, and mu, nu the same family's per-step bytes and host time (optimizer and
 weight traffic, kernel launches: paid once per step, so small batches run slower per sample).
+Each family's kappa, mu and nu are its signature's counted bytes, step bytes and kernel
+launches (gpucost/model/signatures.json, FIT_SIGNATURE) times global scales, with a per-family
+deviation shrunk by SIGMA_FAMILY: the scales are what a workload the fit never saw uses.
+The table's fp32 rows ran in NVIDIA's NGC containers with TF32 on for matmuls and
+convolutions, so they are fitted as "tf32" (on GPUs without TF32 units that is plain FP32).
 Least squares on log time with the residuals scaled by SIGMA_DATA against the priors,
 scipy.optimize.least_squares (trust-region reflective, the
 Jacobian's sparsity given). (A robust loss here did worse in leave-one-GPU-out: 11.9 %
@@ -72,6 +77,7 @@ from gpucost.model.translate import (  # noqa: E402
     cuda_core_peak,
     device_class,
     generation,
+    math_unit,
     peak_tflops,
 )
 
@@ -92,6 +98,16 @@ FAMILY_MATCH = {
     "ssd": ["ssd"],
     "resnet50": ["resnet"],
 }
+# The built-in signature (gpucost/model/signatures.json) each calibration workload is an
+# instance of, and its kernel launches relative to the signature's model (BERT-large has 24
+# layers to the signature's BERT-base 12).
+FIT_SIGNATURE = {"resnet50": ("cnn-classifier", 1.0), "ssd": ("detection", 1.0),
+                 "bert_base_squad": ("encoder-only", 1.0),
+                 "bert_large_squad": ("encoder-only", 2.0)}
+# Prior spread (log units) of a fitted workload's bytes and host terms around what its signature
+# predicts at the global scales: a workload never fitted (leave-one-workload-out, a user's new
+# model) gets the signature's prediction itself.
+SIGMA_FAMILY = 0.5
 SIGMA_GPU = 0.15  # prior spread of a GPU's efficiency around its class (log units)
 SIGMA_GPU_BW = 0.10
 SIGMA_WORK = 1.0
@@ -171,7 +187,11 @@ def load_lambda(path: Path, resolve: Callable[[str], GpuSpec]) -> tuple[list[Obs
                 continue
             if row["num_gpus"] != "1":
                 continue
-            key = (row["bench_version"], row["model_key"], row["precision"], name)
+            # Lambda's runs use NVIDIA's NGC PyTorch containers, which set
+            # TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 (matmuls on TF32; the v0 containers' PyTorch
+            # < 1.12 did by default) on top of cuDNN's TF32 default: their fp32 is "tf32".
+            precision = "tf32" if row["precision"] == "fp32" else row["precision"]
+            key = (row["bench_version"], row["model_key"], precision, name)
             groups[key].append((float(row["throughput"]), float(row["batch_size"])))
     obs = [Obs(v, m, p, g, statistics.median(t for t, _ in vals),
                round(statistics.median(b for _, b in vals)))
@@ -199,23 +219,47 @@ class SingleFit:
     default_step_bytes_per_flop: dict[str, float]
     step_host_s_per_flop: dict[str, dict[str, float]]
     default_step_host_s_per_flop: dict[str, float]
+    # Per terms class: what multiplies a signature's counted bytes and step bytes, and a GPU
+    # host's seconds per kernel launch (for workloads the fit has not seen).
+    signature_scale: dict[str, dict[str, float]]
+    # GEMM-like classes' efficiency over convolutions' on tensor cores, per generation
+    gemm_over_conv: dict[str, float]
+    gemm_over_conv_default: float
     residual_rms_log: float
     residuals_pct: dict[str, float]
 
 
 def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
+    from gpucost.model.signature import builtin
+
+    def unit(o: Obs) -> str:  # the unit a row's flops ran on (all classes alike here)
+        return math_unit(spec(o.gpu), o.precision)
+
+    sigs = builtin()
     works = sorted({(o.version, o.model, o.precision) for o in obs})
-    classes = sorted({(device_class(spec(o.gpu)), PRECISION_CLASS[o.precision]) for o in obs})
-    gpus_p = sorted({(o.gpu, PRECISION_CLASS[o.precision]) for o in obs})
+    classes = sorted({(device_class(spec(o.gpu)), unit(o)) for o in obs})
+    gpus_p = sorted({(o.gpu, unit(o)) for o in obs})
     mclasses = sorted({device_class(spec(o.gpu)) for o in obs})
     gpus = sorted({o.gpu for o in obs})
     fams = sorted({(o.model, PRECISION_CLASS[o.precision]) for o in obs})
-    gens = sorted({(generation(spec(o.gpu)), PRECISION_CLASS[o.precision]) for o in obs})
+    tclasses = sorted({PRECISION_CLASS[o.precision] for o in obs})
+    gens = sorted({(generation(spec(o.gpu)), unit(o)) for o in obs})
+    tc_gens = sorted({generation(spec(o.gpu)) for o in obs
+                      if not cuda_core_peak(spec(o.gpu), unit(o))})
     idx: dict[tuple[str, Any], int] = {}
     for tag, keys in (("p", gens), ("w", works), ("c", classes), ("g", gpus_p), ("m", mclasses),
-                      ("b", gpus), ("k", fams), ("h", fams), ("u", fams), ("v", fams)):
+                      ("b", gpus), ("k", fams), ("h", fams), ("u", fams), ("v", fams),
+                      ("K", tclasses), ("H", tclasses), ("U", tclasses), ("V", tclasses),
+                      ("R", ["all"]), ("r", tc_gens)):
         for key in keys:
             idx[(tag, key)] = len(idx)
+
+    def sig_log_terms(model_key: str) -> tuple[float, float, float]:
+        """log (bytes per flop, step bytes per flop, launches per flop of one sample)."""
+        name, launch_scale = FIT_SIGNATURE[model_key]
+        sig = sigs[name]
+        return (math.log(sig.bytes_per_flop), math.log(sig.step_bytes_per_flop),
+                math.log(sig.launches_per_step * launch_scale / FLOPS_PER_SAMPLE_PRIOR[model_key]))
     n = len(idx)
     x0 = np.zeros(n)
     for w in works:
@@ -226,25 +270,57 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
         x0[idx[("m", m)]] = math.log(0.8)
     for gp in gens:
         x0[idx[("p", gp)]] = math.log(3e12)  # flops per joule
-    for f in fams:
-        x0[idx[("k", f)]] = math.log(0.02)
-        x0[idx[("h", f)]] = math.log(3e-15)
-        x0[idx[("u", f)]] = math.log(0.02)
-        x0[idx[("v", f)]] = math.log(3e-15)
+    # Family terms are deviations (shrunk by SIGMA_FAMILY) from the signature's prediction at
+    # global scales: bytes x K, step bytes x U, host seconds per launch V, host per flop H.
+    for t in tclasses:
+        x0[idx[("K", t)]] = math.log(0.5)
+        x0[idx[("U", t)]] = math.log(0.5)
+        x0[idx[("V", t)]] = math.log(LAUNCH_FLOOR_S)  # prior: a few us per launch (below)
+        x0[idx[("H", t)]] = math.log(3e-15)
     rows = []
     for o in obs:
         s = spec(o.gpu)
-        pc = PRECISION_CLASS[o.precision]
+        pc = unit(o)
+        tc = PRECISION_CLASS[o.precision]
+        lk, lu, lv = sig_log_terms(o.model)
+        # Share of the flops in GEMM-like classes, on tensor cores only (GEMM over conv
+        # efficiency is a tensor-core effect; CUDA cores run both alike).
+        tensor_cores = not cuda_core_peak(s, pc)
+        gemm_share = sum(sigs[FIT_SIGNATURE[o.model][0]].share(c)
+                         for c in GEMM_LIKE) if tensor_cores else 0.0
         rows.append((idx[("w", (o.version, o.model, o.precision))],
                      idx[("c", (device_class(s), pc))], idx[("g", (o.gpu, pc))],
-                     idx[("m", device_class(s))], idx[("b", o.gpu)], idx[("k", (o.model, pc))],
-                     idx[("h", (o.model, pc))], idx[("u", (o.model, pc))],
-                     idx[("v", (o.model, pc))], idx[("p", (generation(s), pc))],
-                     peak_tflops(s, o.precision) * 1e12, s.mem_bw_gbs * 1e9, s.tdp_w,
-                     o.batch_size, math.log(1.0 / o.throughput)))
+                     idx[("m", device_class(s))], idx[("b", o.gpu)], idx[("k", (o.model, tc))],
+                     idx[("h", (o.model, tc))], idx[("u", (o.model, tc))],
+                     idx[("v", (o.model, tc))], idx[("p", (generation(s), pc))],
+                     idx[("K", tc)], idx[("H", tc)], idx[("U", tc)], idx[("V", tc)],
+                     peak_tflops(s, pc) * 1e12, s.mem_bw_gbs * 1e9, s.tdp_w,
+                     o.batch_size, math.log(1.0 / o.throughput), lk, lu, lv, gemm_share,
+                     idx[("r", generation(s))] if tensor_cores else idx[("R", "all")]))
     arr = np.array(rows)
-    iw, ic, ig, im, ib, ik, ih, iu, iv, ip = (arr[:, j].astype(int) for j in range(10))
-    peak, bw, tdp, batch, y = (arr[:, j] for j in range(10, 15))
+    iw, ic, ig, im, ib, ik, ih, iu, iv, ip, iK, iH, iU, iV = (arr[:, j].astype(int)
+                                                              for j in range(14))
+    peak, bw, tdp, batch, y, sk, su, sv, gshare = (arr[:, j] for j in range(14, 23))
+    igen = arr[:, 23].astype(int)  # this row's generation deviation (unused off tensor cores)
+    ir = idx[("R", "all")]
+    # Measured best matmul rates (catalog mamf_bf16_tflops) anchor the GEMM class on the GPUs
+    # that have one: predicted GEMM rate = peak x eff x rho, power-capped, against the
+    # measurement (the table's workloads alone cannot tell GEMMs from convolutions when the
+    # transformer family is held out).
+    from gpucost.catalog import get_entry
+
+    anchors = []
+    for g in gpus:
+        mamf = get_entry(g).mamf_bf16_tflops
+        key = (device_class(spec(g)), "fp16")
+        if mamf and ("c", key) in idx and ("g", (g, "fp16")) in idx:
+            sg = spec(g)
+            anchors.append((idx[("c", key)], idx[("g", (g, "fp16"))],
+                            idx[("p", (generation(sg), "fp16"))], idx[("r", generation(sg))],
+                            peak_tflops(sg, "bf16") * 1e12, sg.tdp_w, math.log(mamf * 1e12)))
+    anc = np.array(anchors).reshape(-1, 7)
+    ac, ag, ap, agen = (anc[:, j].astype(int) for j in range(4))
+    apeak, atdp, ay = anc[:, 4], anc[:, 5], anc[:, 6]
     prior_mu = x0.copy()
     prior_sd = np.full(n, 10.0)
     for w in works:
@@ -255,18 +331,32 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
         prior_sd[idx[("b", b)]] = SIGMA_GPU_BW
     for m in mclasses:
         prior_sd[idx[("m", m)]] = 0.5
+    for f in fams:
+        for tag in "khuv":
+            prior_sd[idx[(tag, f)]] = SIGMA_FAMILY
+    for t in tclasses:  # the benchmarks' large batches say little about per-launch host time
+        prior_sd[idx[("V", t)]] = 1.0
+    for gen in tc_gens:
+        prior_sd[idx[("r", gen)]] = SIGMA_GEMM_GENERATION
 
     def model(x: Vector) -> Vector:
         eff = np.exp(x[ic] + x[ig])
         eff_bw = np.exp(x[im] + x[ib])
-        kappa = np.exp(x[ik]) + np.exp(x[iu]) / batch
-        device = 1.0 / (peak * eff) + 1.0 / (tdp * np.exp(x[ip])) + kappa / (bw * eff_bw)
-        host = np.exp(x[ih]) + np.exp(x[iv]) / batch
+        kappa = np.exp(x[iK] + x[ik] + sk) + np.exp(x[iU] + x[iu] + su) / batch
+        rho = np.exp(x[ir] + np.where(gshare > 0.0, x[igen], 0.0))
+        compute = (1.0 - gshare + gshare / rho) / (peak * eff)
+        device = compute + 1.0 / (tdp * np.exp(x[ip])) + kappa / (bw * eff_bw)
+        host = np.exp(x[iH] + x[ih]) + np.exp(x[iV] + x[iv] + sv) / batch
         return np.asarray(x[iw] + np.log(device + host), dtype=float)
 
+    def anchor_resid(x: Vector) -> Vector:
+        rate = 1.0 / (1.0 / (apeak * np.exp(x[ac] + x[ag] + x[ir] + x[agen]))
+                      + 1.0 / (atdp * np.exp(x[ap])))
+        return np.asarray((np.log(rate) - ay) / SIGMA_ANCHOR, dtype=float)
+
     def resid(x: Vector) -> Vector:
-        return np.asarray(np.concatenate([(model(x) - y) / SIGMA_DATA, (x - prior_mu) / prior_sd]),
-                          dtype=float)
+        return np.asarray(np.concatenate([(model(x) - y) / SIGMA_DATA, anchor_resid(x),
+                                          (x - prior_mu) / prior_sd]), dtype=float)
 
     lo = np.full(n, -np.inf)
     hi = np.full(n, np.inf)
@@ -274,13 +364,16 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
         lo[idx[("c", c)]], hi[idx[("c", c)]] = math.log(0.02), math.log(1.5)
     for m in mclasses:
         lo[idx[("m", m)]], hi[idx[("m", m)]] = math.log(0.3), math.log(1.0)
-    for f in fams:  # per-step terms may vanish
-        lo[idx[("u", f)]] = math.log(1e-6)
-        lo[idx[("v", f)]] = math.log(1e-20)
-    sparsity = np.zeros((len(obs) + n, n), dtype=bool)
-    for col in (iw, ic, ig, im, ib, ik, ih, iu, iv, ip):
+    na = len(anc)
+    sparsity = np.zeros((len(obs) + na + n, n), dtype=bool)
+    for col in (iw, ic, ig, im, ib, ik, ih, iu, iv, ip, iK, iH, iU, iV):
         sparsity[np.arange(len(obs)), col] = True
-    sparsity[len(obs) + np.arange(n), np.arange(n)] = True
+    sparsity[:len(obs), ir] = True
+    sparsity[np.arange(len(obs)), igen] = True
+    for col in (ac, ag, ap, agen):
+        sparsity[len(obs) + np.arange(na), col] = True
+    sparsity[len(obs):len(obs) + na, ir] = True
+    sparsity[len(obs) + na + np.arange(n), np.arange(n)] = True
     x = least_squares(resid, x0, bounds=(lo, hi), sparsity=sparsity)
     res = model(x) - y
     by_version: dict[str, list[float]] = defaultdict(list)
@@ -296,10 +389,15 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
     cuda_core = [math.exp(x[idx[("c", (device_class(spec(g)), p))]]) for g, p in gpus_p
                  if cuda_core_peak(spec(g), p)]
     mcls = {m: math.exp(x[idx[("m", m)]]) for m in mclasses}
-    kap = _by_family(fams, lambda f: math.exp(x[idx[("k", f)]]))
-    host = _by_family(fams, lambda f: math.exp(x[idx[("h", f)]]))
-    step_bytes = _by_family(fams, lambda f: math.exp(x[idx[("u", f)]]))
-    step_host = _by_family(fams, lambda f: math.exp(x[idx[("v", f)]]))
+    kap = _by_family(fams, lambda f: math.exp(x[idx[("K", f[1])]] + x[idx[("k", f)]]
+                                              + sig_log_terms(f[0])[0]))
+    host = _by_family(fams, lambda f: math.exp(x[idx[("H", f[1])]] + x[idx[("h", f)]]))
+    step_bytes = _by_family(fams, lambda f: math.exp(x[idx[("U", f[1])]] + x[idx[("u", f)]]
+                                                     + sig_log_terms(f[0])[1]))
+    step_host = _by_family(fams, lambda f: math.exp(x[idx[("V", f[1])]] + x[idx[("v", f)]]
+                                                    + sig_log_terms(f[0])[2]))
+    scale = {t: {"bytes": math.exp(x[idx[("K", t)]]), "step_bytes": math.exp(x[idx[("U", t)]]),
+                 "host_s_per_launch": math.exp(x[idx[("V", t)]])} for t in tclasses}
     return SingleFit(
         compute_gpu={f"{g}|{p}": math.exp(x[idx[("c", (device_class(spec(g)), p))]]
                                           + x[idx[("g", (g, p))]]) for g, p in gpus_p},
@@ -319,6 +417,9 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
         default_step_bytes_per_flop=_family_median(step_bytes),
         step_host_s_per_flop=step_host,
         default_step_host_s_per_flop=_family_median(step_host),
+        signature_scale=scale,
+        gemm_over_conv={gen: math.exp(x[ir] + x[idx[("r", gen)]]) for gen in tc_gens},
+        gemm_over_conv_default=math.exp(x[ir]),
         residual_rms_log=float(np.sqrt(np.mean(res**2))),
         residuals_pct={v: round(statistics.mean(r), 2) for v, r in sorted(by_version.items())},
     )
@@ -333,9 +434,9 @@ def _by_family(fams: Iterable[tuple[str, str]], value: Callable[[tuple[str, str]
 
 
 def _family_median(by_family: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
-    """Per precision class, the median over families (tf32/bf16 borrow fp32/fp16's when unseen)."""
+    """Per precision class, the median over families (fp32/bf16 borrow tf32/fp16's when unseen)."""
     out = {}
-    for pc, fallback in (("fp32", "fp16"), ("tf32", "fp32"), ("fp16", "fp32"), ("bf16", "fp16")):
+    for pc, fallback in (("tf32", "fp16"), ("fp32", "tf32"), ("fp16", "tf32"), ("bf16", "fp16")):
         vals = [v[pc] for v in by_family.values() if pc in v]
         out[pc] = statistics.median(vals or [v[fallback] for v in by_family.values()
                                              if fallback in v])
@@ -362,12 +463,33 @@ def single_calibration(fit: SingleFit) -> dict[str, Any]:
              "step_host_s_per_flop": _sig(fit.step_host_s_per_flop[key])}
             for key in FAMILY_MATCH if key in fit.bytes_per_flop
         ],
+        "signature_scale": {t: _sig(v) for t, v in sorted(fit.signature_scale.items())},
+        "class_efficiency": CLASS_EFFICIENCY,
+        "gemm_over_conv_by_generation": _rounded(fit.gemm_over_conv),
+        "gemm_over_conv_default": round(fit.gemm_over_conv_default, 4),
         "default_bytes_per_flop": _sig(fit.default_bytes_per_flop),
         "default_host_s_per_flop": _sig(fit.default_host_s_per_flop),
         "default_step_bytes_per_flop": _sig(fit.default_step_bytes_per_flop),
         "default_step_host_s_per_flop": _sig(fit.default_step_host_s_per_flop),
     }
 
+
+# Efficiency of each compute class on tensor cores (CUDA-core units: 1 for every class),
+# relative to a GEMM. GEMM-like classes also get the fitted GEMM-over-convolution factor per
+# generation (the "R"/"r" parameters, anchored on measured matmul rates, see SIGMA_ANCHOR): the
+# fitted efficiency classes are a convolution's. Attention is a GEMM; recurrent cells are a
+# stated prior: the table has no recurrent workload. Recurrent
+# cells run one GEMM per time step with as many rows as the batch, one time step after another:
+# tensor-core tiles stay partly empty and the step's dependency chain leaves the units idle,
+# where CUDA cores, issuing narrower work, lose little. 0.25 is a stated prior, not a fit;
+# their per-step launches and weight re-reads are counted in the signature.
+CLASS_EFFICIENCY = {"gemm": 1.0, "conv": 1.0, "attention": 1.0, "recurrent": 0.25}
+GEMM_LIKE = ("gemm", "attention", "recurrent")
+SIGMA_ANCHOR = 0.10  # log spread of a measured best-matmul rate around the model's GEMM rate
+# GEMM libraries and cuDNN's convolutions improve at different paces per architecture (Hopper's
+# GEMMs gained more than its convolutions): a generation's GEMM-over-convolution factor may
+# deviate from the global one by this much (log); one without data or anchor takes the global.
+SIGMA_GEMM_GENERATION = 0.3
 
 # A kernel launch plus its synchronisation costs a few microseconds on any recent GPU; this
 # floors tiny operators (not fitted: the benchmark tables have no operator data).

@@ -100,6 +100,10 @@ def test_proposed_micro_batch_fits_and_is_the_largest(peak: float, batch: int, p
 
 def test_prediction_memory_uses_the_smallest_member() -> None:
     p = measured(30.0)
+    kept = predict(p, gpus_per_node=2, member_gpus=["H100 SXM5 80GB", "L4"], fit_batch="keep")
+    assert kept.memory.gpu == "L4" and not kept.memory.fits
+    # By default the group runs the largest batch that fits its smallest member.
     pred = predict(p, gpus_per_node=2, member_gpus=["H100 SXM5 80GB", "L4"])
-    assert pred.memory.gpu == "L4" and not pred.memory.fits
+    assert pred.memory.gpu == "L4" and pred.memory.fits
+    assert pred.batch_reduced_from == p.batch_size and pred.batch_size == kept.memory.micro_batch
     assert predict(p, gpu="H100 SXM5 80GB").memory.fits

@@ -292,10 +292,21 @@ def test_cpu_profile_needs_flops(hand: None) -> None:
         predict(cpu, gpu="A100 SXM4 80GB")
     with pytest.raises(InputError, match="target gpu"):
         predict(cpu.with_changes(flops_per_sample=1e9))
-    pred = predict(cpu.with_changes(flops_per_sample=1e9), gpu="A100 SXM4 80GB")
-    # fp32 on an A100 is measured against its TF32 rate (156 TFLOPS): 32 Gflop per step.
+    # All matmuls, 100 kernels a step: host time is 100 launches at the hand calibration's
+    # 1 us, not the CPU's 2 s; 32 Gflop per step on the device.
+    gemm = cpu.with_changes(flops_per_sample=1e9, workload={"gemm": 1.0, "launches_per_step": 100})
+    pred = predict(gemm, gpu="A100 SXM4 80GB")
+    # fp32 is PyTorch's default: matmuls on the A100's CUDA cores (19.5 TFLOPS)...
+    expected = 32e9 * (1 / (19.5e12 * 0.5) + 0.01 / (2039e9 * 0.8))
+    assert pred.breakdown.compute_s == pytest.approx(expected, rel=1e-12)
+    assert pred.breakdown.host_s == pytest.approx(100e-6, rel=1e-12)
+    assert pred.step_time_s == pytest.approx(expected + 100e-6, rel=1e-12)
+    # ... tf32 runs them on its TF32 tensor cores (156 TFLOPS), and so do convolutions in fp32.
     expected = 32e9 * (1 / (156e12 * 0.5) + 0.01 / (2039e9 * 0.8))
-    assert pred.step_time_s == pytest.approx(expected, rel=1e-12)
+    for changed in (gemm.with_changes(precision="tf32"),
+                    gemm.with_changes(workload={"conv": 1.0, "launches_per_step": 100})):
+        assert predict(changed, gpu="A100 SXM4 80GB").breakdown.compute_s == pytest.approx(
+            expected, rel=1e-12)
 
 
 def test_multi_gpu_measurement_has_its_sync_removed(hand: None) -> None:
@@ -489,7 +500,9 @@ def test_efficiency_lookup_falls_back_to_the_nearest_older_class() -> None:
     cal["compute_efficiency_default_cuda_core"] = 0.85
     assert translate.cuda_core_peak(get_gpu("GTX 1080 Ti"), "amp")
     assert not translate.cuda_core_peak(get_gpu("V100 SXM2 16GB"), "amp")
-    assert not translate.cuda_core_peak(get_gpu("A100 SXM4 80GB"), "fp32")  # TF32 tensor cores
+    # fp32 is the plain FP32 unit now (PyTorch's default for matmuls); TF32 is "tf32".
+    assert translate.cuda_core_peak(get_gpu("A100 SXM4 80GB"), "fp32")
+    assert not translate.cuda_core_peak(get_gpu("A100 SXM4 80GB"), "tf32")
     got = {(g, p): translate.efficiencies(get_gpu(g), p, cal)[0]
            for g in ("GTX 1080 Ti", "V100 SXM2 16GB") for p in ("amp", "fp32")}
     assert got == {("GTX 1080 Ti", "amp"): 0.85, ("GTX 1080 Ti", "fp32"): 0.85,

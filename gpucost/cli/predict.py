@@ -81,6 +81,8 @@ def prediction_dict(pred: Prediction) -> dict[str, Any]:
         "precision": pred.profile.precision,
         "batch_size_per_gpu": pred.batch_size,
         "grad_accum_steps": pred.grad_accum_steps,
+        "batch_reduced_from": pred.batch_reduced_from,
+        "keeps_global_batch": pred.keeps_global_batch,
         "sample_unit": pred.profile.sample_unit,
         "step_time_s": pred.step_time_s,
         "throughput": pred.throughput,
@@ -124,6 +126,8 @@ def render_table(pred: Prediction) -> str:
         f"{pred.single_gpu_throughput:,.0f} {unit}/s; scaling efficiency "
         f"{100 * pred.efficiency:.0f} %)",
     ]
+    if pred.batch_note:
+        lines.append(f"  batch         {pred.batch_note}")
     if pred.gpu_count > 1:
         lines.append(
             f"  all-reduce    {prof.gradient_bytes / 1e6:,.0f} MB/step, "

@@ -20,6 +20,7 @@ plain float math over cached catalog lookups and a calibration loaded once.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -88,6 +89,22 @@ class Prediction:
     intra_node_link: str  # "nvlink" | "pcie"
     member_gpus: tuple[str, ...]  # distinct GPU types in the group
     profile: Profile = field(repr=False, compare=False)
+    # Set when the profile's per-device batch does not fit the target's memory and the
+    # prediction runs at the largest batch that does (``batch_size`` above).
+    batch_reduced_from: int | None = None
+    # With batch_reduced_from: True when gradient accumulation keeps the global batch
+    # (grad_accum_steps grew to match), False when the global batch shrinks with it.
+    keeps_global_batch: bool = True
+
+    @property
+    def batch_note(self) -> str:
+        """One line on the batch change, empty when the profile's batch was kept."""
+        if self.batch_reduced_from is None:
+            return ""
+        how = (f"x {self.grad_accum_steps} accumulation steps keeps the global batch"
+               if self.keeps_global_batch else "(global batch smaller, no accumulation)")
+        return (f"batch {self.batch_reduced_from} does not fit {self.gpu}: predicted at the "
+                f"largest that fits, {self.batch_size} per device {how}")
 
     @property
     def gpu_count(self) -> int:
@@ -128,14 +145,16 @@ def _source_parts(profile: Profile, gamma: float) -> tuple[float, float, float]:
     """(device compute, data, host) seconds of one measured step on its source GPU
     (``gamma``: the overlap exponent, to take a multi-GPU measurement's sync back out)."""
     b = profile.breakdown
+    if profile.gpu == "CPU":
+        # Device time is recomputed from the counted flops on each target; a GPU host's launch
+        # cost replaces the CPU's own host time; data loading is what the loader measured.
+        return 0.0, (b.data_s if b is not None else 0.0), translate.host_s_per_step(profile)
     if b is not None:
         compute = b.compute_s + b.optimizer_s
         if compute <= 0.0:
             compute = max(profile.step_time_s - b.data_s - b.host_s - b.communication_s, 0.0)
         return compute, b.data_s, b.host_s
     kappa, eta = translate.workload_mix(profile)
-    if profile.gpu == "CPU":
-        return profile.step_time_s, 0.0, (profile.flops_per_step or 0.0) * eta
     step = profile.step_time_s
     if profile.device_count > 1:
         # A multi-GPU measurement includes gradient sync: remove what the model says it cost
@@ -145,7 +164,8 @@ def _source_parts(profile: Profile, gamma: float) -> tuple[float, float, float]:
         step = scaling.compute_given_step_s(step, sync, gamma)
     # No measured breakdown: split the step into device time and the calibrated host share.
     device_per_flop = translate.time_per_flop_s(
-        translate.device_rates(profile.gpu, profile.precision), kappa)
+        translate.device_rates(profile.gpu, profile.precision, translate.profile_mix(profile)),
+        kappa)
     host = step * eta / (device_per_flop + eta)
     return step - host, 0.0, host
 
@@ -173,13 +193,14 @@ def _entry(profile: Profile, gamma: float) -> _CacheEntry:
 
 def _target_compute_s(profile: Profile, source_compute_s: float, gpu: str) -> float:
     """Device compute of one micro-step on ``gpu`` (canonical name)."""
-    rates = translate.device_rates(gpu, profile.precision)
+    mix = translate.profile_mix(profile)
+    rates = translate.device_rates(gpu, profile.precision, mix)
     kappa, _ = translate.workload_mix(profile)
     if profile.gpu == "CPU":
         return translate.compute_from_flops_s(profile, rates, kappa)
     if gpu == profile.gpu:
         return source_compute_s
-    source = translate.device_rates(profile.gpu, profile.precision)
+    source = translate.device_rates(profile.gpu, profile.precision, mix)
     return source_compute_s * translate.compute_ratio(profile, source, rates, kappa)
 
 
@@ -190,9 +211,34 @@ def _at_batch(profile: Profile, gpu: str, parts: tuple[float, float, float],
     with it less their per-step share (``translate.batch_step_factors``)."""
     compute, data, host = parts
     device_f, host_f = translate.batch_step_factors(
-        translate.workload_terms(profile), translate.device_rates(gpu, profile.precision),
+        translate.workload_terms(profile),
+        translate.device_rates(gpu, profile.precision, translate.profile_mix(profile)),
         profile.batch_size, batch_size)
     return compute * device_f, data * batch_size / profile.batch_size, host * host_f
+
+
+_FIT_BATCH = ("accumulate", "shrink", "keep")
+# (id(profile), GPUs, group size) -> (profile, largest batch that fits or None); profiles are
+# immutable and held so their ids are not reused while cached.
+_FITS: dict[tuple[int, tuple[str, ...], int], tuple[Profile, int | None]] = {}
+
+
+def _batch_that_fits(profile: Profile, members: tuple[str, ...], group: int) -> int | None:
+    """The largest per-device batch that fits the smallest member when the profile's does not
+    (None: it fits, or no smaller batch would)."""
+    key = (id(profile), members, group)
+    cached = _FITS.get(key)
+    if cached is not None and cached[0] is profile:
+        return cached[1]
+    from gpucost.model.memory import fit_memory
+
+    smallest = min((translate.gpu_spec(g) for g in members), key=lambda sp: sp.memory_gb)
+    fit = fit_memory(profile, smallest, group_gpus=group)
+    micro = None if fit.fits else fit.micro_batch
+    if len(_FITS) >= 4096:
+        _FITS.clear()
+    _FITS[key] = (profile, micro)
+    return micro
 
 
 @lru_cache(maxsize=1024)
@@ -202,6 +248,7 @@ def _canonical(name: str) -> str:
 
 def _clear_caches() -> None:
     _CACHE.clear()
+    _FITS.clear()
     _links.cache_clear()
 
 
@@ -231,6 +278,7 @@ def predict(
     overlap_gamma: float | None = None,
     batch_size: int | None = None,
     inter_node_transport: str | None = None,
+    fit_batch: str = "accumulate",
 ) -> Prediction:
     """Predict one optimizer step of ``profile`` on ``nodes`` x ``gpus_per_node`` GPUs.
 
@@ -243,6 +291,12 @@ def predict(
     ``gpus_per_node * nodes`` members of a mixed group. ``overlap_gamma``: Pollux's overlap
     exponent (>= 1; ``None``: fitted value). ``batch_size``: per-device batch per micro-step on
     the target (``None``: the profile's); throughput never falls as it grows.
+    ``fit_batch``: what happens when ``batch_size`` is not given and the profile's batch does
+    not fit the target's memory (``gpucost.model.memory``): "accumulate" (default) predicts at
+    the largest batch that fits with gradient accumulation keeping the global batch, "shrink"
+    at that batch without accumulation, "keep" at the profile's batch regardless; the
+    prediction says what it did (``batch_reduced_from``, ``keeps_global_batch``,
+    ``batch_note``).
     ``inter_node_transport``: "rdma" or "tcp", the fabric's transport (an offer's comes from
     :func:`gpucost.model.fabrics.resolve_fabrics`; ``None``: RDMA coefficients).
     """
@@ -250,6 +304,8 @@ def predict(
     n = _positive_int("nodes", nodes)
     s = _positive_int("grad_accum_steps", grad_accum_steps)
     b = profile.batch_size if batch_size is None else _positive_int("batch_size", batch_size)
+    if fit_batch not in _FIT_BATCH:
+        raise InputError(f"fit_batch must be one of {', '.join(_FIT_BATCH)}, got {fit_batch!r}")
     cal = translate.calibration()["scaling"]
     gamma = float(cal["overlap_gamma"]) if overlap_gamma is None else float(overlap_gamma)
     if not gamma >= 1.0:
@@ -268,6 +324,13 @@ def predict(
 
     entry = _entry(profile, gamma)
     _, source_compute, source_data, source_host, per_gpu, per_batch = entry
+    reduced_from = None
+    if batch_size is None and fit_batch != "keep":
+        fitting = _batch_that_fits(profile, members, k * n)
+        if fitting is not None and fitting < b:
+            reduced_from, b = b, fitting
+            if fit_batch == "accumulate":
+                s *= math.ceil(reduced_from / fitting)
     slowest = members[0]
     compute = -1.0
     data, host = source_data, source_host
@@ -317,4 +380,6 @@ def predict(
         intra_node_link=links.intra_kind,
         member_gpus=members,
         profile=profile,
+        batch_reduced_from=reduced_from,
+        keeps_global_batch=reduced_from is None or fit_batch == "accumulate",
     )

@@ -3,23 +3,30 @@
 The model is a two-term roofline with calibrated efficiencies and a board-power limit. On GPU
 g at precision p a workload of F flops that moves kappa * F bytes of device memory takes
 
-    t(g) = F / (peak_flops(g, p) * eff(g, p)) + F / (tdp(g) * eps(gen(g), p))
-           + kappa * F / (mem_bw(g) * eff_bw(g))
+    t(g) = sum_c s_c * F / (peak(g, unit_c) * eff(g, unit_c) * r_c)
+           + F / (tdp(g) * eps(gen(g), p)) + kappa * F / (mem_bw(g) * eff_bw(g))
 
-of device time, plus eta * F of host time (Python, kernel launches) that is the same on every
-GPU. What a step pays once whatever its batch b (optimizer and weight traffic, per-kernel
-launches) is spread over the batch: kappa = kappa_sample + mu / b and eta = eta_sample + nu / b,
-so a small batch runs slower per sample. ``eff`` and ``eff_bw`` are achievable fractions of the
-spec sheet, fitted per compute capability (GeForce apart) and precision on public training
-benchmarks (``calibration.json``, written by ``scripts/fit_calibration.py``), eps (sustained
-flops per joule) per generation (compute capability major) and precision; kappa (bytes per
-flop, the compute/memory mix) and eta, with their per-step parts, are fitted per model family,
-and kappa comes from the profile when it counts both flops and bytes. A profile that measured
-its host time (``breakdown``) uses that instead of eta. The device part of a measured step is
-translated by the ratio t(target) / t(source), so the same GPU reproduces the measurement
-exactly. With a per-operator table each operator is translated by
-what bounds it on each GPU (its arithmetic intensity against the GPU's ridge point, i.e. the
-larger of flops/rate and bytes/bandwidth, with a per-launch floor for small kernels).
+of device time, plus host time (Python, kernel launches) that is the same on every GPU. The
+flops split over op classes c (GEMM, convolution, recurrent cells, attention; shares s_c from
+the workload's signature, ``gpucost.model.signature``), each on the unit that runs it at p
+(``math_unit``: PyTorch's fp32 runs matmuls on CUDA cores and convolutions on TF32 tensor
+cores; tf32 runs both on TF32; amp/fp16/bf16 on the half-precision tensor cores), r_c a class's
+efficiency relative to a GEMM on tensor cores (recurrent cells fill them poorly). What a step
+pays once whatever its batch b (optimizer and weight traffic, per-kernel launches) is spread
+over the batch: kappa = kappa_sample + mu / b and eta = eta_sample + nu / b, so a small batch
+runs slower per sample. ``eff`` and ``eff_bw`` are achievable fractions of the spec sheet,
+fitted per compute capability (GeForce apart) and unit on public training benchmarks
+(``calibration.json``, written by ``scripts/fit_calibration.py``), eps (sustained flops per
+joule) per generation (compute capability major) and unit; kappa (bytes per flop, the
+compute/memory mix) and eta, with their per-step parts, are fitted per model family of the
+benchmarks; any other workload takes them from its signature (counted bytes and kernel
+launches at fitted global scales), and kappa comes from the profile when it counts both flops
+and bytes. A profile that measured its host time (``breakdown``) uses that instead of eta; a
+CPU-measured one pays a GPU host's cost per launch (``host_s_per_step``). The device part of a
+measured step is translated by the ratio t(target) / t(source), so the same GPU reproduces the
+measurement exactly. With a per-operator table each operator is translated by what bounds it
+on each GPU (its arithmetic intensity against the GPU's ridge point, i.e. the larger of
+flops/rate and bytes/bandwidth, with a per-launch floor for small kernels).
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ from typing import Any
 
 from gpucost.catalog.spec import GpuSpec
 from gpucost.errors import ProfileError
+from gpucost.model import signature
+from gpucost.model.signature import Signature
 from gpucost.profile import Profile
 
 CALIBRATION_PATH = Path(__file__).with_name("calibration.json")
@@ -167,15 +176,27 @@ def efficiencies(spec: GpuSpec, precision: str,
 
 
 def peak_tflops(spec: GpuSpec, precision: str) -> float:
-    """The spec-sheet rate the calibrated efficiency at ``precision`` is a fraction of.
-
-    fp32 training on a GPU with TF32 tensor cores is measured against the TF32 rate: PyTorch
-    runs fp32 convolutions on them by default (and NVIDIA's containers matmuls too), so that is
-    the peak such steps approach; the fitted efficiency absorbs how much of a step uses it.
-    """
-    if precision == "fp32":
-        return max(spec.fp32_tflops, spec.tf32_tflops or 0.0)
+    """The spec-sheet rate of the unit ``precision`` names (``math_unit``): plain FP32 for
+    "fp32", TF32 tensor cores for "tf32" (FP32 where the GPU has none), fp16/bf16 tensor
+    cores for "amp"/"fp16"/"bf16"."""
     return spec.tflops(precision)  # type: ignore[arg-type]
+
+
+def math_unit(spec: GpuSpec, precision: str, op_class: str = "gemm", *,
+              matmul_tf32: bool = False, conv_tf32: bool = True) -> str:
+    """The precision class of the unit that runs ``op_class`` at ``precision`` on ``spec``.
+
+    "fp32" is PyTorch's default: matmuls on CUDA cores unless ``matmul_tf32``
+    (``torch.backends.cuda.matmul.allow_tf32``, ``set_float32_matmul_precision("high")``),
+    convolutions on TF32 unless ``conv_tf32`` (``torch.backends.cudnn.allow_tf32``) is off;
+    "tf32" runs both on TF32. A GPU without TF32 tensor cores runs either at plain FP32.
+    """
+    pclass = PRECISION_CLASS[precision]
+    if pclass == "fp32" and (conv_tf32 if op_class == "conv" else matmul_tf32):
+        pclass = "tf32"
+    if pclass == "tf32" and not spec.tf32_tflops:
+        pclass = "fp32"
+    return pclass
 
 
 def generation(spec: GpuSpec) -> str:
@@ -218,10 +239,100 @@ def rates_for(spec: GpuSpec, precision: str, cal: Mapping[str, Any] | None = Non
     return DeviceRates(flops_per_s=flops_per_s, bytes_per_s=spec.mem_bw_gbs * 1e9 * eff_bw)
 
 
+@dataclass(frozen=True, slots=True)
+class Mix:
+    """Which units a step's flops run on: flops shares per compute class, and the TF32 switches
+    a float32 step ran with (hashable: rates are cached per GPU, precision and mix)."""
+
+    shares: tuple[tuple[str, float], ...] = (("gemm", 0.5), ("conv", 0.5))
+    matmul_tf32: bool = False
+    conv_tf32: bool = True
+
+
+DEFAULT_MIX = Mix()
+
+
+def mixed_rates(spec: GpuSpec, precision: str, mix: Mix,
+                cal: Mapping[str, Any] | None = None) -> DeviceRates:
+    """Achievable rates of a step with ``mix`` on ``spec``: each class's flops at its own unit's
+    rate (``math_unit``) times, on tensor cores, the class's efficiency relative to a GEMM
+    (``class_efficiency``: recurrent cells' per-time-step GEMMs, as many rows as the batch,
+    fill them poorly) and, for all but convolutions, the generation's GEMM-over-convolution
+    factor (the fitted efficiencies are a convolution's), combined harmonically."""
+    cal = calibration() if cal is None else cal
+    relative: Mapping[str, float] = cal.get("class_efficiency", {})
+    gemm_like = float(cal.get("gemm_over_conv_by_generation", {}).get(
+        generation(spec), cal.get("gemm_over_conv_default", 1.0)))
+    seconds_per_flop = 0.0
+    bytes_per_s = 0.0
+    for cls, share in mix.shares:
+        unit = math_unit(spec, precision, cls, matmul_tf32=mix.matmul_tf32,
+                         conv_tf32=mix.conv_tf32)
+        unit_rates = rates_for(spec, unit, cal)
+        # A class's relative efficiency is a tensor-core effect: CUDA-core units run every
+        # class alike.
+        rel = 1.0 if cuda_core_peak(spec, unit) else float(relative.get(cls, 1.0)) * (
+            1.0 if cls == "conv" else gemm_like)
+        seconds_per_flop += share / (unit_rates.flops_per_s * rel)
+        bytes_per_s = unit_rates.bytes_per_s
+    return DeviceRates(flops_per_s=1.0 / seconds_per_flop, bytes_per_s=bytes_per_s)
+
+
 @lru_cache(maxsize=4096)
-def device_rates(gpu: str, precision: str) -> DeviceRates:
-    """Achievable rates of a catalog GPU at a precision, under the calibration in force."""
-    return rates_for(gpu_spec(gpu), precision)
+def device_rates(gpu: str, precision: str, mix: Mix = DEFAULT_MIX) -> DeviceRates:
+    """Achievable rates of a catalog GPU at a precision for a step with ``mix``, under the
+    calibration in force."""
+    return mixed_rates(gpu_spec(gpu), precision, mix)
+
+
+def workload_signature(profile: Profile) -> Signature | None:
+    """The profile's op-class mix: its ``workload`` (a built-in or an explicit mix), else the
+    built-in its name or description matches, else the classes of its operator table's
+    flops, else None."""
+    if profile.workload is not None:
+        return signature.from_spec(profile.workload)
+    found = signature.matched(f"{profile.name} {profile.description}")
+    if found is not None:
+        return found
+    flops: dict[str, float] = {}
+    for op in profile.operators:
+        cls = signature.op_class(op.name)
+        if op.flops > 0.0 and cls in signature.COMPUTE_CLASSES:
+            flops[cls] = flops.get(cls, 0.0) + op.flops
+    total = sum(flops.values())
+    if total <= 0.0:
+        return None
+    median = signature.from_spec({"gemm": 1.0})
+    return signature.Signature(
+        name="operators", flops_share={c: v / total for c, v in flops.items()},
+        bytes_per_flop=median.bytes_per_flop, step_bytes_per_flop=median.step_bytes_per_flop,
+        launches_per_step=profile.launches_per_step or median.launches_per_step)
+
+
+# id(profile) -> (profile, its mix): profiles are immutable, and holding one keeps its id.
+_MIXES: dict[int, tuple[Profile, Mix]] = {}
+
+
+def profile_mix(profile: Profile) -> Mix:
+    """The mix a profile's flops run as: its signature's shares, and the TF32 switches its
+    environment recorded (PyTorch's defaults when it recorded none)."""
+    cached = _MIXES.get(id(profile))
+    if cached is not None and cached[0] is profile:
+        return cached[1]
+    if len(_MIXES) >= 256:
+        _MIXES.clear()
+    mix = _profile_mix(profile)
+    _MIXES[id(profile)] = (profile, mix)
+    return mix
+
+
+def _profile_mix(profile: Profile) -> Mix:
+    sig = workload_signature(profile)
+    env = profile.environment
+    matmul_tf32 = str(env.get("float32_matmul_precision", "highest")) in ("high", "medium")
+    conv_tf32 = bool(env.get("cudnn_allow_tf32", True))
+    shares = DEFAULT_MIX.shares if sig is None else tuple(sorted(sig.flops_share.items()))
+    return Mix(shares=shares, matmul_tf32=matmul_tf32, conv_tf32=conv_tf32)
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,33 +352,77 @@ class WorkloadTerms:
                 self.host_s_per_flop + self.step_host_s_per_flop / batch_size)
 
 
+# A workload's bytes and host terms at one precision class borrow these when unfitted (fp32
+# and tf32 move the same bytes; bf16 the same as fp16).
+_TERMS_FALLBACK = {"fp32": "tf32", "tf32": "fp32", "bf16": "fp16", "fp16": "bf16"}
+
+
+def _pick(table: Mapping[str, Any], pclass: str) -> Any:
+    value = table.get(pclass)
+    return table.get(_TERMS_FALLBACK.get(pclass, pclass)) if value is None else value
+
+
 def workload_terms(profile: Profile, cal: Mapping[str, Any] | None = None) -> WorkloadTerms:
-    """The workload's terms: fitted for its model family (matched on the profile's name and
-    description), else the median family; bytes from the profile's own counts when it has them."""
+    """The workload's terms: fitted for its model family when the calibration has it (matched
+    on the profile's name and description); else, at the calibration's ``signature_scale``,
+    bytes from the profile's own counts (weight reads and gradient writes, 3 x parameter bytes,
+    as the step's once-per-step share) or its signature's, and host time from its kernel
+    launches; else the median family."""
     cal = calibration() if cal is None else cal
     pclass = PRECISION_CLASS[profile.precision]
     kappa = eta = mu = nu = None
     text = f"{profile.name} {profile.description}".lower()
     for family in cal["families"]:
         if any(token in text for token in family["match"]):
-            kappa = family["bytes_per_flop"].get(pclass)
-            eta = family["host_s_per_flop"].get(pclass)
-            mu = family.get("step_bytes_per_flop", {}).get(pclass)
-            nu = family.get("step_host_s_per_flop", {}).get(pclass)
+            kappa = _pick(family["bytes_per_flop"], pclass)
+            eta = _pick(family["host_s_per_flop"], pclass)
+            mu = _pick(family.get("step_bytes_per_flop", {}), pclass)
+            nu = _pick(family.get("step_host_s_per_flop", {}), pclass)
             break
-    if profile.bytes_per_step is not None and profile.flops_per_sample is not None:
-        # Counted bytes already include the step's own traffic.
-        kappa = profile.bytes_per_step / (profile.flops_per_sample * profile.batch_size)
-        mu = 0.0
+    scale = _pick(cal.get("signature_scale", {}), pclass)
     if kappa is None:
-        kappa = cal["default_bytes_per_flop"][pclass]
+        bytes_scale = float(scale["bytes"]) if scale is not None else 1.0
+        step_scale = float(scale["step_bytes"]) if scale is not None else 1.0
+        sig = workload_signature(profile)
+        flops = profile.flops_per_sample or (sig.flops_per_sample if sig is not None else None)
+        if profile.bytes_per_step is not None and profile.flops_per_sample is not None:
+            weights = 3.0 * (profile.param_bytes or 4.0 * profile.param_count)
+            once = min(weights, profile.bytes_per_step)
+            kappa = bytes_scale * (profile.bytes_per_step - once) / (
+                profile.flops_per_sample * profile.batch_size)
+            mu = step_scale * once / profile.flops_per_sample
+        elif sig is not None and scale is not None:
+            kappa = bytes_scale * sig.bytes_per_flop
+            mu = step_scale * sig.step_bytes_per_flop
+        if scale is not None and flops:
+            launches = profile.launches_per_step or (
+                sig.launches_per_step if sig is not None else None)
+            if launches:
+                nu = float(scale["host_s_per_launch"]) * launches / flops
+    if kappa is None:
+        kappa = _pick(cal["default_bytes_per_flop"], pclass)
     if eta is None:
-        eta = cal["default_host_s_per_flop"][pclass]
+        eta = _pick(cal["default_host_s_per_flop"], pclass)
     if mu is None:
-        mu = cal.get("default_step_bytes_per_flop", {}).get(pclass, 0.0)
+        mu = _pick(cal.get("default_step_bytes_per_flop", {}), pclass) or 0.0
     if nu is None:
-        nu = cal.get("default_step_host_s_per_flop", {}).get(pclass, 0.0)
+        nu = _pick(cal.get("default_step_host_s_per_flop", {}), pclass) or 0.0
     return WorkloadTerms(float(kappa), float(eta), float(mu), float(nu))
+
+
+def host_s_per_step(profile: Profile, cal: Mapping[str, Any] | None = None) -> float:
+    """Host time of one step on a GPU machine: kernels launched per step (counted by the
+    profiler, else the signature's) times a GPU host's fitted cost per launch. What a CPU
+    profile's own host milliseconds would say about a GPU host is nothing."""
+    cal = calibration() if cal is None else cal
+    scale = _pick(cal.get("signature_scale", {}), PRECISION_CLASS[profile.precision])
+    per_launch = float(scale["host_s_per_launch"]) if scale else float(cal["launch_floor_s"])
+    launches = profile.launches_per_step
+    if launches is None:
+        sig = workload_signature(profile)
+        launches = sig.launches_per_step if sig is not None else float(
+            signature.from_spec({"gemm": 1.0}).launches_per_step)
+    return per_launch * launches
 
 
 def workload_mix(profile: Profile, cal: Mapping[str, Any] | None = None) -> tuple[float, float]:
@@ -294,7 +449,7 @@ def batch_time_ratio(profile: Profile, gpu: str, batch_size: int) -> float:
     """Time per sample on ``gpu`` at per-device ``batch_size`` over that at the profile's batch:
     what changing the batch does to throughput (>1: slower per sample, a smaller batch)."""
     terms = workload_terms(profile)
-    rates = device_rates(gpu, profile.precision)
+    rates = device_rates(gpu, profile.precision, profile_mix(profile))
 
     def per_sample(b: float) -> float:
         kappa, eta = terms.at_batch(b)
@@ -345,7 +500,8 @@ def compute_ratio(profile: Profile, source: DeviceRates, target: DeviceRates,
 
 
 def compute_from_flops_s(profile: Profile, target: DeviceRates, bytes_per_flop: float) -> float:
-    """Absolute device time of one step on ``target`` from counted flops (CPU-measured profiles)."""
+    """Absolute device time of one step on ``target`` from counted flops (CPU-measured profiles:
+    their operator times are CPU times, so only the counts translate)."""
     flops_step = profile.flops_per_step
     if flops_step is None:
         raise ProfileError(
@@ -354,11 +510,4 @@ def compute_from_flops_s(profile: Profile, target: DeviceRates, bytes_per_flop: 
             hint="re-profile with `gpucost profile` (it counts flops), or add flops_per_sample "
             "(forward + backward) to the profile",
         )
-    floor_s = float(calibration()["launch_floor_s"])
-    counted = [op for op in profile.operators if op.flops > 0.0 or op.bytes_moved > 0.0]
-    if not counted:
-        return flops_step * time_per_flop_s(target, bytes_per_flop)
-    total = sum(_operator_time_s(op.flops, op.bytes_moved, op.calls, target, floor_s)
-                for op in counted)
-    rest_flops = max(flops_step - sum(op.flops for op in counted), 0.0)
-    return total + rest_flops * time_per_flop_s(target, bytes_per_flop)
+    return flops_step * time_per_flop_s(target, bytes_per_flop)

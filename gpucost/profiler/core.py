@@ -503,6 +503,10 @@ class StepProfiler:
         if precision == "amp" and device.type == "cpu":
             dtype = torch.bfloat16  # CPU autocast runs bf16
         env = environment.describe(device, dtype, calibrate=self.calibrate)
+        # Which units float32 math ran on (gpucost.model.translate.math_unit reads these).
+        env["float32_matmul_precision"] = torch.get_float32_matmul_precision()
+        env["matmul_allow_tf32"] = bool(torch.backends.cuda.matmul.allow_tf32)
+        env["cudnn_allow_tf32"] = bool(torch.backends.cudnn.allow_tf32)
         floor_s = (env.get("launch_floor_us") or 0.0) * 1e-6
         census = self._census
         flops_step = census.total_flops if census is not None and census.total_flops else None
@@ -582,6 +586,9 @@ class StepProfiler:
             measured_at=datetime.now(UTC).isoformat(timespec="seconds"),
             steps_measured=timed,
             partial=self.partial,
+            workload=census.workload_mix() if census is not None else None,
+            launches_per_step=(float(sum(census.kernel_calls.values()))
+                               if census is not None and census.kernel_calls else None),
         )
 
     def _detect_precision(self, params: list[torch.Tensor], device: torch.device) -> str:
@@ -596,7 +603,8 @@ class StepProfiler:
             if param_dtypes and param_dtypes <= {dtype}:
                 return "fp16" if dtype == torch.float16 else "bf16"
             return "amp"
-        if device.type == "cuda" and torch.backends.cuda.matmul.allow_tf32:
+        if device.type == "cuda" and (torch.backends.cuda.matmul.allow_tf32
+                                      or torch.get_float32_matmul_precision() != "highest"):
             return "tf32"
         return "fp32"
 

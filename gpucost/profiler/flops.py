@@ -78,6 +78,7 @@ class OpCensus:
         self.baseline_bytes = baseline_bytes
         self.limit_bytes = limit_bytes
         self.calls: dict[str, int] = defaultdict(int)
+        self.kernel_calls: dict[str, int] = defaultdict(int)  # calls that are not views
         self.bytes_moved: dict[str, float] = defaultdict(float)
         self.live_bytes = 0
         self.peak_live_bytes = 0
@@ -104,6 +105,28 @@ class OpCensus:
                                  for packet, n in counts.items()}
         return self._flops_by_op
 
+    def workload_mix(self) -> dict[str, float] | None:
+        """The step's op-class mix for ``Profile.workload``: flops shares per compute class
+        (gpucost.model.signature), bytes per flop and kernels per step; None when it cannot be
+        told from the census (no counted flops, or recurrent layers, whose fused kernels torch's
+        flop counter does not count: the profile's name then picks a built-in)."""
+        from gpucost.model.signature import COMPUTE_CLASSES, op_class
+
+        if any(op_class(name) == "recurrent" for name in self.kernel_calls):
+            return None
+        flops: dict[str, float] = defaultdict(float)
+        for name, n in self.flops_by_op.items():
+            flops[op_class(name)] += n
+        total = sum(flops[c] for c in COMPUTE_CLASSES)
+        if total <= 0.0:
+            return None
+        mix = {c: round(flops[c] / total, 6) for c in COMPUTE_CLASSES if flops[c] > 0.0}
+        largest = max(mix, key=lambda c: mix[c])
+        mix[largest] = round(1.0 - sum(v for c, v in mix.items() if c != largest), 6)
+        mix["bytes_per_flop"] = self.total_bytes / total
+        mix["launches_per_step"] = float(sum(self.kernel_calls.values()))
+        return mix
+
     @property
     def total_bytes(self) -> float:
         return float(sum(self.bytes_moved.values()))
@@ -119,6 +142,7 @@ class OpCensus:
         self.calls[name] += 1
         if getattr(func, "is_view", False):
             return
+        self.kernel_calls[name] += 1
         inputs = _tensors((args, kwargs))
         outputs = _tensors(out)
         if name in _MATMULS and inputs:

@@ -1,0 +1,597 @@
+"""Build the shipped workload signatures (gpucost/model/signatures.json) by profiling real
+PyTorch model definitions on CPU.
+
+    python scripts/build_signatures.py [--out gpucost/model/signatures.json] [--only NAME]
+
+Each architecture below is a compact but faithful definition of a published model (layer
+counts, widths and sequence lengths as published; random weights, nothing downloaded). One
+training step (forward, backward, Adam) runs under the profiler's operator census
+(gpucost.profiler.flops.OpCensus): flops per operator from torch's flop counter, bytes each
+operator reads and writes, and kernel calls (operators that are not views). Operators are
+grouped by class (gpucost.model.signature.op_class). Two corrections for what a CPU run does
+not show as a GPU would:
+
+- recurrent layers run as one fused oneDNN operator per layer on CPU and torch's flop counter
+  does not count them: their flops are counted from the layer shapes (4 gates x 2 x (input +
+  hidden) x hidden per time step for an LSTM, x3 for forward + backward), and their kernels as
+  a GPU runs them, about one per time step forward and two backward (cuDNN's per-step GEMM and
+  pointwise kernels are fused; the per-step loop is not), and each time step re-reads the
+  layer's recurrent weights (4 x hidden x hidden, fp32 bytes, forward and twice backward: bytes
+  per step whatever the batch; the fused CPU operators' own byte counts, mostly those weights,
+  are left out of the per-sample bytes);
+- weight reads and gradient writes (3 x parameter bytes, embedding tables apart: those are
+  read row by row) are paid once per step whatever the batch: they move from the per-sample
+  bytes to the per-step bytes with the optimizer's;
+- torch's flop counter does not count the CPU flash-attention kernel: attention flops are
+  counted from the shapes (see Block._attend).
+
+Torchvision and torchaudio are not importable beside this torch, hence the own definitions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import itertools
+import json
+import math
+import sys
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch import Tensor, nn  # noqa: E402
+
+from gpucost.model.signature import COMPUTE_CLASSES, op_class  # noqa: E402
+from gpucost.profiler.flops import OpCensus  # noqa: E402
+
+# ------------------------------------------------------------------------ building blocks --
+ATTENTION_FLOPS = [0.0]  # counted by Block._attend during the census step
+
+
+class Bottleneck(nn.Module):
+    def __init__(self, cin: int, width: int, stride: int) -> None:
+        super().__init__()
+        cout = width * 4
+        self.body = nn.Sequential(
+            nn.Conv2d(cin, width, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU(inplace=True),
+            nn.Conv2d(width, width, 3, stride, 1, bias=False), nn.BatchNorm2d(width),
+            nn.ReLU(inplace=True), nn.Conv2d(width, cout, 1, bias=False), nn.BatchNorm2d(cout))
+        self.down = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                   nn.BatchNorm2d(cout))
+                     if stride != 1 or cin != cout else nn.Identity())
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.relu(self.body(x) + self.down(x))
+
+
+def resnet50_trunk(stages: int = 4, last_stride: int = 2) -> tuple[nn.Sequential, int]:
+    """ResNet-50 v1.5 (stride in the 3x3), the first ``stages`` stages, the last one entered
+    at ``last_stride``; (module, channels)."""
+    layers: list[nn.Module] = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64),
+                               nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1)]
+    cin = 64
+    for i, (blocks, width) in enumerate(((3, 64), (4, 128), (6, 256), (3, 512))[:stages]):
+        for b in range(blocks):
+            stride = (last_stride if i == stages - 1 else 2) if b == 0 and i > 0 else 1
+            layers.append(Bottleneck(cin, width, stride))
+            cin = width * 4
+    return nn.Sequential(*layers), cin
+
+
+class ResNet50(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.trunk, c = resnet50_trunk()
+        self.fc = nn.Linear(c, 1000)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.fc(self.trunk(x).mean((2, 3)))
+
+
+class Block(nn.Module):
+    """Pre- or post-norm transformer block with SDPA attention (optionally causal / cross)."""
+
+    def __init__(self, d: int, heads: int, ff: int, *, cross: bool = False,
+                 pre_norm: bool = True) -> None:
+        super().__init__()
+        self.heads, self.pre = heads, pre_norm
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.n1, self.n2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.cross = cross
+        if cross:
+            self.q2, self.kv2, self.proj2 = nn.Linear(d, d), nn.Linear(d, 2 * d), nn.Linear(d, d)
+            self.n3 = nn.LayerNorm(d)
+        self.ff = nn.Sequential(nn.Linear(d, ff), nn.GELU(), nn.Linear(ff, d))
+
+    def _split(self, x: Tensor) -> Tensor:
+        b, t, d = x.shape
+        return x.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+
+    def _attend(self, q: Tensor, k: Tensor, v: Tensor, causal: bool) -> Tensor:
+        # torch's flop counter does not count the CPU flash-attention kernel: QK^T and AV are
+        # 2 x 2 x b x tq x tk x d flops forward, x3 with backward, half of it when causal.
+        b, tq, d = q.shape
+        ATTENTION_FLOPS[0] += 3 * 4 * b * tq * k.shape[1] * d * (0.5 if causal else 1.0)
+        o = F.scaled_dot_product_attention(self._split(q), self._split(k), self._split(v),
+                                           is_causal=causal)
+        b, h, t, e = o.shape
+        return o.transpose(1, 2).reshape(b, t, h * e)
+
+    def _sub(self, x: Tensor, norm: nn.Module, fn: Callable[[Tensor], Tensor]) -> Tensor:
+        return x + fn(norm(x)) if self.pre else norm(x + fn(x))
+
+    def forward(self, x: Tensor, memory: Tensor | None = None, causal: bool = False) -> Tensor:
+        def self_attn(h: Tensor) -> Tensor:
+            q, k, v = self.qkv(h).chunk(3, dim=-1)
+            return self.proj(self._attend(q, k, v, causal))
+
+        x = self._sub(x, self.n1, self_attn)
+        if self.cross and memory is not None:
+            def cross_attn(h: Tensor) -> Tensor:
+                k, v = self.kv2(memory).chunk(2, dim=-1)
+                return self.proj2(self._attend(self.q2(h), k, v, False))
+
+            x = self._sub(x, self.n3, cross_attn)
+        return self._sub(x, self.n2, self.ff)
+
+
+class Bert(nn.Module):
+    """BERT encoder (post-norm) with token/position embeddings and a SQuAD span head."""
+
+    def __init__(self, layers: int = 12, d: int = 768, heads: int = 12, vocab: int = 30522,
+                 seq: int = 384) -> None:
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(seq, d)
+        self.norm = nn.LayerNorm(d)
+        self.blocks = nn.ModuleList(Block(d, heads, 4 * d, pre_norm=False) for _ in range(layers))
+        self.head = nn.Linear(d, 2)
+
+    def forward(self, ids: Tensor) -> Tensor:
+        x = self.norm(self.tok(ids) + self.pos(torch.arange(ids.shape[1])))
+        for blk in self.blocks:
+            x = blk(x)
+        return self.head(x)
+
+
+class Gpt(nn.Module):
+    """GPT-2 decoder-only LM (pre-norm, causal attention, tied LM head)."""
+
+    def __init__(self, layers: int = 12, d: int = 768, heads: int = 12, vocab: int = 50257,
+                 seq: int = 1024) -> None:
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(seq, d)
+        self.blocks = nn.ModuleList(Block(d, heads, 4 * d) for _ in range(layers))
+        self.norm = nn.LayerNorm(d)
+
+    def forward(self, ids: Tensor) -> Tensor:
+        x = self.tok(ids) + self.pos(torch.arange(ids.shape[1]))
+        for blk in self.blocks:
+            x = blk(x, causal=True)
+        return self.norm(x) @ self.tok.weight.t()
+
+
+class Vit(nn.Module):
+    """ViT-B/16 at 224x224: patch-embedding convolution, 12 pre-norm blocks, class token."""
+
+    def __init__(self, layers: int = 12, d: int = 768, heads: int = 12) -> None:
+        super().__init__()
+        self.patch = nn.Conv2d(3, d, 16, 16)
+        self.cls = nn.Parameter(torch.zeros(1, 1, d))
+        self.pos = nn.Parameter(torch.zeros(1, 197, d))
+        self.blocks = nn.ModuleList(Block(d, heads, 4 * d) for _ in range(layers))
+        self.norm, self.head = nn.LayerNorm(d), nn.Linear(d, 1000)
+
+    def forward(self, x: Tensor) -> Tensor:
+        x = self.patch(x).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1) + self.pos
+        for blk in self.blocks:
+            x = blk(x)
+        return self.head(self.norm(x[:, 0]))
+
+
+class EncoderDecoder(nn.Module):
+    """Transformer-base translation model (6 + 6 layers, d 512, 8 heads, shared 32k vocab)."""
+
+    def __init__(self, layers: int = 6, d: int = 512, heads: int = 8, vocab: int = 32000) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.enc = nn.ModuleList(Block(d, heads, 4 * d, pre_norm=False) for _ in range(layers))
+        self.dec = nn.ModuleList(Block(d, heads, 4 * d, cross=True, pre_norm=False)
+                                 for _ in range(layers))
+
+    def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
+        m = self.emb(src)
+        for blk in self.enc:
+            m = blk(m)
+        x = self.emb(tgt)
+        for blk in self.dec:
+            x = blk(x, memory=m, causal=True)
+        return x @ self.emb.weight.t()
+
+
+class Gnmt(nn.Module):
+    """GNMT v2: 4-layer LSTM encoder (first bidirectional), 4-layer LSTM decoder with additive
+    attention fed to every layer, hidden 1024, 32k vocabulary."""
+
+    def __init__(self, hidden: int = 1024, vocab: int = 32000) -> None:
+        super().__init__()
+        self.emb_src, self.emb_tgt = nn.Embedding(vocab, hidden), nn.Embedding(vocab, hidden)
+        self.enc0 = nn.LSTM(hidden, hidden // 2, batch_first=True, bidirectional=True)
+        self.enc = nn.LSTM(hidden, hidden, num_layers=3, batch_first=True)
+        self.dec0 = nn.LSTM(hidden, hidden, batch_first=True)
+        self.att_q, self.att_k = nn.Linear(hidden, hidden), nn.Linear(hidden, hidden)
+        self.att_v = nn.Linear(hidden, 1)
+        self.dec = nn.ModuleList(nn.LSTM(2 * hidden, hidden, batch_first=True) for _ in range(3))
+        self.out = nn.Linear(hidden, vocab)
+
+    def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
+        m, _ = self.enc0(self.emb_src(src))
+        m, _ = self.enc(m)
+        x, _ = self.dec0(self.emb_tgt(tgt))
+        scores = self.att_v(torch.tanh(self.att_q(x).unsqueeze(2) + self.att_k(m).unsqueeze(1)))
+        ctx = torch.softmax(scores.squeeze(-1), dim=-1) @ m
+        for layer in self.dec:
+            y, _ = layer(torch.cat([x, ctx], dim=-1))
+            x = x + y
+        return self.out(x)
+
+
+class Tacotron2(nn.Module):
+    """Tacotron 2: character embedding, 3 conv + BiLSTM encoder, autoregressive decoder (prenet,
+    2 LSTM cells of 1024 stepped per frame, location-sensitive attention), 5-conv postnet."""
+
+    def __init__(self, chars: int = 148, d: int = 512, mels: int = 80) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(chars, d)
+        self.convs = nn.Sequential(*[nn.Sequential(nn.Conv1d(d, d, 5, padding=2),
+                                                   nn.BatchNorm1d(d), nn.ReLU())
+                                     for _ in range(3)])
+        self.blstm = nn.LSTM(d, d // 2, batch_first=True, bidirectional=True)
+        self.prenet = nn.Sequential(nn.Linear(mels, 256), nn.ReLU(), nn.Linear(256, 256),
+                                    nn.ReLU())
+        self.att_rnn = nn.LSTM(256 + d, 1024, batch_first=True)
+        self.dec_rnn = nn.LSTM(1024 + d, 1024, batch_first=True)
+        self.query, self.memory = nn.Linear(1024, 128), nn.Linear(d, 128)
+        self.loc = nn.Conv1d(2, 32, 31, padding=15)
+        self.loc_proj, self.v = nn.Linear(32, 128), nn.Linear(128, 1)
+        self.proj = nn.Linear(1024 + d, mels + 1)
+        post: list[nn.Module] = []
+        for i in range(5):
+            post += [nn.Conv1d(mels if i == 0 else d, d if i < 4 else mels, 5, padding=2),
+                     nn.BatchNorm1d(d if i < 4 else mels)]
+        self.postnet = nn.Sequential(*post)
+
+    def forward(self, text: Tensor, mel: Tensor) -> Tensor:
+        m = self.convs(self.emb(text).transpose(1, 2)).transpose(1, 2)
+        m, _ = self.blstm(m)
+        keys = self.memory(m)
+        b, t_in, _ = m.shape
+        ctx = m.new_zeros(b, 1, m.shape[-1])
+        weights = m.new_zeros(b, 2, t_in)
+        state1 = state2 = None
+        frames = []
+        pre = self.prenet(mel)
+        for t in range(mel.shape[1]):
+            h1, state1 = self.att_rnn(torch.cat([pre[:, t:t + 1], ctx], -1), state1)
+            loc = self.loc_proj(self.loc(weights).transpose(1, 2))
+            energy = self.v(torch.tanh(self.query(h1) + keys + loc)).squeeze(-1)
+            w = torch.softmax(energy, dim=-1)
+            weights = torch.stack([w, weights[:, 1] + w], dim=1)
+            ctx = w.unsqueeze(1) @ m
+            h2, state2 = self.dec_rnn(torch.cat([h1, ctx], -1), state2)
+            frames.append(self.proj(torch.cat([h2, ctx], -1)))
+        out = torch.cat(frames, 1)[..., :-1]
+        return out + self.postnet(out.transpose(1, 2)).transpose(1, 2)
+
+
+class WaveGlow(nn.Module):
+    """WaveGlow: 12 flows of invertible 1x1 convolution + affine coupling whose WaveNet has 8
+    dilated-conv layers of 256 channels conditioned on upsampled mels; audio squeezed by 8."""
+
+    def __init__(self, flows: int = 12, layers: int = 8, ch: int = 256, mels: int = 80) -> None:
+        super().__init__()
+        self.up = nn.ConvTranspose1d(mels, mels, 1024, stride=256)
+        self.inv = nn.ModuleList(nn.Conv1d(8, 8, 1, bias=False) for _ in range(flows))
+        self.start = nn.ModuleList(nn.Conv1d(4, ch, 1) for _ in range(flows))
+        self.dil = nn.ModuleList(nn.ModuleList(nn.Conv1d(ch, 2 * ch, 3, dilation=2**i,
+                                                         padding=2**i) for i in range(layers))
+                                 for _ in range(flows))
+        self.cond = nn.ModuleList(nn.Conv1d(8 * mels, 2 * ch * layers, 1) for _ in range(flows))
+        self.res = nn.ModuleList(nn.ModuleList(nn.Conv1d(ch, 2 * ch, 1) for _ in range(layers))
+                                 for _ in range(flows))
+        self.end = nn.ModuleList(nn.Conv1d(ch, 8, 1) for _ in range(flows))
+        self.layers, self.ch = layers, ch
+
+    def forward(self, mel: Tensor, audio: Tensor) -> Tensor:
+        c = self.up(mel)[..., :audio.shape[1]]
+        b = audio.shape[0]
+        c = c.unfold(2, 8, 8).permute(0, 2, 1, 3).reshape(b, -1, 8 * c.shape[1]).transpose(1, 2)
+        x = audio.unfold(1, 8, 8).transpose(1, 2)
+        log_det = audio.new_zeros(())
+        for f in range(len(self.inv)):
+            x = self.inv[f](x)
+            xa, xb = x.chunk(2, 1)
+            h = self.start[f](xa)
+            cond = self.cond[f](c).chunk(self.layers, 1)
+            skip = torch.zeros_like(h)
+            for i in range(self.layers):
+                z = self.dil[f][i](h) + cond[i]
+                z = torch.tanh(z[:, :self.ch]) * torch.sigmoid(z[:, self.ch:])
+                r, s = self.res[f][i](z).chunk(2, 1)
+                h, skip = h + r, skip + s
+            log_s, t = self.end[f](skip).chunk(2, 1)
+            x = torch.cat([xa, torch.exp(log_s) * xb + t], 1)
+            log_det = log_det + log_s.sum()
+        return (x * x).sum() / 2 - log_det
+
+
+class Ssd300(nn.Module):
+    """SSD300 on a ResNet-50 backbone (NVIDIA's: stages 1-3, extra feature layers, 6 heads of
+    box regressions and 81-class scores)."""
+
+    def __init__(self, classes: int = 81) -> None:
+        super().__init__()
+        self.trunk, c = resnet50_trunk(3, last_stride=1)  # 38x38 features at 300x300
+        chans = [c, 512, 512, 256, 256, 256]
+        extras: list[nn.Module] = []
+        # 38x38 -> 19 -> 10 -> 5 (stride 2), -> 3 -> 1 (unpadded 3x3)
+        for i, (cin, cout) in enumerate(itertools.pairwise(chans)):
+            stride, pad = (2, 1) if i < 3 else (1, 0)
+            extras.append(nn.Sequential(nn.Conv2d(cin, 256, 1, bias=False), nn.BatchNorm2d(256),
+                                        nn.ReLU(), nn.Conv2d(256, cout, 3, stride, pad,
+                                                             bias=False),
+                                        nn.BatchNorm2d(cout), nn.ReLU()))
+        self.extras = nn.ModuleList(extras)
+        boxes = [4, 6, 6, 6, 4, 4]
+        self.loc = nn.ModuleList(nn.Conv2d(ch, n * 4, 3, padding=1)
+                                 for ch, n in zip(chans, boxes, strict=True))
+        self.conf = nn.ModuleList(nn.Conv2d(ch, n * classes, 3, padding=1)
+                                  for ch, n in zip(chans, boxes, strict=True))
+
+    def forward(self, x: Tensor) -> Tensor:
+        feats = [self.trunk(x)]
+        for layer in self.extras:
+            feats.append(layer(feats[-1]))
+        total = x.new_zeros(())
+        for f, loc, conf in zip(feats, self.loc, self.conf, strict=True):
+            total = total + loc(f).abs().mean() + F.log_softmax(
+                conf(f).flatten(2), dim=1).mean()
+        return total
+
+
+class UNet(nn.Module):
+    """U-Net (Ronneberger et al.): 4 down/up levels, 64 base channels, double 3x3 convs."""
+
+    def __init__(self, base: int = 64, cin: int = 3, cout: int = 2) -> None:
+        super().__init__()
+
+        def double(a: int, b: int) -> nn.Sequential:
+            return nn.Sequential(nn.Conv2d(a, b, 3, padding=1), nn.BatchNorm2d(b), nn.ReLU(),
+                                 nn.Conv2d(b, b, 3, padding=1), nn.BatchNorm2d(b), nn.ReLU())
+
+        widths = [base * 2**i for i in range(5)]
+        self.down = nn.ModuleList([double(cin, widths[0])] + [double(widths[i], widths[i + 1])
+                                                              for i in range(4)])
+        self.up = nn.ModuleList(nn.ConvTranspose2d(widths[i + 1], widths[i], 2, 2)
+                                for i in reversed(range(4)))
+        self.merge = nn.ModuleList(double(2 * widths[i], widths[i]) for i in reversed(range(4)))
+        self.out = nn.Conv2d(base, cout, 1)
+
+    def forward(self, x: Tensor) -> Tensor:
+        skips = []
+        for i, block in enumerate(self.down):
+            x = block(x if i == 0 else F.max_pool2d(x, 2))
+            skips.append(x)
+        x = skips.pop()
+        for up, merge in zip(self.up, self.merge, strict=True):
+            x = merge(torch.cat([up(x), skips.pop()], 1))
+        return self.out(x)
+
+
+class Dlrm(nn.Module):
+    """DLRM (MLPerf Criteo shape, tables cut to 100k rows for a CPU run: a gather's cost is
+    per looked-up row, not per table row): 13 dense features through a 512-256-128 MLP, 26
+    embedding tables of dimension 128, pairwise dot interactions, a 1024-1024-512-256-1 MLP."""
+
+    def __init__(self, tables: int = 26, rows: int = 100_000, dim: int = 128) -> None:
+        super().__init__()
+        self.bottom = nn.Sequential(nn.Linear(13, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(),
+                                    nn.Linear(256, dim), nn.ReLU())
+        self.emb = nn.ModuleList(nn.EmbeddingBag(rows, dim, mode="sum") for _ in range(tables))
+        n = tables + 1
+        self.top = nn.Sequential(nn.Linear(dim + n * (n - 1) // 2, 1024), nn.ReLU(),
+                                 nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 512),
+                                 nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 1))
+
+    def forward(self, dense: Tensor, sparse: Tensor) -> Tensor:
+        x = self.bottom(dense)
+        feats = torch.stack([x] + [e(sparse[:, i:i + 1]) for i, e in enumerate(self.emb)], 1)
+        inter = feats @ feats.transpose(1, 2)
+        i, j = torch.triu_indices(feats.shape[1], feats.shape[1], 1)
+        return self.top(torch.cat([x, inter[:, i, j]], 1)).sigmoid().mean()
+
+
+# ------------------------------------------------------------------------------ catalogue --
+def _ids(vocab: int, b: int, t: int) -> Tensor:
+    return torch.randint(0, vocab, (b, t))
+
+
+# name -> (model factory, batch maker, batch, what it is, match tokens)
+ARCHITECTURES: dict[str, tuple[Callable[[], nn.Module], Callable[[int], tuple[Tensor, ...]],
+                               int, str, list[str]]] = {
+    "cnn-classifier": (ResNet50, lambda b: (torch.randn(b, 3, 224, 224),), 2,
+                       "ResNet-50 v1.5, 224x224 images",
+                       ["resnet", "resnext", "vgg", "efficientnet", "mobilenet", "densenet",
+                        "inception", "convnext", "regnet", "alexnet", "cnn", "image class"]),
+    "vit": (Vit, lambda b: (torch.randn(b, 3, 224, 224),), 1, "ViT-B/16, 224x224 images",
+            ["vit", "deit", "swin", "vision transformer", "beit"]),
+    "encoder-only": (Bert, lambda b: (_ids(30522, b, 384),), 1,
+                     "BERT-base, sequence 384 (SQuAD fine-tuning shape)",
+                     ["bert", "electra", "encoder-only", "xlm-r"]),
+    "decoder-only": (Gpt, lambda b: (_ids(50257, b, 1024),), 1,
+                     "GPT-2 small (124M), sequence 1024",
+                     ["gpt", "llama", "opt-", "mistral", "qwen", "gemma", "phi-", "falcon",
+                      "transformer-xl", "transformerxl", "transformer_xl", "txl",
+                      "decoder-only", "causal lm", "language model"]),
+    "encoder-decoder": (EncoderDecoder, lambda b: (_ids(32000, b, 128), _ids(32000, b, 128)), 2,
+                        "Transformer-base translation model, 128 source and target tokens",
+                        ["t5", "bart", "marian", "transformer", "encoder-decoder", "pegasus",
+                         "whisper"]),
+    "seq2seq-rnn": (Gnmt, lambda b: (_ids(32000, b, 50), _ids(32000, b, 50)), 8,
+                    "GNMT v2 (8 LSTM layers of 1024), 50 source and target tokens",
+                    ["gnmt", "lstm", "gru", "rnn", "seq2seq"]),
+    "conv-tts": (Tacotron2, lambda b: (_ids(148, b, 60), torch.randn(b, 80, 80)), 2,
+                 "Tacotron 2, 60 characters, 80 mel frames (teacher-forced; the census's cost "
+                 "grows with the square of the frames, the mix per frame does not)",
+                 ["tacotron", "tts", "text-to-speech", "fastspeech", "speech synth"]),
+    "flow-audio": (WaveGlow, lambda b: (torch.randn(b, 80, 63), torch.randn(b, 16000)), 1,
+                   "WaveGlow (12 flows, 8-layer WaveNet couplings), 16000-sample segments",
+                   ["waveglow", "wavenet", "waveflow", "vocoder", "flow"]),
+    "detection": (Ssd300, lambda b: (torch.randn(b, 3, 300, 300),), 2,
+                  "SSD300 on a ResNet-50 backbone, 300x300 images",
+                  ["ssd", "yolo", "rcnn", "r-cnn", "retinanet", "detr", "mask", "detection",
+                   "segmentation", "fcos", "detector"]),
+    "unet": (UNet, lambda b: (torch.randn(b, 3, 256, 256),), 1, "U-Net, 256x256 images",
+             ["unet", "u-net", "diffusion", "ddpm"]),
+    "mlp-recommender": (Dlrm, lambda b: (torch.randn(b, 13), torch.randint(0, 100_000, (b, 26))),
+                        256, "DLRM (26 tables of dimension 128, Criteo-shaped MLPs)",
+                        ["dlrm", "ncf", "recommend", "wide-and-deep", "wide & deep", "mlp",
+                         "deepfm"]),
+}
+
+# Kernels a GPU runs per recurrent layer, direction and time step (forward 1 + backward 2).
+RECURRENT_KERNELS_PER_STEP = 3
+
+
+def _recurrent_counter(model: nn.Module) -> tuple[dict[str, float], list[Any]]:
+    """Hooks that count LSTM flops (forward + backward) and GPU kernels from the layer shapes."""
+    counts = {"flops": 0.0, "kernels": 0.0, "cpu_calls": 0.0, "weight_bytes": 0.0}
+
+    def hook(mod: nn.Module, args: tuple[Tensor, ...], _out: Any) -> None:
+        assert isinstance(mod, nn.LSTM)
+        x = args[0]
+        b, t = (x.shape[0], x.shape[1]) if mod.batch_first else (x.shape[1], x.shape[0])
+        dirs = 2 if mod.bidirectional else 1
+        for layer in range(mod.num_layers):
+            cin = mod.input_size if layer == 0 else mod.hidden_size * dirs
+            macs = 4 * (cin + mod.hidden_size) * mod.hidden_size * b * t * dirs
+            counts["flops"] += 3 * 2 * macs
+            counts["kernels"] += RECURRENT_KERNELS_PER_STEP * t * dirs
+            counts["cpu_calls"] += 2 * dirs  # one fused oneDNN layer forward, one backward
+            # Each time step's GEMM re-reads the layer's recurrent weights (forward, and twice
+            # backward): bytes a step pays whatever its batch.
+            counts["weight_bytes"] += 3 * 4 * mod.hidden_size * mod.hidden_size * 4 * t * dirs
+
+    handles = [m.register_forward_hook(hook) for m in model.modules() if isinstance(m, nn.LSTM)]
+    return counts, handles
+
+
+def profile_architecture(name: str) -> dict[str, Any]:
+    factory, make, batch, what, match = ARCHITECTURES[name]
+    torch.manual_seed(0)
+    model = factory()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4, foreach=True)
+    inputs = make(batch)
+
+    def loss() -> Tensor:
+        out = model(*inputs)
+        return out.float().square().mean() if out.dim() > 0 else out
+
+    loss().backward()  # warm-up: lazy initialisation, optimizer state
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    recurrent, handles = _recurrent_counter(model)
+    ATTENTION_FLOPS[0] = 0.0
+    with OpCensus() as step:
+        loss().backward()
+    for h in handles:
+        h.remove()
+    with OpCensus() as optim:
+        opt.step()
+    flops: dict[str, float] = defaultdict(float)
+    for op, n in step.flops_by_op.items():
+        flops[op_class(op)] += n
+    flops["recurrent"] += recurrent["flops"]
+    flops["attention"] += ATTENTION_FLOPS[0]
+    compute = {c: flops.get(c, 0.0) for c in COMPUTE_CLASSES}
+    total = sum(compute.values())
+    # Embedding tables are read row by row (their gathers are counted as operator bytes).
+    param_bytes = float(sum(p.numel() * p.element_size() for m in model.modules()
+                            if not isinstance(m, nn.Embedding | nn.EmbeddingBag)
+                            for p in m.parameters(recurse=False)))
+    bytes_by_class: dict[str, float] = defaultdict(float)
+    for op, n in step.bytes_moved.items():
+        bytes_by_class[op_class(op)] += n
+    step_bytes = optim.total_bytes + 3 * param_bytes + recurrent["weight_bytes"]
+    # The fused CPU recurrent operators' bytes are mostly their weights (counted per time step
+    # in weight_bytes above): left out of the per-sample bytes.
+    sample_bytes = max(step.total_bytes - bytes_by_class["recurrent"] - 3 * param_bytes,
+                       0.0) / batch
+    kernels = (sum(step.kernel_calls.values()) - recurrent["cpu_calls"] + recurrent["kernels"]
+               + sum(optim.kernel_calls.values()))
+    per_sample = total / batch
+    return {
+        "description": what,
+        "match": match,
+        "flops_share": {c: round(v / total, 4) for c, v in compute.items() if v > 0.0},
+        "flops_per_sample": float(f"{per_sample:.4g}"),
+        "bytes_per_flop": float(f"{sample_bytes / per_sample:.4g}"),
+        "step_bytes_per_flop": float(f"{step_bytes / per_sample:.4g}"),
+        "launches_per_step": round(kernels),
+        "profiled": {"batch_size": batch, "params": sum(p.numel() for p in model.parameters()),
+                     "bytes_by_class_per_sample": {c: float(f"{v / batch:.4g}")
+                                                   for c, v in sorted(bytes_by_class.items())}},
+    }
+
+
+def _fix_shares(entry: dict[str, Any]) -> None:
+    """Rounded shares summing to exactly 1 (the largest absorbs the rounding)."""
+    shares = entry["flops_share"]
+    top = max(shares, key=shares.get)
+    shares[top] = round(1.0 - sum(v for k, v in shares.items() if k != top), 4)
+    assert math.isclose(sum(shares.values()), 1.0, abs_tol=1e-6)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    ap.add_argument("--out", type=Path, default=REPO / "gpucost" / "model" / "signatures.json")
+    ap.add_argument("--only", action="append", help="profile these architectures only")
+    args = ap.parse_args(argv)
+    torch.backends.mkldnn.enabled = True  # LSTMs as one fused operator per layer (see above)
+    from gpucost._io import atomic_write_text
+
+    signatures: dict[str, Any] = {}
+    if args.only and args.out.exists():  # keep the others
+        signatures = json.loads(args.out.read_text(encoding="utf-8"))["signatures"]
+    for name in args.only or list(ARCHITECTURES):
+        entry = profile_architecture(name)
+        _fix_shares(entry)
+        signatures[name] = entry
+        print(f"{name:16s} {entry['flops_per_sample']:.3g} flops/sample  shares "
+              f"{entry['flops_share']}  bytes/flop {entry['bytes_per_flop']:.3g}  "
+              f"launches {entry['launches_per_step']}", flush=True)
+        doc = {  # written after each architecture: a long run keeps what it has profiled
+            "provenance": {
+                "written_by": "scripts/build_signatures.py",
+                "date": dt.date.today().isoformat(),
+                "torch": torch.__version__,
+                "method": "one training step (forward, backward, Adam) of each model definition "
+                          "on CPU under gpucost.profiler.flops.OpCensus; see the script's "
+                          "docstring",
+            },
+            "signatures": {k: signatures[k] for k in ARCHITECTURES if k in signatures},
+        }
+        atomic_write_text(args.out, json.dumps(doc, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
