@@ -517,8 +517,10 @@ def test_plans_whose_batch_does_not_fit_are_replanned_or_left_out() -> None:
     assert "accumulation" in row.memory_note
     from gpucost.model.perf import predict
 
-    unchanged = predict(bert, gpu="T4")
+    unchanged = predict(bert, gpu="T4", fit_batch="keep")  # the batch as profiled
     assert row.throughput < unchanged.throughput  # each micro-step pays a step's fixed costs
+    # predict() itself runs the same largest batch that fits by default
+    assert predict(bert, gpu="T4").throughput == pytest.approx(row.throughput)
     assert advice.cheapest is not None
     plan = to_plan(advice.cheapest, advice, profile_ref="bert-large-a100-fp16", now=NOW)
     assert plan.workload.peak_memory_gb is not None
