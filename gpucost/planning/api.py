@@ -39,6 +39,8 @@ def compare(profile: Any = None, *, limit: int | None = None, **request: Any) ->
 def plan(profile: Any = None, **request: Any) -> Advice:
     """The advice for a profile, a job and constraints (``deadline_hours``, ``budget_usd``, and
     the keywords of :func:`compare`): the cheapest plan meeting the deadline, the fastest within
-    the budget, the Pareto front, and what to relax when nothing fits.
+    the budget, the Pareto front, and what to relax when nothing fits. As `gpucost plan`,
+    on-demand capacity only unless ``market="any"`` allows spot.
     :func:`gpucost.planning.planbuild.to_plan` turns a pick into a plan file."""
+    request.setdefault("market", "on-demand")
     return advise(build_request(profile, **request))
