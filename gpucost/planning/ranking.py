@@ -304,8 +304,33 @@ class _ConfigCodes:
                    limits[provider_code.reshape(-1)])
 
 
-def _text(values: np.ndarray) -> npt.NDArray[np.object_]:
-    return values.astype(object)
+@dataclass(frozen=True)
+class _OfferText:
+    """Per offer, the text columns a plan shows, as object arrays: every plan of an offer then
+    shares its strings instead of holding a fixed-width copy."""
+
+    provider: npt.NDArray[np.object_]
+    region: npt.NDArray[np.object_]
+    zone: npt.NDArray[np.object_]
+    instance_type: npt.NDArray[np.object_]
+    gpu: npt.NDArray[np.object_]
+    intra_node_link: npt.NDArray[np.object_]
+    source: npt.NDArray[np.object_]
+    price_date: npt.NDArray[np.object_]
+
+    @classmethod
+    def of(cls, offers: Offers) -> _OfferText:
+        return cls(
+            provider=offers["provider"].astype(object),
+            region=offers["region"].astype(object),
+            zone=offers["zone"].astype(object),
+            instance_type=offers["instance_type"].astype(object),
+            gpu=offers["gpu"].astype(object),
+            intra_node_link=offers["intra_node_link"].astype(object),
+            source=offers["source"].astype(object),
+            # the ISO timestamp's date
+            price_date=np.array([str(t)[:10] for t in offers["fetched_at"]], dtype=object),
+        )
 
 
 def _chunk_plans(
@@ -316,7 +341,7 @@ def _chunk_plans(
     base_price: npt.NDArray[np.float64],
     counts: npt.NDArray[np.int64],
     predictor: _Predictor,
-    text: dict[str, npt.NDArray[np.object_]],
+    text: _OfferText,
     codes: _ConfigCodes,
     stale_sources: npt.NDArray[np.object_],
 ) -> tuple[Plans, npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
@@ -334,7 +359,7 @@ def _chunk_plans(
     # Fractional GPUs (AWS g6f) run one process on a slice: predict one GPU, then scale down.
     fraction = np.where(gpu_count < 1.0, gpu_count, 1.0)
     net, transport = codes.net_gbps[offer], codes.transport_name[offer]
-    gpu, link = text["gpu"][offer], text["intra_node_link"][offer]
+    gpu, link = text.gpu[offer], text.intra_node_link[offer]
 
     # one prediction per distinct configuration in the chunk: a key packed from the codes of
     # GPU, GPUs per node, node count, link and fabric, each digit below its own radix
@@ -385,12 +410,12 @@ def _chunk_plans(
         "market": np.where(base_spot, "spot", "on-demand")}
     terms = offer_terms(base, request.economics).take(row_base)
     costs = job_costs(cols, hours, request.economics, terms=terms)
-    source = text["source"][offer]
+    source = text.source[offer]
     plans = Plans(
-        provider=text["provider"][offer],
-        region=text["region"][offer],
-        zone=text["zone"][offer],
-        instance_type=text["instance_type"][offer],
+        provider=text.provider[offer],
+        region=text.region[offer],
+        zone=text.zone[offer],
+        instance_type=text.instance_type[offer],
         gpu=gpu,
         gpu_count=gpu_count,
         nodes=nodes,
@@ -435,7 +460,7 @@ def _chunk_plans(
         grad_accum_steps=accum,
         sharding=sharding,
         memory_note=note,
-        price_date=text["price_date"][offer],
+        price_date=text.price_date[offer],
         source=source,
         stale=np.isin(source, stale_sources),
     )
@@ -488,9 +513,7 @@ def rank(request: Request) -> Ranking:
             hint="relax --gpu/--provider/--region/--max-price-hr/--spot, "
             "or run `gpucost prices show`",
         )
-    text = {name: _text(offers[name]) for name in
-            ("provider", "region", "zone", "instance_type", "gpu", "intra_node_link", "source")}
-    text["price_date"] = np.array([str(s)[:10] for s in offers["fetched_at"]], dtype=object)
+    text = _OfferText.of(offers)
     stale = sorted({s.source for s in snapshots if is_stale(s, request.stale_days, now)})
     stale_sources = np.array(stale, dtype=object)
     counts = node_counts(filters.max_nodes)
