@@ -13,6 +13,7 @@ import argparse
 import copy
 import json
 import os
+import tempfile
 import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -296,6 +297,34 @@ def test_measurement_store(sandbox: Path, capsys: pytest.CaptureFixture[str],
     _reads_or_refuses(measurements.read_all)
     _cli(capsys, ["calibrate", "list"])
     _cli(capsys, ["predict", "-p", "resnet50-v100-amp", "--gpu", "H100", "-k", "8"])
+
+
+def _ledger_bytes() -> bytes:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "ledger.sqlite"
+        with Ledger(path) as ledger:
+            ledger.create_run(run_id="fz-1", name="fz", plan_path="p", provider="local",
+                              run_dir=str(Path(folder) / "run"), price_hr=0.01, nodes=1,
+                              budget_cap_usd=1.0)
+        return path.read_bytes()
+
+
+LEDGER = _ledger_bytes()
+
+
+@pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisWarning")  # a long repr
+@FUZZ
+@given(data=_damaged_bytes(LEDGER))
+def test_ledger(sandbox: Path, capsys: pytest.CaptureFixture[str], data: bytes) -> None:
+    # Only commands that read it: down, stop and cleanup would signal the recorded launcher,
+    # which is this test process.
+    home = Path(os.environ["GPUCOST_HOME"])
+    for stale in home.glob("ledger.sqlite*"):
+        stale.unlink(missing_ok=True)  # a connection closed by the GC takes its -wal along
+    (home / "ledger.sqlite").write_bytes(data)
+    _cli(capsys, ["ps"])
+    _cli(capsys, ["ps", "--all", "--format", "json"])
+    _cli(capsys, ["status", "fz-1"])
 
 
 # ---- random arguments to every command ---------------------------------------------------------

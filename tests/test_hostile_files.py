@@ -440,3 +440,50 @@ def test_a_deeply_nested_measurement_store_is_one_line(
         '{"format": "gpucost-measurements", "version": 1, "measurements": '
         + "[" * 100_000 + "]" * 100_000 + "}")
     _one_line_error(capsys, ["calibrate", "list"], "measurements.json is nested deeper than 32")
+
+
+def _ledger_with(home: Path, run_values: str) -> None:
+    """A ledger whose runs table has gpucost's columns but not its constraints, holding one
+    row as a damaged page can read back."""
+    import sqlite3
+
+    from gpucost.executor.ledger import _COLUMNS, _SCHEMA
+
+    db = sqlite3.connect(home / "ledger.sqlite")
+    db.execute(f"CREATE TABLE runs ({', '.join(sorted(_COLUMNS['runs']))})")
+    db.executescript(_SCHEMA)
+    columns = ", ".join(sorted(_COLUMNS["runs"]))
+    db.execute(f"INSERT INTO runs ({columns}) VALUES ({run_values})")
+    db.commit()
+    db.close()
+
+
+@pytest.mark.parametrize(("values", "expect"), [
+    # budget_cap_usd, ended_at, launcher_pid, launcher_start, name, nodes, plan_path, price_hr,
+    # provider, run_dir, run_id, started_at, state
+    ("1.0, NULL, 1, '1:?', 'x', 1, 'p', 0.1, 'local', 'r', 'r1', NULL, 'running'",
+     "a RunRow row holds started_at = 'None'"),
+    ("1.0, NULL, 1, '1:?', 'x', 'two', 'p', 0.1, 'local', 'r', 'r1', 1.0, 'running'",
+     "a RunRow row holds nodes = 'two'"),
+])
+def test_a_ledger_row_of_the_wrong_types_is_one_line(
+    _isolated_home: Path, capsys: pytest.CaptureFixture[str], values: str, expect: str,
+) -> None:  # found by the fuzz suite: TypeError and UnicodeDecodeError tracebacks
+    _ledger_with(_isolated_home, values)
+    _one_line_error(capsys, ["ps", "--all"], "ledger.sqlite is unreadable", expect)
+
+
+def test_a_ledger_whose_schema_is_not_utf8_is_one_line(
+    _isolated_home: Path, capsys: pytest.CaptureFixture[str],
+) -> None:  # found by the fuzz suite: a UnicodeDecodeError traceback
+    import sqlite3
+
+    path = _isolated_home / "ledger.sqlite"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE runs (zzzz)")
+    db.commit()
+    db.close()
+    # SQLite's own message about the broken schema then quotes bytes that are not UTF-8.
+    path.write_bytes(path.read_bytes().replace(b"zzzz)", b"'\x80\xff  "))
+    _one_line_error(capsys, ["ps"], "ledger.sqlite is unreadable",
+                    "it holds text that is not UTF-8")

@@ -18,11 +18,13 @@ import json
 import os
 import sqlite3
 import time
+import types
+import typing
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from gpucost import paths
 from gpucost.errors import InputError
@@ -70,6 +72,9 @@ CREATE TABLE IF NOT EXISTS segments (
 );
 CREATE INDEX IF NOT EXISTS segments_run ON segments(run_id);
 """
+
+
+_Row = TypeVar("_Row")
 
 
 class LedgerError(InputError):
@@ -135,6 +140,9 @@ class Segment:
     def cost_usd(self, now: float) -> float:
         end = self.ended_at if self.ended_at is not None else now
         return self.nodes * self.price_hr * max(0.0, end - self.started_at) / 3600.0
+
+
+_SEGMENT_FIELDS = tuple(f.name for f in fields(Segment))
 
 
 @dataclass(frozen=True)
@@ -236,6 +244,8 @@ class Ledger:
             raise LedgerError(self.path, err) from None
         except OSError as err:
             raise LedgerError(self.path, err.strerror or err) from None
+        except UnicodeDecodeError:  # a damaged page: text that is not UTF-8
+            raise LedgerError(self.path, "it holds text that is not UTF-8") from None
 
     def _rows(self, query: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
         with self._readable():
@@ -293,11 +303,26 @@ class Ledger:
                        "VALUES (?,?,?,?)", (run_id, price_hr, nodes, now))
 
     def _run_row(self, row: sqlite3.Row) -> RunRow:
-        segments = tuple(Segment(price_hr=s["price_hr"], nodes=s["nodes"],
-                                 started_at=s["started_at"], ended_at=s["ended_at"])
+        segments = tuple(self._typed(Segment, {k: s[k] for k in _SEGMENT_FIELDS})
                          for s in self._rows("SELECT * FROM segments WHERE run_id=? ORDER BY id",
                                              (row["run_id"],)))
-        return RunRow(**dict(row), segments=segments)
+        return self._typed(RunRow, {**dict(row), "segments": segments})
+
+    def _typed(self, cls: type[_Row], values: dict[str, Any]) -> _Row:
+        """A row as ``cls``, each column checked against its field's type: a damaged file can
+        hold NULL or text where a number belongs, which would fail far from here."""
+        hints = typing.get_type_hints(cls)
+        for name, value in values.items():
+            expected = hints.get(name)
+            options = typing.get_args(expected) if isinstance(expected, types.UnionType) \
+                else (typing.get_origin(expected) or expected,)
+            if float in options:
+                options = (*options, int)
+            if all(isinstance(o, type) for o in options) and (
+                    isinstance(value, bool) or not isinstance(value, options)):
+                raise LedgerError(self.path, f"a {cls.__name__} row holds {name} = "
+                                             f"{str(value)[:40]!r}, not {expected}")
+        return cls(**values)
 
     def set_run_price(self, run_id: str, price_hr: float) -> None:
         with self._tx() as db:
@@ -390,9 +415,9 @@ class Ledger:
             query += " WHERE " + " AND ".join(clauses)
         rows = self._rows(query + " ORDER BY id", args)
         try:
-            return [ResourceRow(**{**dict(r), "config": json.loads(r["config"]),
-                                   "meta": json.loads(r["meta"])}) for r in rows]
-        except json.JSONDecodeError as err:
+            return [self._typed(ResourceRow, {**dict(r), "config": json.loads(r["config"]),
+                                              "meta": json.loads(r["meta"])}) for r in rows]
+        except (ValueError, TypeError, RecursionError) as err:
             raise LedgerError(self.path, f"a resource row holds broken JSON: {err}") from None
 
     @staticmethod
