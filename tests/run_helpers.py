@@ -13,7 +13,7 @@ from typing import Any
 
 import tomli_w
 
-from gpucost.executor.ledger import process_start
+from gpucost.executor.local import token_processes
 from gpucost.executor.rundir import RunDir
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -63,18 +63,16 @@ def spawn_launcher(plan: Path, run_id: str) -> subprocess.Popen[bytes]:
 
 
 def pids_with_token(token: str, *, rank0_worker: bool = False) -> list[int]:
-    """Processes carrying the run's token (optionally only torch.distributed rank 0 workers)."""
+    """Processes carrying the run's token, of this test's state folder (a run of the same id in
+    another test session on this machine is not ours), optionally only rank 0 workers."""
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for pid in token_processes(token):
         try:
-            env = (entry / "environ").read_bytes().split(b"\0")
+            env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if (f"GPUCOST_TOKEN={token}".encode() in env and process_start(int(entry.name))
-                and (not rank0_worker or b"RANK=0" in env)):
-            found.append(int(entry.name))
+        if not rank0_worker or b"RANK=0" in env:
+            found.append(pid)
     return found
 
 
@@ -94,3 +92,15 @@ def kill_quietly(pids: list[int]) -> None:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, 9)
+
+
+def wait_for_epoch(run_id: str, launcher: subprocess.Popen[bytes],
+                   timeout_s: float = 180.0) -> None:
+    """Until the run reports an epoch; a launcher that exits first fails with what it said."""
+    def reported() -> bool:
+        if launcher.poll() is not None:
+            err = launcher.stderr.read().decode() if launcher.stderr else ""
+            raise AssertionError(f"the launcher exited {launcher.returncode}: {err}")
+        return bool(epochs_in(RunDir.for_run(run_id).path))
+
+    wait_for(reported, timeout_s, f"an epoch of {run_id}")

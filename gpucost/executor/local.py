@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from gpucost import paths
 from gpucost.errors import ExecutorError, InputError
 from gpucost.executor.base import (
     VERIFY_SNIPPET,
@@ -40,19 +41,22 @@ VERIFY_TIMEOUT_S = 300.0
 
 
 def token_processes(token: str) -> list[int]:
-    """Live processes on this machine started for ``token`` (from their environment)."""
+    """Live processes on this machine started for ``token`` by this state folder's runs (from
+    their environment: a run of the same id under another GPUCOST_HOME is not ours to end)."""
     if not token or not Path("/proc").is_dir():
         return []
     needle = f"GPUCOST_TOKEN={token}".encode()
+    ours = f"GPUCOST_RUN_DIR={paths.runs_dir()}{os.sep}".encode()
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            environ = (entry / "environ").read_bytes()
+            environ = (entry / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if needle in environ.split(b"\0") and process_start(int(entry.name)) is not None:
+        if (needle in environ and any(v.startswith(ours) for v in environ)
+                and process_start(int(entry.name)) is not None):
             found.append(int(entry.name))
     return found
 

@@ -14,9 +14,14 @@ import contextlib
 import fcntl
 import hashlib
 import os
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
 from gpucost import paths
+from gpucost.errors import ExecutorError, InputError
+from gpucost.executor.control import end_run
+from gpucost.executor.guard import GUARD_EXIT_S
+from gpucost.executor.ledger import Ledger, RunRow
 
 
 class LockBusy(Exception):
@@ -62,3 +67,53 @@ class RunLock:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self.fds = []
+
+
+def hold_job(ledger: Ledger, *, job: str, checkpoints: str | None, run_id: str,
+             note: Callable[[str], None]) -> RunLock:
+    """Hold the locks of ``job`` (and of its checkpoint folder) for ``run_id``. A live run of
+    the job refuses this launch; an orphaned one (its launcher gone) is ended first, like every
+    orphan of the job the ledger knows. ``note`` is told what was ended."""
+    lock = RunLock([f"job:{job}", *([f"checkpoints:{checkpoints}"] if checkpoints else [])])
+    try:
+        lock.acquire(run_id)
+    except LockBusy as busy:
+        holder = _orphan_holding(ledger, busy, job)
+        note(f"ending {holder.run_id} first: an orphaned run of job {job!r} (its launcher is "
+             "gone, its job was not)")
+        end_run(ledger, holder)
+        deadline = time.monotonic() + GUARD_EXIT_S + 10.0
+        while True:
+            try:
+                lock.acquire(run_id)
+                break
+            except LockBusy:
+                if time.monotonic() > deadline:
+                    raise ExecutorError(f"{holder.run_id} still holds job {job!r}",
+                                        hint=f"`gpucost down {holder.run_id}`") from None
+                time.sleep(0.2)
+    try:
+        for run in ledger.runs():
+            if run.name == job and run.ended_at is None and not run.supervised:
+                note(f"ending {run.run_id} first: an orphaned run of job {job!r}")
+                end_run(ledger, run)
+    except BaseException:
+        lock.release()
+        raise
+    return lock
+
+
+def _orphan_holding(ledger: Ledger, busy: LockBusy, job: str) -> RunRow:
+    """The run holding a lock, when it is an orphan; raises when it is live (or starting)."""
+    what = "checkpoint folder of job" if busy.key.startswith("checkpoints:") else "job"
+    try:
+        holder = ledger.run(busy.holder) if busy.holder else None
+    except InputError:
+        holder = None
+    if holder is None or holder.supervised:
+        who = (f"run {holder.run_id} (launcher pid {holder.launcher_pid})" if holder
+               else "another launch")
+        raise InputError(f"the {what} {job!r} is in use by {who}: one live run per job",
+                         hint=f"`gpucost stop {holder.run_id}` or `gpucost down "
+                              f"{holder.run_id}` first" if holder else "wait for it")
+    return holder

@@ -23,15 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from gpucost.errors import CapacityError, ExecutorError, GpuCostError, InputError
+from gpucost.errors import CapacityError, GpuCostError, InputError
 from gpucost.executor import get_provider, provider_config
 from gpucost.executor.base import JobSpec, Provider, ProvisionRequest, Resource
 from gpucost.executor.checkpoints import CheckpointStore
-from gpucost.executor.control import end_run
-from gpucost.executor.guard import EXIT_BUDGET, EXIT_TIMED_OUT, GUARD_EXIT_S
-from gpucost.executor.ledger import Ledger, RunRow
+from gpucost.executor.guard import EXIT_BUDGET, EXIT_TIMED_OUT
+from gpucost.executor.ledger import Ledger
 from gpucost.executor.rundir import RunDir
-from gpucost.executor.runlock import LockBusy, RunLock
+from gpucost.executor.runlock import RunLock, hold_job
 from gpucost.executor.verify import VerifyResult, verify_throughput
 from gpucost.format import usd_text
 from gpucost.jobname import NAME_HINT, job_name_problem
@@ -252,7 +251,10 @@ class Runner:
                              hint="fix [job] workdir (relative to the plan file)")
         self.provider.check_ready()  # before the ledger or run folder is written
         ledger = self.ledger  # an unreadable ledger stops the launch before anything exists
-        self._take_lock(ledger)
+        ck = self._checkpoints() if plan.checkpoint.enabled else None
+        self._lock = hold_job(ledger, job=plan.job.name, run_id=self.run_id,
+                              checkpoints=f"{ck.resolved_target}/{ck.namespace}" if ck else None,
+                              note=self._early_note)
         try:
             return self._launch_locked(ledger, on_started)
         finally:
@@ -408,68 +410,12 @@ class Runner:
         return now + max(0.0, self.plan.safety.budget_cap_usd
                          - self._cost(now - self._started)) / per_s
 
-    # -- one live run per job and checkpoint folder ------------------------------------------------
-    def _lock_keys(self) -> list[str]:
-        keys = [f"job:{self.plan.job.name}"]
-        if self.plan.checkpoint.enabled:
-            store = self._checkpoints()
-            keys.append(f"checkpoints:{store.resolved_target}/{store.namespace}")
-        return keys
-
-    def _take_lock(self, ledger: Ledger) -> None:
-        """Hold the job's locks; a live run of the job refuses this launch, an orphaned one (its
-        launcher gone) is ended first, like every orphan of the job the ledger knows."""
-        name = self.plan.job.name
-        lock = RunLock(self._lock_keys())
-        try:
-            lock.acquire(self.run_id)
-        except LockBusy as busy:
-            holder = self._orphan_holding(ledger, busy)
-            self._early_note(f"ending {holder.run_id} first: an orphaned run of job {name!r} "
-                             "(its launcher is gone, its job was not)")
-            end_run(ledger, holder)
-            deadline = time.monotonic() + GUARD_EXIT_S + 10.0
-            while True:
-                try:
-                    lock.acquire(self.run_id)
-                    break
-                except LockBusy:
-                    if time.monotonic() > deadline:
-                        raise ExecutorError(f"{holder.run_id} still holds job {name!r}",
-                                            hint=f"`gpucost down {holder.run_id}`") from None
-                    time.sleep(0.2)
-        self._lock = lock
-        for run in ledger.runs():
-            if run.name == name and run.ended_at is None and not run.supervised:
-                self._early_note(f"ending {run.run_id} first: an orphaned run of job {name!r}")
-                try:
-                    end_run(ledger, run)
-                except BaseException:
-                    lock.release()
-                    raise
-
     def _early_note(self, message: str) -> None:
         """Say it now, and keep it for the run's launcher.log (a detached launcher's stderr is
         gone by the time anyone looks)."""
         self.messages.append(message)
         self.echo(message)
         self._early_notes.append(message)
-
-    def _orphan_holding(self, ledger: Ledger, busy: LockBusy) -> RunRow:
-        """The run holding a lock, when it is an orphan; raises when it is live (or starting)."""
-        name = self.plan.job.name
-        what = "checkpoint folder of job" if busy.key.startswith("checkpoints:") else "job"
-        try:
-            holder = ledger.run(busy.holder) if busy.holder else None
-        except InputError:
-            holder = None
-        if holder is None or holder.supervised:
-            who = (f"run {holder.run_id} (launcher pid {holder.launcher_pid})" if holder
-                   else "another launch")
-            raise InputError(f"the {what} {name!r} is in use by {who}: one live run per job",
-                             hint=f"`gpucost stop {holder.run_id}` or `gpucost down "
-                                  f"{holder.run_id}` first" if holder else "wait for it")
-        return holder
 
     def _cost(self, elapsed_s: float) -> float:
         """Spend ``elapsed_s`` into the run: nodes x the price that got capacity x the time since
