@@ -190,6 +190,8 @@ def load_lambda(path: Path, resolve: Callable[[str], GpuSpec]) -> tuple[list[Obs
             # Lambda's runs use NVIDIA's NGC PyTorch containers, which set
             # TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 (matmuls on TF32; the v0 containers' PyTorch
             # < 1.12 did by default) on top of cuDNN's TF32 default: their fp32 is "tf32".
+            # (MONAI's docs/source/precision_accelerating.md states the container layer; the
+            # PyTorch 1.12 notes, pytorch#79537, the upstream default change.)
             precision = "tf32" if row["precision"] == "fp32" else row["precision"]
             key = (row["bench_version"], row["model_key"], precision, name)
             groups[key].append((float(row["throughput"]), float(row["batch_size"])))
