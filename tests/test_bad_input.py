@@ -94,3 +94,25 @@ def test_plan_output_refuses_to_overwrite_a_file_that_is_not_a_plan(
     assert not (tmp_path / "missing").exists()
     assert main(["plan", "--epochs", "1", "-o", str(tmp_path)]) == 2
     assert "is a folder" in _one_line_error(capsys)
+
+
+def _broken_table(*_args: object) -> str:
+    raise RuntimeError("a\nbug")
+
+
+def test_a_bug_in_a_command_is_one_line_and_exit_3_not_a_traceback(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # main()'s safety net: an exception outside the error tree is gpucost's bug, not the user's
+    # input; it is reported in one line with the internal-error exit code.
+    import gpucost.cli.gpus as gpus_cli
+
+    monkeypatch.delenv("GPUCOST_DEBUG", raising=False)
+    monkeypatch.setattr(gpus_cli, "format_table", _broken_table)
+    assert main(["gpus"]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("gpucost: internal error: RuntimeError: a bug")
+    assert "GPUCOST_DEBUG=1" in err
+    monkeypatch.setenv("GPUCOST_DEBUG", "1")
+    with pytest.raises(RuntimeError):
+        main(["gpus"])

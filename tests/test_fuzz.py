@@ -98,6 +98,7 @@ def _cli(capsys: pytest.CaptureFixture[str], argv: list[str]) -> int:
     err = capsys.readouterr().err
     assert code in (0, 1, 2, 3), (argv, code, err)
     assert "Traceback" not in err, (argv, err)
+    assert "internal error" not in err, (argv, err)  # main()'s safety net caught a bug
     errors = [line for line in err.splitlines() if line.startswith("gpucost: error:")]
     assert len(errors) <= 1, (argv, err)
     return code

@@ -4,13 +4,15 @@ Each command lives in its own module under ``gpucost.cli`` exposing ``register(s
 which adds its parser and sets ``handler`` (``Callable[[argparse.Namespace], int]``). Modules are
 listed explicitly below; they import only light modules at top level so that every command,
 `gpucost compare` above all, starts fast. Errors from the exception tree become one line on
-stderr and an exit code: 0 ok, 1 policy violated, 2 usage/input error, 3 stale data or internal.
+stderr and an exit code: 0 ok, 1 policy violated, 2 usage/input error, 3 stale data or internal;
+any other exception is a bug, reported in one line as an internal error (exit 3).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -79,6 +81,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as err:
+        # A bug in gpucost, not the user's input: one line and exit 3 (internal error), as the
+        # README promises, rather than a traceback; GPUCOST_DEBUG=1 shows the traceback.
+        if os.environ.get("GPUCOST_DEBUG"):
+            raise
+        detail = " ".join(str(err).split()) or "no message"
+        print(f"gpucost: internal error: {type(err).__name__}: {detail} (a bug in gpucost; "
+              "run again with GPUCOST_DEBUG=1 for the traceback)", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":
