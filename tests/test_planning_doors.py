@@ -217,5 +217,38 @@ def test_predict_takes_a_mixed_node_and_refuses_a_silent_last_gpu(
     assert slow.throughput <= mixed["throughput"] < fast.throughput
     assert main(["predict", "--gpu", "A100 SXM4 80GB", "--gpu", "T4", "-k", "4"]) == 2
     assert "2 --gpu options name a node of 2 GPUs" in capsys.readouterr().err
+    # scale prices a mixed node only from --price-hr: an offer has one GPU type
     assert main(["scale", "--gpu", "A100 SXM4 80GB", "--gpu", "T4"]) == 2
-    assert "mixed node" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "mixed node" in err and "--price-hr" in err and err.count("\n") <= 2
+
+
+def test_scale_prices_a_mixed_node_at_the_slowest_members_pace(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`scale --gpu A --gpu B --price-hr P`: the curve is the planning core's, each node count
+    paced by predict's straggler-bound mixed group, the batch fitted to the smallest member."""
+    from gpucost.model.perf import predict
+
+    profile = resolve_profile("bert-large-a100-fp16")
+    node = ["A100 SXM4 80GB", "T4"]
+    assert main(["scale", "--profile", profile.name, "--gpu", node[0], "--gpu", node[1],
+                 "--price-hr", "3", "--max-nodes", "3", "--format", "json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["member_gpus"] == node and body["gpus_per_node"] == 2
+    assert body["gpu"] == "T4" and body["price_source"] == "--price-hr"
+    for point in body["points"]:
+        n = point["nodes"]
+        # a bare offer's fabric, as the point says: TCP at the default 50 Gbit/s
+        assert n == 1 or point["inter_node_fabric"].startswith("unknown 50 Gbit/s (tcp)")
+        alone = predict(profile, gpus_per_node=2, nodes=n, member_gpus=node * n,
+                        inter_node_gbps=50, inter_node_transport="tcp")
+        fast = predict(profile, gpu=node[0], gpus_per_node=2, nodes=n)
+        assert point["throughput"] == pytest.approx(alone.throughput, rel=1e-6)
+        assert point["throughput"] < fast.throughput
+        # the 16 GB T4 sets the memory rule (an 80 GB A100 holds bert-large's batch whole)
+        assert point["memory_note"] and point["peak_gb"] < 16
+    assert main(["scale", "--profile", profile.name, "--gpu", node[0], "--gpu", node[1],
+                 "--price-hr", "3", "--max-nodes", "3"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith(f"{profile.name} on A100 SXM4 80GB + T4 per node")

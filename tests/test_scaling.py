@@ -226,6 +226,10 @@ def test_cli_scale_table_json_and_plot(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["scale", "--gpu", "A100 SXM4 80GB", "--max-nodes", "2"]) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert "/h per node: " in first and "prices of 20" in first
+    # a GPU no offer in the snapshots holds: --price-hr prices a bare offer (its region was
+    # empty, which the offer table refuses)
+    assert main(["scale", "--gpu", "GTX 1080 Ti", "--max-nodes", "2", "--price-hr", "1"]) == 0
+    assert "$1.00/h per node (--price-hr)" in capsys.readouterr().out
     assert main(["scale", "--gpu", "L4", "--max-nodes", "0", "--price-hr", "1"]) == 2
     assert main(["scale", "--gpu", "L4", "--price-hr", "-1"]) == 2
 

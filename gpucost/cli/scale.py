@@ -1,7 +1,8 @@
 """`gpucost scale`: job time, throughput, efficiency and $/job against the node count.
 
 The same plans as `gpucost compare` (setup, storage and transfers included, the memory rule
-applied) for one offer at 1..N nodes; the knee is :mod:`gpucost.planning.scaling`'s.
+applied) for one offer at 1..N nodes, or for a mixed node at --price-hr; the knee is
+:mod:`gpucost.planning.scaling`'s.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from gpucost.planning.request import Request
     from gpucost.planning.scaling import Scaling
     from gpucost.pricing.snapshot import Snapshot
+    from gpucost.profile import Profile
 
 BAR_WIDTH = 40  # characters of the terminal bar chart
 OVERRIDE_SOURCE = "gpucost-scale-overrides"
@@ -36,14 +38,17 @@ def register(sub: Any) -> None:
         f"{KNEE_TIME_CUT:.0%} (and so raises $/job by more than half). The offer is the "
         "cheapest on-demand one for the GPU in the price snapshots; --price-hr, --network-gbps "
         "and --link override its terms. $/job is compare's: setup, storage and transfers "
-        "included.",
+        "included. A repeated --gpu names one node's GPUs: the slowest member sets the pace and "
+        "the smallest memory the batch. An offer has one GPU type, so a mixed node is priced "
+        "only at --price-hr (the node's $/h).",
     )
     add_group_arguments(p)
     p.add_argument("--max-nodes", "-N", type=count(1, MAX_NODES // 2), default=8,
                    help=f"largest node count (default 8, at most {MAX_NODES // 2:,}: the knee "
                    "needs twice that)")
     p.add_argument("--price-hr", type=positive(MAX_PRICE_HR_USD), metavar="USD",
-                   help="$/h per node (default: cheapest on-demand offer in the snapshots)")
+                   help="$/h per node (default: cheapest on-demand offer in the snapshots; a mixed "
+                   "node needs it)")
     job = p.add_mutually_exclusive_group()
     job.add_argument("--samples", type=positive(MAX_JOB_SAMPLES),
                      help="samples in the job (default: the profile's dataset_size x epochs, "
@@ -76,24 +81,27 @@ def _job_args(profile: Any, args: argparse.Namespace) -> dict[str, Any]:
 def _override_snapshot(request: Request, row: PlanRow | None, gpu: str, per_node: int,
                        args: argparse.Namespace) -> Snapshot:
     """One offer: the cheapest one found (or a bare one) with --price-hr, --network-gbps and
-    --link applied."""
+    --link applied. A mixed node's bare offer is named after its slowest member (``gpu``) and
+    holds its smallest member's memory."""
     import datetime as dt
 
     from gpucost.catalog import get_gpu
     from gpucost.errors import InputError
     from gpucost.pricing.snapshot import Offers, Snapshot
 
+    members = request.node_gpus or (gpu,)
+    bare_name = "+".join(request.node_gpus) if request.node_gpus else f"{per_node}x-{gpu}"
     price = args.price_hr if args.price_hr is not None else (row.price_hr if row else None)
     if price is None:
         raise InputError(f"no on-demand offer for {per_node}x {gpu} in the price snapshots",
                          hint="pass --price-hr")
     record: dict[str, Any] = {
         "provider": row.provider if row else "custom",
-        "region": row.region if row else "",
-        "instance_type": row.instance_type if row else f"{per_node}x-{gpu}",
+        "region": row.region if row else "custom",
+        "instance_type": row.instance_type if row else bare_name,
         "gpu": gpu,
         "gpu_count": per_node,
-        "gpu_memory_gb": get_gpu(gpu).memory_gb,
+        "gpu_memory_gb": min(get_gpu(g).memory_gb for g in members),
         "price_hr": price,
         "intra_node_link": args.link or "",
     }
@@ -148,10 +156,13 @@ def build_curve(args: argparse.Namespace) -> tuple[Request, Scaling, str]:
     profile = resolve_profile(args.profile)
     gpu, per_node, mixed = group_gpus(args)
     if mixed is not None:
-        raise InputError(
-            "scale follows one offer, and offers have one GPU type: a mixed node has none",
-            hint="`gpucost predict --gpu A --gpu B -n N` predicts a mixed group",
-        )
+        if args.price_hr is None:
+            raise InputError(
+                "scale prices a mixed node only from --price-hr: an offer has one GPU type, "
+                "so no offer in the snapshots holds a mixed node",
+                hint="pass --price-hr USD, the mixed node's $/h",
+            )
+        return _mixed_curve(args, profile, [gpu_spec(g).name for g in mixed])
     if gpu is None and profile.gpu == "CPU":
         raise InputError("this profile was measured on the CPU: pass --gpu")
     gpu = gpu_spec(gpu or profile.gpu).name
@@ -185,6 +196,40 @@ def build_curve(args: argparse.Namespace) -> tuple[Request, Scaling, str]:
     return request, offer_curve(ranking.plans, single, args.max_nodes), label
 
 
+def _mixed_curve(args: argparse.Namespace, profile: Profile,
+                 node: list[str]) -> tuple[Request, Scaling, str]:
+    """A mixed node at --price-hr: one bare offer named after the slowest member (the pace
+    predict gives the group), ranked by the planning core with ``Request.node_gpus``."""
+    from dataclasses import replace
+
+    from gpucost.cli.jobargs import request_from_args
+    from gpucost.errors import InputError
+    from gpucost.model.perf import predict
+    from gpucost.planning.ranking import rank
+    from gpucost.planning.scaling import offer_curve
+
+    slowest = predict(profile, gpus_per_node=len(node), member_gpus=node).gpu
+    request = request_from_args(args, gpu=slowest, gpu_count=[float(len(node))],
+                                market="on-demand", max_nodes=2 * args.max_nodes, provider=None,
+                                region=None, **_job_args(profile, args))
+    request = replace(request, node_gpus=tuple(node))
+    request = replace(request, snapshots=(_override_snapshot(request, None, slowest, len(node),
+                                                              args),))
+    ranking = rank(request)
+    if not ranking.plans.nodes.size:
+        raise InputError(f"no mixed node of {' + '.join(node)} fits the profile's batch",
+                         hint=ranking.notes[-1] if ranking.notes else "")
+    single = ranking.plans.row(int((ranking.plans.nodes == 1).nonzero()[0][0]))
+    return request, offer_curve(ranking.plans, single, args.max_nodes), "--price-hr"
+
+
+def _node_label(request: Request, row: PlanRow) -> str:
+    """``8 x L4``, or a mixed node's GPUs: ``A100 SXM4 80GB + T4``."""
+    if request.node_gpus:
+        return " + ".join(request.node_gpus)
+    return f"{row.gpu_count:g} x {row.gpu}"
+
+
 def render(request: Request, scaling: Scaling, label: str) -> str:
     from gpucost.format import hours, usd
 
@@ -194,7 +239,7 @@ def render(request: Request, scaling: Scaling, label: str) -> str:
     price = (f"{usd(first.price_hr, exact=True)}/h per node ({label})" if label == "--price-hr"
              else f"{usd(first.price_hr, exact=True)}/h per node: {label}")
     between = f"; between nodes: {scaling.fabric}" if scaling.fabric else ""
-    lines = [f"{profile.name} on {first.gpu_count:g} x {first.gpu} per node; "
+    lines = [f"{profile.name} on {_node_label(request, first)} per node; "
              f"job {request.job.description}; {price}{between}",
              f"{'nodes':>5} {'time':>9} {unit + '/s':>14} {'eff':>5} {'$/job':>10}  throughput"]
     top = max(p.throughput for p in scaling.points)
@@ -254,12 +299,13 @@ def run(args: argparse.Namespace) -> int:
     request, scaling, label = build_curve(args)
     first = scaling.points[0].row
     if args.plot:
-        plot(scaling, args.plot, f"{request.profile.name} on {first.gpu_count:g} x {first.gpu} "
-             "per node")
+        plot(scaling, args.plot,
+             f"{request.profile.name} on {_node_label(request, first)} per node")
     if args.format == "json":
         print_document("scale", {
             "profile": request.profile.name, "gpu": first.gpu,
             "gpus_per_node": int(first.gpu_count),
+            "member_gpus": list(request.node_gpus) or [first.gpu] * int(first.gpu_count),
             "samples": request.job.samples,
             "price_hr": first.price_hr,
             "price_source": label,

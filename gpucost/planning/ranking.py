@@ -204,8 +204,9 @@ class _Config:
 class _Predictor:
     """Throughput and memory plan per distinct configuration, each computed once."""
 
-    def __init__(self, profile: Profile) -> None:
+    def __init__(self, profile: Profile, node_gpus: tuple[str, ...] = ()) -> None:
         self.profile = profile
+        self.node_gpus = node_gpus  # a mixed node's GPUs (Request.node_gpus)
         self.cache: dict[tuple[str, int, int, str, float, str], _Config] = {}
         self.memory: dict[tuple[str, int], MemoryPlan] = {}
         self.sources: dict[str, Profile] = {}
@@ -227,7 +228,9 @@ class _Predictor:
         if found is None:
             from gpucost.catalog import get_gpu
 
-            found = plan_memory(self.profile, get_gpu(gpu), group_gpus)
+            specs = [get_gpu(g) for g in self.node_gpus or (gpu,)]
+            smallest = min(specs, key=lambda spec: spec.memory_gb)
+            found = plan_memory(self.profile, smallest, group_gpus)
             self.memory[key] = found
         return found
 
@@ -257,6 +260,7 @@ class _Predictor:
                 inter_node_transport=transport,
                 batch_size=memory.micro_batch,
                 grad_accum_steps=memory.grad_accum_steps,
+                member_gpus=self.node_gpus * nodes if self.node_gpus else None,
             )
             throughput = pred.throughput
             if memory.extra_allreduce and pred.gpu_count > 1:
@@ -518,7 +522,7 @@ def rank(request: Request) -> Ranking:
     stale_sources = np.array(stale, dtype=object)
     counts = node_counts(filters.max_nodes)
     codes = _ConfigCodes.of(offers)
-    predictor = _Predictor(request.profile)
+    predictor = _Predictor(request.profile, request.node_gpus)
     per_chunk = max(1, CHUNK_ROWS // len(counts))
     chunks: list[Plans] = []
     keeps: list[npt.NDArray[np.bool_]] = []

@@ -176,6 +176,9 @@ class Request:
     sort: SortKey = "cost"
     stale_days: float = DEFAULT_MAX_AGE_DAYS
     now: dt.datetime | None = None
+    # One node's GPUs when they differ (a mixed node, priced by the caller's one offer named
+    # after its slowest member): the slowest sets the pace, the smallest memory the batch.
+    node_gpus: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """The constraints and filters in words."""
