@@ -203,6 +203,28 @@ def test_a_deadline_reranks_and_the_first_row_is_the_cheapest_that_meets_it(
     drive(app, scenario)
 
 
+def test_a_damaged_newest_snapshot_is_a_notification_and_the_older_one_loads(
+        snapshot: Snapshot) -> None:
+    """The TUI loads snapshots in a worker, where the skipped-file warning on stderr would be
+    lost under Textual: it is a notification naming the file, and the intact older prices
+    still rank."""
+    from gpucost.pricing.snapshot import snapshot_path, write_snapshot
+
+    write_snapshot(snapshot, paths.user_snapshots_dir())
+    damaged = snapshot_path(paths.user_snapshots_dir(), snapshot.source, NOW)
+    damaged.write_text('{"source": "tiny", "fetched_at": "2026-12-01T00:00:00Z", "offers": [')
+    app = GpuCostApp(profile=PROFILE, now=NOW)
+
+    async def scenario(pilot: Pilot[None]) -> None:
+        warnings = [n for n in app._notifications if "damaged price snapshot" in n.message]
+        assert len(warnings) == 1 and str(damaged) in warnings[0].message
+        assert warnings[0].severity == "warning"
+        assert "tiny" in set(shown(app).source.tolist())
+        assert app.screen.query_one(OffersTable).row_count == len(shown(app).cost_usd) > 0
+
+    drive(app, scenario)
+
+
 def test_gpu_filter_and_spot_toggle(snapshot: Snapshot) -> None:
     app = make_app(snapshot)
 

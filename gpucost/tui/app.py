@@ -78,8 +78,14 @@ class GpuCostApp(App[None]):
             if self.profile is None:
                 self.profile = resolve_profile(self.profile_ref)
             if not self._given_snapshots:
-                self.snapshots = load_snapshots(self.prices)
+                self.snapshots = load_snapshots(self.prices, warn=self.warn)
                 self._given_snapshots = True
+
+    def warn(self, message: str) -> None:
+        """A warning the command line prints on stderr (a skipped damaged price snapshot), as a
+        notification: Textual hides stderr. Callable from worker threads: ``notify`` posts a
+        message, and ``post_message`` hands it to the app's loop thread-safely."""
+        self.notify(message, title="price snapshots", severity="warning", timeout=12)
 
     def on_mount(self) -> None:
         self.push_screen(self.offers)
