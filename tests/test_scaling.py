@@ -234,6 +234,27 @@ def test_cli_scale_table_json_and_plot(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["scale", "--gpu", "L4", "--price-hr", "-1"]) == 2
 
 
+def test_cli_scale_starts_where_the_model_first_fits(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """2.5 B parameters hold 40 GB of training state: no 16 GB T4 holds them alone, FSDP over
+    four does. The curve starts at the first node count that fits (was an IndexError), for one
+    GPU per node and for a mixed node alike."""
+    from dataclasses import replace
+
+    from gpucost.cli import main
+    from gpucost.profile import resolve_profile
+
+    big = replace(resolve_profile("bert-large-a100-fp16"), name="big", param_count=2.5e9,
+                  param_bytes=None, grad_bytes=None, batch_size=1)
+    path = big.save(tmp_path / "big.json")
+    for gpus in (["--gpu", "T4", "-k", "1"], ["--gpu", "A100", "--gpu", "T4"]):
+        assert main(["scale", "-p", str(path), *gpus, "--price-hr", "3", "-N", "4",
+                     "--format", "json"]) == 0, gpus
+        points = json.loads(capsys.readouterr().out)["points"]
+        assert points[0]["nodes"] > 1 and points[-1]["nodes"] == 4, gpus
+        assert all(p["memory_note"] and p["peak_gb"] < 16 for p in points)
+
+
 def test_shipped_network_efficiency_is_the_nccl_inter_node_anchors() -> None:
     """100 Gb/s: 12.2 of 12.5 GB/s; 4x HDR: 84.8-96 of 100; NDR: 46-49 of 50 -> median 0.95 by
     hand. The 2019 TCP clusters of the Sia traces reach far less and are kept out of it."""

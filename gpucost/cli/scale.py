@@ -18,7 +18,7 @@ from gpucost.limits import MAX_EPOCHS, MAX_JOB_SAMPLES, MAX_NODES, MAX_PRICE_HR_
 from gpucost.planning.scaling import KNEE_TIME_CUT
 
 if TYPE_CHECKING:
-    from gpucost.planning.plans import PlanRow
+    from gpucost.planning.plans import PlanRow, Plans
     from gpucost.planning.ranking import Ranking
     from gpucost.planning.request import Request
     from gpucost.planning.scaling import Scaling
@@ -133,6 +133,16 @@ def _try_rank(request: Request) -> Ranking | None:
         return None
 
 
+def _first_fit(plans: Plans) -> PlanRow | None:
+    """The first (cheapest) plan at the fewest nodes that fit: 1, unless the model's training
+    state needs sharding over more GPUs than one node holds."""
+    import numpy as np
+
+    if not plans.nodes.size:
+        return None
+    return plans.row(int(np.flatnonzero(plans.nodes == plans.nodes.min())[0]))
+
+
 def build_curve(args: argparse.Namespace) -> tuple[Request, Scaling, str]:
     """The request, the offer's curve and where its price comes from."""
     from dataclasses import replace
@@ -176,10 +186,7 @@ def build_curve(args: argparse.Namespace) -> tuple[Request, Scaling, str]:
             per_node = int(found.plans.gpu_count.max())
         request = replace(request, filters=replace(request.filters, gpu_counts=(float(per_node),)))
     ranking = _try_rank(request)
-    single = None
-    if ranking is not None:
-        ones = (ranking.plans.nodes == 1).nonzero()[0]
-        single = ranking.plans.row(int(ones[0])) if len(ones) else None
+    single = _first_fit(ranking.plans) if ranking is not None else None
     label = (f"{single.provider} {single.instance_type} ({single.region}), prices of "
              f"{single.price_date}" if single else "")
     if args.price_hr is not None or args.network_gbps is not None or args.link or single is None:
@@ -191,7 +198,7 @@ def build_curve(args: argparse.Namespace) -> tuple[Request, Scaling, str]:
         if not ranking.plans.nodes.size:
             raise InputError(f"no group of {per_node}x {gpu} fits the profile's batch",
                              hint=ranking.notes[-1] if ranking.notes else "")
-        single = ranking.plans.row(int((ranking.plans.nodes == 1).nonzero()[0][0]))
+        single = _first_fit(ranking.plans)
     assert ranking is not None and single is not None
     return request, offer_curve(ranking.plans, single, args.max_nodes), label
 
@@ -219,7 +226,8 @@ def _mixed_curve(args: argparse.Namespace, profile: Profile,
     if not ranking.plans.nodes.size:
         raise InputError(f"no mixed node of {' + '.join(node)} fits the profile's batch",
                          hint=ranking.notes[-1] if ranking.notes else "")
-    single = ranking.plans.row(int((ranking.plans.nodes == 1).nonzero()[0][0]))
+    single = _first_fit(ranking.plans)
+    assert single is not None
     return request, offer_curve(ranking.plans, single, args.max_nodes), "--price-hr"
 
 
