@@ -290,13 +290,16 @@ def test_workers_ignoring_sigterm_are_gone_within_the_grace_and_only_then_is_the
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("limits", "note"), [
-    ({"timeout_h": 30.0 / 3600, "est_hours": 1.0 / 3600}, "the hard timeout is reached"),
+@pytest.mark.parametrize(("limits", "note", "state"), [
+    ({"timeout_h": 30.0 / 3600, "est_hours": 1.0 / 3600}, "the hard timeout is reached",
+     "timed-out"),
     # 3600 USD/h is 1 USD/s: the 30 USD cap is reached about 30 s after the create.
-    ({"price_hr": 3600.0, "budget": 30.0, "est_cost": 1.0}, "the budget cap is reached"),
+    ({"price_hr": 3600.0, "budget": 30.0, "est_cost": 1.0}, "the budget cap is reached",
+     "budget-exceeded"),
 ], ids=["timeout", "budget"])
 def test_the_limits_end_the_job_after_the_launcher_is_sigkilled(
-        tmp_path: Path, limits: dict[str, float], note: str) -> None:
+        tmp_path: Path, limits: dict[str, float], note: str, state: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
     plan = write_plan(tmp_path, epochs=5000, **limits)
     launcher = spawn_launcher(plan, "headless")
     token = "gpucost-headless"
@@ -309,6 +312,20 @@ def test_the_limits_end_the_job_after_the_launcher_is_sigkilled(
         wait_for(lambda: not pids_with_token(token), 30 + 30, "the limit to end it")
         assert f"{note}: ending the job" in rd.log_path.read_text()
         assert max(epochs_in(rd.path)) < 5000
+        # The guard recorded the end: no `gpucost cleanup` is needed for ps and status.
+        with Ledger() as ledger:
+            run = ledger.run("headless")
+            assert (run.state, run.ended_at is not None) == (state, True)
+            assert all(s.ended_at is not None for s in run.segments)
+            assert ledger.resources(live_only=True) == []
+        status = rd.read_status()
+        assert status is not None and (status["state"], status["final"]) == (state, True)
+        assert "launcher was gone" in status["reason"]
+        capsys.readouterr()
+        assert main(["ps"]) == 0 and capsys.readouterr().out.strip() == "no live resources"
+        assert main(["status", "headless"]) == 0
+        out = capsys.readouterr().out
+        assert state in out and "orphaned" not in out
     finally:
         kill_quietly(pids_with_token(token))
 

@@ -17,9 +17,14 @@ import csv
 import importlib.util
 import inspect
 import itertools
+import json
 import os
+import re
 import socket
+import subprocess
+import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -38,6 +43,7 @@ import sky  # noqa: E402
 from gpucost.cli import main  # noqa: E402
 from gpucost.executor.base import ProvisionRequest  # noqa: E402
 from gpucost.executor.ledger import Ledger  # noqa: E402
+from gpucost.executor.rundir import RunDir  # noqa: E402
 from gpucost.executor.runner import Runner  # noqa: E402
 from gpucost.executor.skypilot import SkyClient, SkyPilotProvider  # noqa: E402
 from gpucost.executor.skypilot_task import skypilot_gpu, task_yaml  # noqa: E402
@@ -401,3 +407,63 @@ def test_a_spot_plan_that_falls_back_to_on_demand_launches_a_cluster(
     assert not resources.use_spot and res.kind == "cluster"
     assert [r.kind for r in provider.find("gpucost-fb-1")] == ["cluster"]  # cleanup finds it
     provider.destroy(res)
+
+
+# -- the watchdog: the limits outlive the launcher ----------------------------------------------
+FAKE_SKY = Path(__file__).resolve().parent / "fixtures" / "fake_sky"
+
+
+@pytest.mark.parametrize("limit", ["timeout", "budget"])
+def test_the_watchdog_downs_the_cluster_at_the_limit_after_the_launcher_is_sigkilled(
+        tmp_path: Path, limit: str) -> None:
+    plan, path = planned(tmp_path, *PLANS["aws on-demand"])
+    if limit == "timeout":  # 12 s from the launch
+        text = re.sub(r"(?m)^timeout_hours = .*$", "timeout_hours = 0.003333",
+                      re.sub(r"(?m)^hours = .*$", "hours = 0.0001", path.read_text()))
+        limit_s, state, note = 12.0, "timed-out", "the hard timeout is reached"
+    else:  # at the highest price a plan may hold, spend reaches the cap soon after the create
+        text = re.sub(r"(?m)^price_hr = .*$", "price_hr = 10000.0", path.read_text())
+        limit_s = plan.safety.budget_cap_usd * 3600 / (plan.offer.nodes * 10000.0)
+        state, note = "budget-exceeded", "the budget cap is reached"
+    path.write_text(text)
+    cloud = tmp_path / "cloud.json"
+    env = {**os.environ, "FAKE_SKY_STATE": str(cloud),
+           "PYTHONPATH": os.pathsep.join([str(FAKE_SKY), os.environ.get("PYTHONPATH", "")])}
+    launcher = subprocess.Popen([sys.executable, "-m", "gpucost", "launch", str(path),
+                                 "--run-id", "wd-1"], env=env, stdout=subprocess.DEVNULL,
+                                stderr=(tmp_path / "launcher.err").open("wb"))
+
+    def cloud_state() -> dict[str, Any]:
+        return json.loads(cloud.read_text()) if cloud.exists() else {}
+
+    def wait_for(what: str, done: Callable[[], bool], limit_s: float) -> None:
+        deadline = time.monotonic() + limit_s
+        while not done():
+            assert time.monotonic() < deadline, \
+                f"no {what} after {limit_s:g} s: {(tmp_path / 'launcher.err').read_text()}"
+            time.sleep(0.2)
+
+    try:
+        wait_for("running job", lambda: cloud_state().get("jobs", {}).get("gpucost-wd-1")
+                 == "RUNNING", 60)
+        assert launcher.poll() is None, (tmp_path / "launcher.err").read_text()
+        with Ledger() as ledger:
+            wait_for("job row", lambda: any(r.kind == "job" and r.state == "running"
+                                            for r in ledger.resources("wd-1")), 30)
+        launcher.kill()  # as the OOM killer would: nothing of gpucost's runs its teardown
+        launcher.wait()
+        assert cloud_state()["clusters"] == {"gpucost-wd-1": "UP"}
+        wait_for("down", lambda: cloud_state()["clusters"] == {}, limit_s + 30)
+    finally:
+        launcher.kill()
+    calls = [(pid, name) for pid, name, _ in cloud_state()["calls"]]
+    by_watchdog = [name for pid, name in calls if pid != launcher.pid]
+    assert [n for n in by_watchdog if n in ("cancel", "down")] == ["cancel", "down"]
+    assert cloud_state()["jobs"]["gpucost-wd-1"] == "CANCELLED"
+    with Ledger() as ledger:
+        wait_for("recorded end", lambda: ledger.run("wd-1").ended_at is not None, 10)
+        run = ledger.run("wd-1")
+        assert run.state == state and ledger.resources("wd-1", live_only=True) == []
+    status = RunDir(run.run_dir).read_status()
+    assert status is not None and (status["state"], status["final"]) == (state, True)
+    assert note in status["reason"] and "watchdog" in status["reason"]

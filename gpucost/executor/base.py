@@ -91,6 +91,9 @@ class Provider(abc.ABC):
     unsupported: ClassVar[Mapping[str, str]] = {}
     #: the job runs on this machine (the launcher resumes it); remote bootstraps resume themselves
     runs_locally: ClassVar[bool] = False
+    #: no guard of ours runs the job (SkyPilot's nodes): a watchdog process on this machine
+    #: enforces the hard timeout and the budget cap when the launcher dies
+    needs_watchdog: ClassVar[bool] = False
 
     def config(self) -> dict[str, Any]:
         """What `gpucost cleanup` needs to reach the same provider later (no secrets)."""

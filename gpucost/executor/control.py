@@ -37,11 +37,12 @@ class Sweep:
                                   "the provider is reachable")
 
 
-def _destroy_rows(ledger: Ledger, run: RunRow, sweep: Sweep, *, include_stopped: bool,
+def destroy_rows(ledger: Ledger, run: RunRow, sweep: Sweep, *, include_stopped: bool,
                   action: str = "destroy") -> bool:
     """Destroy (or stop) a run's live resources, going on past failures; True if all went."""
     ok = True
-    for row in ledger.resources(run.run_id, live_only=True):
+    # newest first: a job is ended before the machines it runs on are released
+    for row in reversed(ledger.resources(run.run_id, live_only=True)):
         if row.state == "stopped" and not include_stopped:
             continue
         try:
@@ -70,7 +71,7 @@ def _destroy_rows(ledger: Ledger, run: RunRow, sweep: Sweep, *, include_stopped:
 def end_run(ledger: Ledger, run: RunRow) -> None:
     """Destroy an orphaned run's resources and mark it ended; raises if some would not go."""
     sweep = Sweep()
-    if not _destroy_rows(ledger, run, sweep, include_stopped=True):
+    if not destroy_rows(ledger, run, sweep, include_stopped=True):
         raise ProviderError("; ".join(sweep.failed), hint="run `gpucost cleanup` once the "
                             "provider is reachable, then launch again")
     if ledger.run(run.run_id).ended_at is None:
@@ -85,7 +86,7 @@ def cleanup(ledger: Ledger | None = None, *, include_stopped: bool = False) -> S
     for run in ledger.runs():
         if run.supervised:
             continue
-        if (_destroy_rows(ledger, run, sweep, include_stopped=include_stopped)
+        if (destroy_rows(ledger, run, sweep, include_stopped=include_stopped)
                 and run.ended_at is None):
             ledger.set_run_state(run.run_id, "orphaned", ended=True)
     return sweep
@@ -124,7 +125,7 @@ def down(run_id: str, ledger: Ledger | None = None, *, wait_s: float = 60.0) -> 
                                 f"exit within {wait_s:g} s", hint="try again, or kill it and "
                                 "run `gpucost cleanup`")
         sweep.done.append(f"{run.run_id}: interrupted; its launcher tore it down")
-    if (_destroy_rows(ledger, ledger.run(run.run_id), sweep, include_stopped=True)
+    if (destroy_rows(ledger, ledger.run(run.run_id), sweep, include_stopped=True)
             and ledger.run(run.run_id).ended_at is None):
         ledger.set_run_state(run.run_id, "destroyed", ended=True)
     if error := sweep.failure():
@@ -157,7 +158,7 @@ def request_stop(run_id: str, ledger: Ledger | None = None, *, wait_s: float = 6
                                 hint=f"`gpucost down {run.run_id}` stops it by force")
         return [f"{run.run_id}: stopped by its launcher"]
     sweep = Sweep()
-    _destroy_rows(ledger, run, sweep, include_stopped=False, action="stop")
+    destroy_rows(ledger, run, sweep, include_stopped=False, action="stop")
     if error := sweep.failure():
         raise ProviderError("; ".join(sweep.failed), hint=error.hint)
     return sweep.done

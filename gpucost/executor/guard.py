@@ -20,7 +20,15 @@ the two deadlines as wall-clock times, and the guard:
   once none is left, with :data:`EXIT_TIMED_OUT` or :data:`EXIT_BUDGET` after a deadline.
 
 Every process of the job also carries ``GPUCOST_TOKEN`` in its environment, so a guard that was
-itself SIGKILLed still leaves processes that `gpucost cleanup` finds (see ``local.py``).
+itself SIGKILLed still leaves processes that `gpucost cleanup` finds (see ``local.py``). When
+the job ends while its launcher is dead, the guard records the end in the ledger and
+status.json itself (:func:`record_end`).
+
+    python -m gpucost.executor.guard --watch RUN_ID [--timeout-at T]
+
+is the same deadline check for a run whose job runs elsewhere (SkyPilot's nodes): a watchdog
+that, once the hard timeout or the budget cap (from the ledger's billed segments) passes and the
+launcher has not acted, releases the run's resources through its provider (:func:`watch`).
 """
 
 from __future__ import annotations
@@ -30,11 +38,17 @@ import contextlib
 import ctypes
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
+
+from gpucost.errors import GpuCostError
+from gpucost.executor.ledger import Ledger
+from gpucost.executor.rundir import RunDir
+from gpucost.executor.runfiles import RunFileError
 
 # torch.distributed.elastic waits this long for workers after SIGTERM before it SIGKILLs them
 # (PContext.close(timeout=30) and LocalElasticAgent's shutdown_timeout in torch 2.x).
@@ -47,13 +61,28 @@ POLL_S = 0.2
 # exits with, so both mean "timed out" to the launcher.
 EXIT_TIMED_OUT = 124
 EXIT_BUDGET = 123
+LIMIT_NOTES = {EXIT_TIMED_OUT: "the hard timeout is reached",
+               EXIT_BUDGET: "the budget cap is reached"}
+END_STATES = {EXIT_TIMED_OUT: "timed-out", EXIT_BUDGET: "budget-exceeded"}  # the run's state
 PR_SET_CHILD_SUBREAPER = 36
+WATCH_POLL_S = 1.0  # the watchdog reads the ledger this often
+WATCH_GRACE_S = 60.0  # a live launcher past a limit gets this long to end the run itself
 
 
 def _note(message: str) -> None:
     """One line in the job's log (the guard's stderr is the job's log)."""
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     print(f"{stamp} gpucost guard: {message}", file=sys.stderr, flush=True)
+
+
+def limit_reached(now: float, timeout_at: float | None, budget_at: float | None) -> int | None:
+    """:data:`EXIT_TIMED_OUT` or :data:`EXIT_BUDGET` once that deadline has passed, else None
+    (the one check the guard and the watchdog share)."""
+    if timeout_at is not None and now >= timeout_at:
+        return EXIT_TIMED_OUT
+    if budget_at is not None and now >= budget_at:
+        return EXIT_BUDGET
+    return None
 
 
 def become_subreaper() -> bool:
@@ -156,19 +185,15 @@ def run(argv: Sequence[str], *, timeout_at: float | None, budget_at: float | Non
         signal.signal(sig, _on_signal)
     code: int | None = None
     exit_with: int | None = None
+    stopped = False
     try:
         while (code := _reap(job_pid)) is None:
-            now = time.time()
-            if timeout_at is not None and now >= timeout_at:
-                _note("the hard timeout is reached: ending the job")
-                exit_with = EXIT_TIMED_OUT
-                break
-            if budget_at is not None and now >= budget_at:
-                _note("the budget cap is reached: ending the job")
-                exit_with = EXIT_BUDGET
+            if (exit_with := limit_reached(time.time(), timeout_at, budget_at)) is not None:
+                _note(f"{LIMIT_NOTES[exit_with]}: ending the job")
                 break
             time.sleep(POLL_S)
     except _Stop as why:
+        stopped = True
         _note(f"{why} received: ending the job (grace {STOP_GRACE_S:g} s)")
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)  # the teardown below must not be cut short
@@ -179,7 +204,93 @@ def run(argv: Sequence[str], *, timeout_at: float | None, budget_at: float | Non
         code = reaped if reaped is not None else 128 + signal.SIGTERM
     if left := descendants(me):
         _note(f"processes {left} did not end even after SIGKILL")
+    if exit_with is not None or not stopped:
+        state = (END_STATES[exit_with] if exit_with is not None
+                 else "succeeded" if code == 0 else "failed")
+        _record_if_launcher_gone(state, exit_with, code)
     return exit_with if exit_with is not None else code
+
+
+def _record_if_launcher_gone(state: str, limit: int | None, code: int) -> None:
+    """A job that ended by itself or at a limit while its launcher was dead: record it, so that
+    `gpucost ps` and `status` are right without `gpucost cleanup`. (A live launcher records
+    its own run; a stop by signal is recorded by whoever sent it.)"""
+    run_id = os.environ.get("GPUCOST_RUN_ID")
+    if not run_id:
+        return  # run by hand, outside any launch
+    reason = LIMIT_NOTES[limit] if limit is not None else f"the job exited with code {code}"
+    try:
+        with Ledger() as ledger:
+            if not ledger.run(run_id).owner_alive:
+                record_end(ledger, run_id, state, f"{reason}; its launcher was gone, so the "
+                           "guard recorded the end", job_over=True)
+    except GpuCostError as err:
+        _note(f"cannot record the end of run {run_id}: {err}")
+
+
+def record_end(ledger: Ledger, run_id: str, state: str, reason: str, *, job_over: bool) -> bool:
+    """End a run its launcher could not end in the ledger (one transaction), then in its
+    status.json; False when the run had ended already."""
+    if not ledger.end_unsupervised(run_id, state, job_over=job_over):
+        return False
+    run = ledger.run(run_id)
+    rundir = RunDir(run.run_dir)
+    try:
+        status = rundir.read_status() or {}
+    except RunFileError:
+        status = {}  # damaged: rewritten whole below
+    ended_at = run.ended_at if run.ended_at is not None else time.time()
+    status.update(run_id=run.run_id, name=run.name, state=state, final=True, reason=reason,
+                  provider=run.provider, cost_usd=run.cost_usd(ended_at),
+                  elapsed_s=ended_at - run.started_at)
+    with contextlib.suppress(OSError):
+        rundir.write_status(status)
+        rundir.note(f"run {run.run_id} ended: {state} ({reason})")
+    return True
+
+
+def watch(run_id: str, *, timeout_at: float | None, poll_s: float = WATCH_POLL_S,
+          launcher_grace_s: float = WATCH_GRACE_S) -> int:
+    """The watchdog of a run whose job runs where no guard of ours does (SkyPilot): until the
+    run ends, check its hard timeout and its budget deadline (spend from the ledger's billed
+    segments: nodes x the price of the accepted create); once one passes and the launcher has
+    not acted on it within ``launcher_grace_s`` (it is dead, or hung), cancel the job and
+    release the machines through the run's provider, and record the end."""
+    from gpucost.executor.control import Sweep, destroy_rows  # control imports the providers
+
+    with Ledger() as ledger:
+        since: float | None = None  # when the launcher was first seen past a limit
+        while True:
+            run = ledger.run(run_id)
+            if run.ended_at is not None:
+                return 0
+            now = time.time()
+            limit = limit_reached(now, timeout_at, run.budget_at(now))
+            if limit is not None:
+                since = now if since is None else since
+                if not run.owner_alive or now - since >= launcher_grace_s:
+                    break
+            time.sleep(poll_s)
+        _note(f"{LIMIT_NOTES[limit]} and the launcher of run {run_id} has not ended it: "
+              "releasing its resources")
+        sweep = Sweep()
+        destroy_rows(ledger, run, sweep, include_stopped=True)
+        for line in sweep.done + sweep.failed:
+            _note(line)
+        if sweep.failed:
+            return 3  # the rows stay live: `gpucost cleanup` retries
+        record_end(ledger, run_id, END_STATES[limit], f"{LIMIT_NOTES[limit]}; the watchdog "
+                   "released the run's resources", job_over=False)
+    return limit
+
+
+def start_watchdog(run_id: str, timeout_at: float, log_path: Path) -> subprocess.Popen[bytes]:
+    """Start :func:`watch` for ``run_id`` in a session of its own (it outlives the launcher)."""
+    with open(log_path, "ab") as log:
+        return subprocess.Popen([sys.executable, "-m", "gpucost.executor.guard", "--watch", run_id,
+                                 f"--timeout-at={timeout_at!r}"], stdout=log,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -187,8 +298,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--timeout-at", type=float, help="unix time of the hard timeout")
     p.add_argument("--budget-at", type=float, help="unix time the budget cap is reached")
+    p.add_argument("--watch", metavar="RUN_ID",
+                   help="watch a run whose job has no guard here (budget from the ledger)")
     p.add_argument("command", nargs=argparse.REMAINDER)
     args = p.parse_args(argv)
+    if args.watch:
+        return watch(args.watch, timeout_at=args.timeout_at)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         p.error("no command to run")

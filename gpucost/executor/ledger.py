@@ -176,6 +176,15 @@ class RunRow:
         at = now if now is not None else time.time()
         return sum(s.cost_usd(at) for s in self.segments)
 
+    def budget_at(self, now: float) -> float | None:
+        """When the spend reaches the budget cap at the open segments' rate (None while nothing
+        is billed and the cap is not reached)."""
+        left = self.budget_cap_usd - self.cost_usd(now)
+        per_s = sum(s.nodes * s.price_hr for s in self.segments if s.ended_at is None) / 3600.0
+        if left <= 0:
+            return now
+        return now + left / per_s if per_s > 0 else None
+
 
 @dataclass(frozen=True)
 class ResourceRow:
@@ -292,6 +301,25 @@ class Ledger:
                            (now, run_id))
             else:
                 db.execute("UPDATE runs SET state=? WHERE run_id=?", (state, run_id))
+
+    def end_unsupervised(self, run_id: str, state: str, *, job_over: bool) -> bool:
+        """Record the end of a run whose launcher could not (the guard or the watchdog ended
+        it): its state, the end of billing and, with ``job_over``, its live resources (the job's
+        process exited, the rest released), in one transaction. False when it had ended
+        already (its launcher, or `gpucost cleanup`, recorded it first)."""
+        now = time.time()
+        with self._tx() as db:
+            ended = db.execute("UPDATE runs SET state=?, ended_at=? WHERE run_id=? AND "
+                               "ended_at IS NULL", (state, now, run_id)).rowcount
+            if not ended:
+                return False
+            db.execute("UPDATE segments SET ended_at=? WHERE run_id=? AND ended_at IS NULL",
+                       (now, run_id))
+            if job_over:
+                db.execute("UPDATE resources SET state=CASE kind WHEN 'process' THEN 'exited' "
+                           f"ELSE 'destroyed' END, updated_at=? WHERE run_id=? AND state IN "
+                           f"({','.join('?' * len(LIVE_STATES))})", (now, run_id, *LIVE_STATES))
+        return True
 
     def open_segment(self, run_id: str, *, price_hr: float, nodes: int) -> None:
         """Billing starts now at ``price_hr`` per node (ending the segment before, if any)."""

@@ -15,19 +15,20 @@ import os
 import re
 import secrets
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from gpucost.errors import CapacityError, GpuCostError, InputError
+from gpucost.errors import CapacityError, ExecutorError, GpuCostError, InputError
 from gpucost.executor import get_provider, provider_config
 from gpucost.executor.base import JobSpec, Provider, ProvisionRequest, Resource
 from gpucost.executor.checkpoints import CheckpointStore
-from gpucost.executor.guard import EXIT_BUDGET, EXIT_TIMED_OUT
+from gpucost.executor.guard import EXIT_BUDGET, EXIT_TIMED_OUT, WATCH_POLL_S, start_watchdog
 from gpucost.executor.ledger import Ledger
 from gpucost.executor.rundir import RunDir
 from gpucost.executor.runlock import RunLock, hold_job
@@ -123,6 +124,7 @@ class Runner:
         # Billing begins when a create is accepted: waiting for spot capacity costs nothing.
         self._billed_from: float | None = None  # seconds into the run
         self.capacity_retry_s = CAPACITY_RETRY_S
+        self._watchdog: subprocess.Popen[bytes] | None = None
 
     @property
     def ledger(self) -> Ledger:
@@ -271,6 +273,8 @@ class Runner:
                           run_dir=str(self.run_dir.path), price_hr=plan.offer.price_hr,
                           nodes=plan.offer.nodes, budget_cap_usd=plan.safety.budget_cap_usd)
         self._started = time.time()
+        if self.provider.needs_watchdog:  # before any machine exists that it must release
+            self._start_watchdog()
         self._status("provisioning")
         if on_started is not None:
             on_started()
@@ -305,8 +309,21 @@ class Runner:
         finally:
             self.ledger.set_run_state(self.run_id, outcome, ended=True)
             self._status(outcome, final=True)
+            if self._watchdog is not None:  # it sees the end within its poll and exits
+                with suppress(subprocess.TimeoutExpired):
+                    self._watchdog.wait(timeout=3 * WATCH_POLL_S)
         code = EXIT_CODES.get(outcome, 3)
         return LaunchResult(self.run_id, outcome, self.run_dir.path, code, self.messages)
+
+    def _start_watchdog(self) -> None:
+        timeout_at = self._started + self.plan.safety.timeout_hours * 3600.0
+        try:
+            self._watchdog = start_watchdog(self.run_id, timeout_at,
+                                            self.run_dir.launcher_log_path)
+        except OSError as err:
+            raise ExecutorError(f"cannot start the run's watchdog: {err}",
+                                hint="without it the budget cap and the hard timeout would "
+                                     "die with the launcher") from err
 
     def _wait_budget_s(self) -> float:
         left = self.plan.safety.timeout_hours * 3600.0 - (time.time() - self._started)

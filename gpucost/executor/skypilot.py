@@ -8,8 +8,9 @@ and restarts after a preemption, the job resuming from its newest checkpoint.
 
 gpucost keeps what is its own: the ledger (the cluster or managed-job name is the run's recovery
 token, so `gpucost cleanup` finds what a killed launcher started), status.json, the budget cap
-(the runner cancels the job and downs the cluster when spend reaches it), the hard timeout, and
-verify on arrival (the matmul at the top of the task's ``run``).
+and the hard timeout (the runner cancels the job and downs the cluster when one is reached, and
+so does the run's watchdog, :func:`gpucost.executor.guard.watch`, when the launcher is dead),
+and verify on arrival (the matmul at the top of the task's ``run``).
 
 Every SDK call goes through :class:`SkyClient`, the one boundary with SkyPilot; in SkyPilot
 0.10+ each call returns a request id whose result :func:`sky.get` waits for.
@@ -162,6 +163,8 @@ class SkyPilotProvider(Provider):
         "progress": "throughput and epochs stay on the nodes; the log streams back to the run "
                     "folder",
     }
+
+    needs_watchdog = True
 
     def __init__(self, cloud: str = "", managed: bool = False, *,
                  client_factory: Callable[[], SkyClient] = SkyClient) -> None:
