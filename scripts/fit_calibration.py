@@ -5,11 +5,14 @@
 Single GPU (lambda_throughput_calibration.csv, 1-GPU rows, one median per bench version, model,
 precision and GPU; versions are never compared with each other): time per sample is modelled
 as W * (1 / (peak_flops * eff) + 1 / (tdp * eps) + (kappa + mu / b) / (mem_bw * eff_bw) + eta
-+ nu / b), W the workload's flops per sample (one per version x model x precision, with a weak
++ nu / b), W the workload's flops per sample (one per version x model x precision, with a tight
 prior at its published flop count), b the per-device batch, eff per compute capability and
-precision class plus a shrunk per-GPU correction, eps the sustained flops per joule of board
-power per generation (compute capability major) and precision class (what lets an RTX 6000 Ada
-at 300 W run no faster than an RTX 4090 at 450 W despite twice the listed fp32-accumulate peak),
+precision class plus a shrunk per-GPU correction (a convolution's; the share of the flops in
+GEMM-like classes runs on tensor cores at a GEMM efficiency of its own per class, shrunk
+towards one per unit and anchored on measured best-matmul rates), eps the sustained flops
+per joule of board power per generation (compute capability major) and precision class (what
+lets an RTX 6000 Ada at 300 W run no faster than an RTX 4090 at 450 W despite twice the listed
+fp32-accumulate peak),
 eff_bw per class plus a shrunk per-GPU correction, kappa (bytes per flop) and
 eta (host seconds per flop: launch and framework time that no GPU speeds up) per model family
 and precision class, and mu, nu the same family's per-step bytes and host time (optimizer and
@@ -83,8 +86,11 @@ from gpucost.model.translate import (  # noqa: E402
 
 Vector = NDArray[np.float64]
 
-# Published forward+backward flops per sample (3 x forward), used only as a weak prior that
-# pins the efficiencies' absolute scale; the fit moves them within a factor of ~e.
+# Published forward+backward flops per sample (3 x forward): a prior (SIGMA_WORK) that pins the
+# efficiencies' absolute scale, so that they are shares of the spec sheet (bounded by 1) and the
+# board-power term is in real flops per joule. (A loose prior, a factor of ~e, let the CNN
+# rows' flops drift with the efficiencies and the power term, and the GEMM rates a held-out
+# transformer gets with them: leave-one-workload-out 15.9 % mean with 1.0, 14.9 % with these.)
 FLOPS_PER_SAMPLE_PRIOR = {
     "resnet50": 3 * 8.2e9,  # 4.1 GMAC forward at 224x224
     "ssd": 3 * 2 * 2 * 4.1e9 * (300 / 224) ** 2,  # ResNet-50 backbone at 300x300 plus heads (~2x)
@@ -110,7 +116,9 @@ FIT_SIGNATURE = {"resnet50": ("cnn-classifier", 1.0), "ssd": ("detection", 1.0),
 SIGMA_FAMILY = 0.5
 SIGMA_GPU = 0.15  # prior spread of a GPU's efficiency around its class (log units)
 SIGMA_GPU_BW = 0.10
-SIGMA_WORK = 1.0
+# Prior spread (log) of a calibration workload's flops per sample around FLOPS_PER_SAMPLE_PRIOR:
+# ResNet-50's and BERT's are exact counts, SSD300's head estimate is rough.
+SIGMA_WORK = {"resnet50": 0.05, "bert_base_squad": 0.05, "bert_large_squad": 0.05, "ssd": 0.3}
 # Expected spread of one log throughput around the model (system, driver and container
 # differences between the table's runs): data residuals are divided by it so the priors above
 # weigh against the data as in a posterior. Without it (an implicit 1.0) the per-GPU
@@ -224,9 +232,11 @@ class SingleFit:
     # Per terms class: what multiplies a signature's counted bytes and step bytes, and a GPU
     # host's seconds per kernel launch (for workloads the fit has not seen).
     signature_scale: dict[str, dict[str, float]]
-    # GEMM-like classes' efficiency over convolutions' on tensor cores, per generation
-    gemm_over_conv: dict[str, float]
-    gemm_over_conv_default: float
+    # GEMM-like classes' efficiency on tensor cores ("GPU|unit", "device class|unit", and per
+    # unit for classes never fitted): cuBLAS's share of the peak, not cuDNN's convolutions'
+    gemm_gpu: dict[str, float]
+    gemm_class: dict[str, float]
+    gemm_default: dict[str, float]
     residual_rms_log: float
     residuals_pct: dict[str, float]
 
@@ -246,13 +256,16 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
     fams = sorted({(o.model, PRECISION_CLASS[o.precision]) for o in obs})
     tclasses = sorted({PRECISION_CLASS[o.precision] for o in obs})
     gens = sorted({(generation(spec(o.gpu)), unit(o)) for o in obs})
-    tc_gens = sorted({generation(spec(o.gpu)) for o in obs
-                      if not cuda_core_peak(spec(o.gpu), unit(o))})
+    # Tensor-core (device class, unit) pairs: each has a GEMM efficiency of its own, shrunk
+    # towards the unit's global one (what a class the transformer rows never reached gets).
+    tc_classes = sorted({(device_class(spec(o.gpu)), unit(o)) for o in obs
+                         if not cuda_core_peak(spec(o.gpu), unit(o))})
+    tc_units = sorted({u for _, u in tc_classes})
     idx: dict[tuple[str, Any], int] = {}
     for tag, keys in (("p", gens), ("w", works), ("c", classes), ("g", gpus_p), ("m", mclasses),
                       ("b", gpus), ("k", fams), ("h", fams), ("u", fams), ("v", fams),
                       ("K", tclasses), ("H", tclasses), ("U", tclasses), ("V", tclasses),
-                      ("R", ["all"]), ("r", tc_gens)):
+                      ("E", tc_units), ("e", tc_classes)):
         for key in keys:
             idx[(tag, key)] = len(idx)
 
@@ -274,9 +287,11 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
         x0[idx[("p", gp)]] = math.log(3e12)  # flops per joule
     # Family terms are deviations (shrunk by SIGMA_FAMILY) from the signature's prediction at
     # global scales: bytes x K, step bytes x U, host seconds per launch V, host per flop H.
+    for u in tc_units:
+        x0[idx[("E", u)]] = math.log(0.6)
     for t in tclasses:
         x0[idx[("K", t)]] = math.log(0.5)
-        x0[idx[("U", t)]] = math.log(0.5)
+        x0[idx[("U", t)]] = 0.0  # counted once-per-step bytes (weights, gradients, Adam state)
         x0[idx[("V", t)]] = math.log(LAUNCH_FLOOR_S)  # prior: a few us per launch (below)
         x0[idx[("H", t)]] = math.log(3e-15)
     rows = []
@@ -285,8 +300,8 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
         pc = unit(o)
         tc = PRECISION_CLASS[o.precision]
         lk, lu, lv = sig_log_terms(o.model)
-        # Share of the flops in GEMM-like classes, on tensor cores only (GEMM over conv
-        # efficiency is a tensor-core effect; CUDA cores run both alike).
+        # Share of the flops in GEMM-like classes, on tensor cores only (a GEMM efficiency apart
+        # from the convolutions' is a tensor-core effect; CUDA cores run both alike).
         tensor_cores = not cuda_core_peak(s, pc)
         gemm_share = sum(sigs[FIT_SIGNATURE[o.model][0]].share(c)
                          for c in GEMM_LIKE) if tensor_cores else 0.0
@@ -298,15 +313,16 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
                      idx[("K", tc)], idx[("H", tc)], idx[("U", tc)], idx[("V", tc)],
                      peak_tflops(s, pc) * 1e12, s.mem_bw_gbs * 1e9, s.tdp_w,
                      o.batch_size, math.log(1.0 / o.throughput), lk, lu, lv, gemm_share,
-                     idx[("r", generation(s))] if tensor_cores else idx[("R", "all")]))
+                     # unused (gemm_share 0) off tensor cores
+                     idx[("E", pc)] if tensor_cores else 0,
+                     idx[("e", (device_class(s), pc))] if tensor_cores else 0))
     arr = np.array(rows)
     iw, ic, ig, im, ib, ik, ih, iu, iv, ip, iK, iH, iU, iV = (arr[:, j].astype(int)
                                                               for j in range(14))
     peak, bw, tdp, batch, y, sk, su, sv, gshare = (arr[:, j] for j in range(14, 23))
-    igen = arr[:, 23].astype(int)  # this row's generation deviation (unused off tensor cores)
-    ir = idx[("R", "all")]
-    # Measured best matmul rates (catalog mamf_bf16_tflops) anchor the GEMM class on the GPUs
-    # that have one: predicted GEMM rate = peak x eff x rho, power-capped, against the
+    iE, ie = arr[:, 23].astype(int), arr[:, 24].astype(int)
+    # Measured best matmul rates (catalog mamf_bf16_tflops) anchor the GEMM efficiency on the
+    # GPUs that have one: predicted GEMM rate = peak x GEMM efficiency, power-capped, against the
     # measurement (the table's workloads alone cannot tell GEMMs from convolutions when the
     # transformer family is held out).
     from gpucost.catalog import get_entry
@@ -317,8 +333,8 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
         key = (device_class(spec(g)), "fp16")
         if mamf and ("c", key) in idx and ("g", (g, "fp16")) in idx:
             sg = spec(g)
-            anchors.append((idx[("c", key)], idx[("g", (g, "fp16"))],
-                            idx[("p", (generation(sg), "fp16"))], idx[("r", generation(sg))],
+            anchors.append((idx[("E", "fp16")], idx[("g", (g, "fp16"))],
+                            idx[("p", (generation(sg), "fp16"))], idx[("e", key)],
                             peak_tflops(sg, "bf16") * 1e12, sg.tdp_w, math.log(mamf * 1e12)))
     anc = np.array(anchors).reshape(-1, 7)
     ac, ag, ap, agen = (anc[:, j].astype(int) for j in range(4))
@@ -326,7 +342,7 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
     prior_mu = x0.copy()
     prior_sd = np.full(n, 10.0)
     for w in works:
-        prior_sd[idx[("w", w)]] = SIGMA_WORK
+        prior_sd[idx[("w", w)]] = SIGMA_WORK[w[1]]
     for g in gpus_p:
         prior_sd[idx[("g", g)]] = SIGMA_GPU
     for b in gpus:
@@ -338,21 +354,24 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
             prior_sd[idx[(tag, f)]] = SIGMA_FAMILY
     for t in tclasses:  # the benchmarks' large batches say little about per-launch host time
         prior_sd[idx[("V", t)]] = 1.0
-    for gen in tc_gens:
-        prior_sd[idx[("r", gen)]] = SIGMA_GEMM_GENERATION
+        # Once-per-step bytes are counted, not guessed: the CNN rows' large batches cannot
+        # tell them (a free scale went to 0.2 without BERT, 1.2 with it).
+        prior_sd[idx[("U", t)]] = 0.3
+    for tcc in tc_classes:
+        prior_sd[idx[("e", tcc)]] = SIGMA_GEMM_CLASS
 
     def model(x: Vector) -> Vector:
         eff = np.exp(x[ic] + x[ig])
         eff_bw = np.exp(x[im] + x[ib])
         kappa = np.exp(x[iK] + x[ik] + sk) + np.exp(x[iU] + x[iu] + su) / batch
-        rho = np.exp(x[ir] + np.where(gshare > 0.0, x[igen], 0.0))
-        compute = (1.0 - gshare + gshare / rho) / (peak * eff)
+        gemm_eff = np.exp(x[iE] + x[ie] + x[ig])
+        compute = (1.0 - gshare) / (peak * eff) + gshare / (peak * gemm_eff)
         device = compute + 1.0 / (tdp * np.exp(x[ip])) + kappa / (bw * eff_bw)
         host = np.exp(x[iH] + x[ih]) + np.exp(x[iV] + x[iv] + sv) / batch
         return np.asarray(x[iw] + np.log(device + host), dtype=float)
 
     def anchor_resid(x: Vector) -> Vector:
-        rate = 1.0 / (1.0 / (apeak * np.exp(x[ac] + x[ag] + x[ir] + x[agen]))
+        rate = 1.0 / (1.0 / (apeak * np.exp(x[ac] + x[ag] + x[agen]))
                       + 1.0 / (atdp * np.exp(x[ap])))
         return np.asarray((np.log(rate) - ay) / SIGMA_ANCHOR, dtype=float)
 
@@ -363,18 +382,16 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
     lo = np.full(n, -np.inf)
     hi = np.full(n, np.inf)
     for c in classes:
-        lo[idx[("c", c)]], hi[idx[("c", c)]] = math.log(0.02), math.log(1.5)
+        # Shares of the spec-sheet peak (the flops per sample are pinned): at most all of it.
+        lo[idx[("c", c)]], hi[idx[("c", c)]] = math.log(0.02), math.log(1.0)
     for m in mclasses:
         lo[idx[("m", m)]], hi[idx[("m", m)]] = math.log(0.3), math.log(1.0)
     na = len(anc)
     sparsity = np.zeros((len(obs) + na + n, n), dtype=bool)
-    for col in (iw, ic, ig, im, ib, ik, ih, iu, iv, ip, iK, iH, iU, iV):
+    for col in (iw, ic, ig, im, ib, ik, ih, iu, iv, ip, iK, iH, iU, iV, iE, ie):
         sparsity[np.arange(len(obs)), col] = True
-    sparsity[:len(obs), ir] = True
-    sparsity[np.arange(len(obs)), igen] = True
     for col in (ac, ag, ap, agen):
         sparsity[len(obs) + np.arange(na), col] = True
-    sparsity[len(obs):len(obs) + na, ir] = True
     sparsity[len(obs) + na + np.arange(n), np.arange(n)] = True
     x = least_squares(resid, x0, bounds=(lo, hi), sparsity=sparsity)
     res = model(x) - y
@@ -420,8 +437,12 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
         step_host_s_per_flop=step_host,
         default_step_host_s_per_flop=_family_median(step_host),
         signature_scale=scale,
-        gemm_over_conv={gen: math.exp(x[ir] + x[idx[("r", gen)]]) for gen in tc_gens},
-        gemm_over_conv_default=math.exp(x[ir]),
+        gemm_gpu={f"{g}|{p}": math.exp(x[idx[("E", p)]] + x[idx[("e", (device_class(spec(g)), p))]]
+                                        + x[idx[("g", (g, p))]])
+                  for g, p in gpus_p if (device_class(spec(g)), p) in tc_classes},
+        gemm_class={f"{c}|{p}": math.exp(x[idx[("E", p)]] + x[idx[("e", (c, p))]])
+                    for c, p in tc_classes},
+        gemm_default={u: math.exp(x[idx[("E", u)]]) for u in tc_units},
         residual_rms_log=float(np.sqrt(np.mean(res**2))),
         residuals_pct={v: round(statistics.mean(r), 2) for v, r in sorted(by_version.items())},
     )
@@ -467,8 +488,9 @@ def single_calibration(fit: SingleFit) -> dict[str, Any]:
         ],
         "signature_scale": {t: _sig(v) for t, v in sorted(fit.signature_scale.items())},
         "class_efficiency": CLASS_EFFICIENCY,
-        "gemm_over_conv_by_generation": _rounded(fit.gemm_over_conv),
-        "gemm_over_conv_default": round(fit.gemm_over_conv_default, 4),
+        "gemm_efficiency_gpu": _rounded(fit.gemm_gpu),
+        "gemm_efficiency_class": _rounded(fit.gemm_class),
+        "gemm_efficiency_default": _rounded(fit.gemm_default),
         "default_bytes_per_flop": _sig(fit.default_bytes_per_flop),
         "default_host_s_per_flop": _sig(fit.default_host_s_per_flop),
         "default_step_bytes_per_flop": _sig(fit.default_step_bytes_per_flop),
@@ -477,9 +499,9 @@ def single_calibration(fit: SingleFit) -> dict[str, Any]:
 
 
 # Efficiency of each compute class on tensor cores (CUDA-core units: 1 for every class),
-# relative to a GEMM. GEMM-like classes also get the fitted GEMM-over-convolution factor per
-# generation (the "R"/"r" parameters, anchored on measured matmul rates, see SIGMA_ANCHOR): the
-# fitted efficiency classes are a convolution's. Attention is a GEMM; recurrent cells are a
+# relative to a GEMM. GEMM-like classes run at their own fitted GEMM efficiency (the "E"/"e"
+# parameters, anchored on measured matmul rates, see SIGMA_ANCHOR), convolutions at the fitted
+# compute efficiency. Attention is a GEMM; recurrent cells are a
 # stated prior: the table has no recurrent workload. Recurrent
 # cells run one GEMM per time step with as many rows as the batch, one time step after another:
 # tensor-core tiles stay partly empty and the step's dependency chain leaves the units idle,
@@ -488,10 +510,13 @@ def single_calibration(fit: SingleFit) -> dict[str, Any]:
 CLASS_EFFICIENCY = {"gemm": 1.0, "conv": 1.0, "attention": 1.0, "recurrent": 0.25}
 GEMM_LIKE = ("gemm", "attention", "recurrent")
 SIGMA_ANCHOR = 0.10  # log spread of a measured best-matmul rate around the model's GEMM rate
-# GEMM libraries and cuDNN's convolutions improve at different paces per architecture (Hopper's
-# GEMMs gained more than its convolutions): a generation's GEMM-over-convolution factor may
-# deviate from the global one by this much (log); one without data or anchor takes the global.
-SIGMA_GEMM_GENERATION = 0.3
+# cuBLAS reaches a similar share of the tensor-core peak on every GPU where cuDNN's convolutions
+# do not (Ampere's GA100 convolutions reach far less of it than GA102's), so GEMMs get an
+# efficiency of their own per device class and unit, shrunk by this much (log) towards the
+# unit's global one, which a class without transformer rows or anchor takes. (Was a GEMM-over-
+# convolution factor per generation: a held-out transformer inherited the CNN rows' convolution
+# efficiency of its class, 1.5 of the peak on GA102 and 0.66 on GA100 when BERT was left out.)
+SIGMA_GEMM_CLASS = 0.3
 
 # A kernel launch plus its synchronisation costs a few microseconds on any recent GPU; this
 # floors tiny operators (not fitted: the benchmark tables have no operator data).

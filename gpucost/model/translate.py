@@ -11,7 +11,9 @@ flops split over op classes c (GEMM, convolution, recurrent cells, attention; sh
 the workload's signature, ``gpucost.model.signature``), each on the unit that runs it at p
 (``math_unit``: PyTorch's fp32 runs matmuls on CUDA cores and convolutions on TF32 tensor
 cores; tf32 runs both on TF32; amp/fp16/bf16 on the half-precision tensor cores), r_c a class's
-efficiency relative to a GEMM on tensor cores (recurrent cells fill them poorly). What a step
+efficiency relative to a GEMM on tensor cores (recurrent cells fill them poorly); on tensor
+cores GEMM-like classes take a GEMM efficiency of their own for ``eff`` (``gemm_efficiency``),
+convolutions the fitted (convolution) one. What a step
 pays once whatever its batch b (optimizer and weight traffic, per-kernel launches) is spread
 over the batch: kappa = kappa_sample + mu / b and eta = eta_sample + nu / b, so a small batch
 runs slower per sample. ``eff`` and ``eff_bw`` are achievable fractions of the spec sheet,
@@ -252,29 +254,52 @@ class Mix:
 DEFAULT_MIX = Mix()
 
 
+def gemm_efficiency(spec: GpuSpec, unit: str, cal: Mapping[str, Any] | None = None) -> float | None:
+    """Fraction of ``spec``'s tensor-core peak at ``unit`` that GEMM-like classes reach: per GPU
+    if fitted, else its device class, else the nearest older class, else the unit's global
+    value (anchored on measured best-matmul rates); None when the calibration has none. It is
+    fitted apart from the convolutions' efficiency: cuBLAS reaches a similar share of the peak
+    on every tensor-core GPU where cuDNN's convolutions do not, so a workload of GEMMs must not
+    inherit what a CNN measured on that class."""
+    cal = calibration() if cal is None else cal
+    by_class: Mapping[str, float] = cal.get("gemm_efficiency_class", {})
+    if not by_class:
+        return None
+    pclass = fitted_class(unit, by_class)
+    eff = cal.get("gemm_efficiency_gpu", {}).get(f"{spec.name}|{pclass}")
+    if eff is None:
+        fitted = [k.partition("|")[0] for k in by_class if k.endswith(f"|{pclass}")]
+        cls = device_class(spec) if device_class(spec) in fitted else _nearest_class(spec, fitted)
+        eff = by_class[f"{cls}|{pclass}"] if cls is not None else None
+    if eff is None:
+        eff = cal.get("gemm_efficiency_default", {}).get(pclass)
+    return None if eff is None else float(eff)
+
+
 def mixed_rates(spec: GpuSpec, precision: str, mix: Mix,
                 cal: Mapping[str, Any] | None = None) -> DeviceRates:
     """Achievable rates of a step with ``mix`` on ``spec``: each class's flops at its own unit's
-    rate (``math_unit``) times, on tensor cores, the class's efficiency relative to a GEMM
-    (``class_efficiency``: recurrent cells' per-time-step GEMMs, as many rows as the batch,
-    fill them poorly) and, for all but convolutions, the generation's GEMM-over-convolution
-    factor (the fitted efficiencies are a convolution's), combined harmonically."""
+    rate (``math_unit``): on tensor cores GEMM-like classes at the fitted GEMM efficiency
+    (``gemm_efficiency``) times the class's efficiency relative to a GEMM (``class_efficiency``:
+    recurrent cells' per-time-step GEMMs, as many rows as the batch, fill them poorly),
+    convolutions at the fitted (convolution) efficiency; each flop also pays the board-power
+    term of its unit, as in the fit (1/rate = sum of shares over peak x efficiency + 1 / (TDP x
+    flops per joule))."""
     cal = calibration() if cal is None else cal
     relative: Mapping[str, float] = cal.get("class_efficiency", {})
-    gemm_like = float(cal.get("gemm_over_conv_by_generation", {}).get(
-        generation(spec), cal.get("gemm_over_conv_default", 1.0)))
     seconds_per_flop = 0.0
     bytes_per_s = 0.0
     for cls, share in mix.shares:
         unit = math_unit(spec, precision, cls, matmul_tf32=mix.matmul_tf32,
                          conv_tf32=mix.conv_tf32)
-        unit_rates = rates_for(spec, unit, cal)
-        # A class's relative efficiency is a tensor-core effect: CUDA-core units run every
-        # class alike.
-        rel = 1.0 if cuda_core_peak(spec, unit) else float(relative.get(cls, 1.0)) * (
-            1.0 if cls == "conv" else gemm_like)
-        seconds_per_flop += share / (unit_rates.flops_per_s * rel)
-        bytes_per_s = unit_rates.bytes_per_s
+        eff, eff_bw = efficiencies(spec, unit, cal)
+        # Class efficiencies are a tensor-core effect: CUDA-core units run every class alike.
+        if cls != "conv" and not cuda_core_peak(spec, unit):
+            eff = (gemm_efficiency(spec, unit, cal) or eff) * float(relative.get(cls, 1.0))
+        per_joule = flops_per_joule(spec, unit, cal)
+        power_s = 1.0 / (spec.tdp_w * per_joule) if per_joule is not None else 0.0
+        seconds_per_flop += share * (1.0 / (peak_tflops(spec, unit) * 1e12 * eff) + power_s)
+        bytes_per_s = spec.mem_bw_gbs * 1e9 * eff_bw
     return DeviceRates(flops_per_s=1.0 / seconds_per_flop, bytes_per_s=bytes_per_s)
 
 
