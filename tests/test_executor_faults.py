@@ -325,7 +325,8 @@ def test_the_limits_end_the_job_after_the_launcher_is_sigkilled(
         assert main(["ps"]) == 0 and capsys.readouterr().out.strip() == "no live resources"
         assert main(["status", "headless"]) == 0
         out = capsys.readouterr().out
-        assert state in out and "orphaned" not in out
+        assert f"state     {state}" in out and "orphaned" not in out
+        assert f"reason    {note}; its launcher was gone" in out
     finally:
         kill_quietly(pids_with_token(token))
 

@@ -79,6 +79,7 @@ class RunStatusFile(BaseModel):
     checkpoint: str | None = None
     verify: Verification | None = None
     updated_at: NonNegative | None = None
+    reason: str | None = None  # why the run ended, when its launcher could not say (the guard)
 
 
 def read_status(path: Path) -> dict[str, Any] | None:
