@@ -41,7 +41,7 @@ os.environ["SKY_RUNTIME_DIR"] = str(_RUNTIME)
 import sky  # noqa: E402
 
 from gpucost.cli import main  # noqa: E402
-from gpucost.executor.base import ProvisionRequest  # noqa: E402
+from gpucost.executor.base import ProvisionRequest, Resource  # noqa: E402
 from gpucost.executor.ledger import Ledger  # noqa: E402
 from gpucost.executor.rundir import RunDir  # noqa: E402
 from gpucost.executor.runner import Runner  # noqa: E402
@@ -467,3 +467,30 @@ def test_the_watchdog_downs_the_cluster_at_the_limit_after_the_launcher_is_sigki
     status = RunDir(run.run_dir).read_status()
     assert status is not None and (status["state"], status["final"]) == (state, True)
     assert note in status["reason"] and "watchdog" in status["reason"]
+
+
+def test_the_watchdog_cancels_a_managed_job_once_the_segments_spend_reaches_the_cap(
+        cloud: FakeCloud, tmp_path: Path) -> None:
+    from gpucost.executor.guard import EXIT_BUDGET, watch
+    from gpucost.executor.skypilot import MANAGED
+
+    cloud.managed[7] = ("gpucost-m-1", ["RUNNING"])
+    with Ledger() as ledger:
+        ledger.create_run(run_id="m-1", name="x", plan_path="p", provider="skypilot",
+                          run_dir=str(tmp_path), price_hr=2.0, nodes=2, budget_cap_usd=0.01)
+        row = ledger.intent(run_id="m-1", provider="skypilot", token="gpucost-m-1",
+                            kind="instance", config={"cloud": "aws", "managed": True})
+        ledger.record(row, [Resource(provider="skypilot", resource_id="gpucost-m-1",
+                                     token="gpucost-m-1", kind=MANAGED)], "running")
+        ledger.open_segment("m-1", price_hr=2.0, nodes=2)  # 4 USD/h: the cap in 9 s
+        assert ledger.run("m-1").budget_at(time.time()) is not None
+    # This process is the run's launcher and is alive: a zero grace stands for a hung one.
+    start = time.monotonic()
+    assert watch("m-1", timeout_at=None, poll_s=0.05, launcher_grace_s=0.0) == EXIT_BUDGET
+    assert 8.0 <= time.monotonic() - start < 20.0
+    assert "jobs.cancel" in cloud.names() and cloud.managed[7][1] == ["CANCELLED"]
+    with Ledger() as ledger:
+        run = ledger.run("m-1")
+        assert run.state == "budget-exceeded" and run.ended_at is not None
+        assert 0.01 <= run.cost_usd() < 0.02
+        assert ledger.resources("m-1", live_only=True) == []
