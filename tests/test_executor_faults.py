@@ -70,6 +70,19 @@ def test_an_unreadable_ledger_is_one_line_exit_2_in_every_command(
     assert not paths.runs_dir().exists() or not any(paths.runs_dir().iterdir())
 
 
+def test_the_watchdog_reports_an_unreadable_ledger_in_one_line(tmp_path: Path) -> None:
+    # The SkyPilot watchdog writes into launcher.log: a damaged ledger is one line there and exit
+    # 3 (it cannot guard the run), not a traceback.
+    paths.ledger_path().parent.mkdir(parents=True, exist_ok=True)
+    paths.ledger_path().write_bytes(b"this is not a database\n" * 100)
+    done = subprocess.run([sys.executable, "-m", "gpucost.executor.guard", "--watch", "r1",
+                           f"--timeout-at={time.time() + 60!r}"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 3, done.stderr
+    line = one_error_line(done.stderr)
+    assert "the watchdog of run r1 stopped" in line and "is unreadable" in line, line
+
+
 # -- job names --------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["../../victim", "team/exp1", "a\\b", "nul\x00byte",
                                   "bell\x07", "", ".."])

@@ -303,7 +303,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("command", nargs=argparse.REMAINDER)
     args = p.parse_args(argv)
     if args.watch:
-        return watch(args.watch, timeout_at=args.timeout_at)
+        try:
+            return watch(args.watch, timeout_at=args.timeout_at)
+        except GpuCostError as err:  # an unreadable ledger: one line in launcher.log
+            _note(f"the watchdog of run {args.watch} stopped: {err}")
+            return 3
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         p.error("no command to run")
