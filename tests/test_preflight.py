@@ -58,7 +58,7 @@ BROKEN = [
     ("stale_prices.toml", "price-age", 3, "error", "refresh the price snapshot"),
     ("no_timeout.toml", "timeout", 2, "error", "add timeout_hours under [safety]"),
     ("out_of_memory.toml", "memory-fit", 1, "error", "accumulation steps"),
-    ("small_disk.toml", "disk-size", 1, "error", "size_gb = 197"),
+    ("small_disk.toml", "disk-size", 1, "error", "size_gb = 247"),
     ("spot_no_checkpoint.toml", "spot-checkpoint", 1, "error", "enabled = true"),
     ("spot_local_checkpoint.toml", "spot-checkpoint", 1, "error", 's3://'),
     ("arch_mismatch.toml", "cuda-arch", 1, "error", "torch 2.10.*+cu128"),
@@ -66,7 +66,7 @@ BROKEN = [
     ("missing_gpu.toml", "plan-file", 2, "error", "add `gpu = ...` under [offer]"),
     # warnings: reported, but the build passes
     ("lax_timeout.toml", "timeout", 0, "warning", "lower [safety] timeout_hours to about 5.3"),
-    ("tight_disk.toml", "disk-size", 0, "warning", "size_gb = 197"),
+    ("tight_disk.toml", "disk-size", 0, "warning", "size_gb = 247"),
     ("dataloader_bound.toml", "dataloader", 0, "warning", "raise DataLoader num_workers"),
     ("far_dataset.toml", "dataset-region", 0, "warning", "copy the data once"),
 ]
@@ -84,6 +84,24 @@ def test_each_broken_plan_fails_its_check(fx: Path, capsys: pytest.CaptureFixtur
     assert failed[check]["severity"] == severity
     assert fix in str(failed[check]["fix"])
     assert str(failed[check]["message"])  # says what was found
+
+
+def test_a_rented_disk_sized_for_the_data_alone_cannot_boot(
+        fx: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # One disk rule for plans and checks (economics.disk_need): a rented boot disk also holds
+    # the OS and the training image, and the size the check asks for is the one `gpucost plan`
+    # writes for the same job.
+    from gpucost.model.economics import disk_size_gb
+
+    text = (fx / "good.toml").read_text().replace("size_gb = 250.0", "size_gb = 170.0")
+    (fx / "data_only.toml").write_text(text)
+    code, report = _run(capsys, "data_only.toml")
+    failed = _failed(report)
+    assert set(failed) == {"disk-size"} and code == 1
+    assert failed["disk-size"]["severity"] == "error"
+    assert "OS and image 50 GB" in str(failed["disk-size"]["message"])
+    planned = disk_size_gb(150.0, 0.2, checkpoints_kept=2, results_gb=1.0)
+    assert f"size_gb = {planned:g} " in str(failed["disk-size"]["fix"])
 
 
 def test_first_line_of_each_fixture_names_the_check_it_breaks() -> None:

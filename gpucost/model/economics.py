@@ -274,9 +274,20 @@ def disk_size_gb(
     Billed by allocated size and never shrinks, so this is also what storage costs are
     computed from.
     """
-    need = data_gb + checkpoints_kept * checkpoint_gb + results_gb
+    need = data_gb + checkpoints_kept * checkpoint_gb + results_gb  # as in disk_need_gb
     size = np.ceil(_arr(need) * (1.0 + headroom) - 1e-9) + system_gb
     return size if size.ndim else float(size)  # type: ignore[return-value]
+
+
+def disk_need(data_gb: float, checkpoint_gb: float, *, checkpoints_kept: int, results_gb: float,
+              system_gb: float = SYSTEM_DISK_GB) -> tuple[float, int]:
+    """For one plan: (GB the run cannot do without: system + data + checkpoints kept + results;
+    the whole GB :func:`disk_size_gb` allocates for it, with headroom). Pre-flight checks a
+    plan's ``[disk] size_gb`` against these two, so plans and checks share one rule."""
+    need = system_gb + data_gb + checkpoints_kept * checkpoint_gb + results_gb
+    want = disk_size_gb(data_gb, checkpoint_gb, checkpoints_kept=checkpoints_kept,
+                        results_gb=results_gb, system_gb=system_gb)
+    return need, math.ceil(float(want))
 
 
 # ---- interruptions and checkpoints --------------------------------------------------------

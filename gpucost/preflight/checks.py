@@ -36,7 +36,6 @@ Severity = Literal["error", "warning"]
 # Providers that run on the user's own machines: prices are electricity, disks are local.
 LOCAL_PROVIDERS = ("local", "torchrun")
 CHECKPOINTS_KEPT = 2  # the newest, plus the next one while it is written (atomic replace)
-DISK_HEADROOM = 1.3  # logs, caches, pip wheels, a partial download: ~30 % over what is planned
 # A timeout is there to bound the bill of a hung run; past twice the estimate (and more than
 # this many dollars over it) it no longer does.
 TIMEOUT_SLACK_FACTOR = 2.0
@@ -321,12 +320,17 @@ def _free_gb(folder: Path) -> float:
 
 
 def check_disk(c: Check, ctx: Context) -> CheckResult:
+    from gpucost.model.economics import SYSTEM_DISK_GB, disk_need
+
     job, disk = ctx.plan.job, ctx.plan.disk
     kept = CHECKPOINTS_KEPT if ctx.plan.checkpoint.enabled else 0
-    need = job.data_gb + kept * job.checkpoint_gb + job.results_gb
-    want = need * DISK_HEADROOM
+    # Your own disk already holds the OS and the image; a rented one must hold them too.
+    system_gb = 0.0 if ctx.is_local else SYSTEM_DISK_GB
+    need, want = disk_need(job.data_gb, job.checkpoint_gb, checkpoints_kept=kept,
+                           results_gb=job.results_gb, system_gb=system_gb)
     parts = (f"data {job.data_gb:g} GB + {kept} checkpoint(s) x {job.checkpoint_gb:g} GB + "
-             f"results {job.results_gb:g} GB = {need:.1f} GB")
+             f"results {job.results_gb:g} GB"
+             + (f" + OS and image {system_gb:g} GB" if system_gb else "") + f" = {need:.1f} GB")
     line = ctx.line_of("disk", "size_gb")
     if ctx.is_local:  # your own disk: what counts is the free space, not an allocation
         workdir = ctx.plan.workdir(ctx.plan_path)
@@ -340,13 +344,13 @@ def check_disk(c: Check, ctx: Context) -> CheckResult:
     size = disk.size_gb
     if size < need:
         return c.fail(f"[disk] size_gb = {size:g} cannot hold {parts}",
-                      f"set [disk] size_gb = {math.ceil(want)} (with ~30 % headroom); a "
+                      f"set [disk] size_gb = {want} (with ~30 % headroom); a "
                       "provider bills the allocated size and cannot shrink it later",
                       file=ctx.display_path, line=line, size_gb=size, need_gb=need)
     if size < want:
         return c.fail(f"[disk] size_gb = {size:g} holds {parts} with only "
                       f"{(size / need - 1) * 100 if need else 0:.0f} % headroom",
-                      f"set [disk] size_gb = {math.ceil(want)}: logs, caches and a partial "
+                      f"set [disk] size_gb = {want}: logs, caches and a partial "
                       "download need room too", severity="warning", file=ctx.display_path,
                       line=line, size_gb=size, need_gb=need)
     return c.ok(f"{size:g} GB allocated for {parts}", size_gb=size, need_gb=need)
