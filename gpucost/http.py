@@ -1,6 +1,6 @@
 """The one HTTP client for provider APIs: rate limit, retries with backoff, no leaked secrets.
 
-Price sources and the Vast executor talk to their APIs only through :class:`RetryingHttp`,
+Price sources talk to their providers' APIs only through :class:`RetryingHttp`,
 which wraps an injected ``httpx.Client`` (its ``base_url`` points at the provider, or at a
 loopback replay server in tests). Each request waits for the source's rate limit, retries 429
 and 5xx answers and transport errors with exponential backoff (a ``Retry-After`` header wins

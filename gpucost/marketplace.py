@@ -3,8 +3,9 @@
 On Vast and RunPod a machine found while planning (a Vast ask id, or a catalog bucket such as
 "8x-Tesla_V100-32-65536") is no launchable name: asks are rented by others within minutes and a
 bucket is not a machine at all. A plan therefore records what a machine like the planned one
-looks like, and the executor searches for it at launch (see ``gpucost.executor.vast``). This
-module only builds that search; it imports no executor code, so the planning path stays light.
+looks like, and SkyPilot finds one like it at launch (see ``gpucost.executor.skypilot_task``,
+which says in words what of the search SkyPilot cannot ask for). This module only builds that
+search; it imports no executor code, so the planning path stays light.
 """
 
 from __future__ import annotations

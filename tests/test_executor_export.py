@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,16 @@ from goldens import assert_golden as _golden
 from gpucost.cli import main
 from gpucost.errors import InputError
 from gpucost.executor.ledger import Ledger
-from gpucost.executor.skypilot_task import skypilot_gpu, task_config, task_yaml
+from gpucost.executor.skypilot_task import (
+    not_enforced,
+    skypilot_gpu,
+    task_config,
+    task_yaml,
+    vast_gpu,
+)
+from gpucost.paths import embedded_snapshots_dir
 from gpucost.planfile import load_plan
+from gpucost.pricing.snapshot import latest_snapshot_paths, read_snapshot
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -52,6 +61,88 @@ def test_skypilot_accelerator_names() -> None:
     assert skypilot_gpu("RTX 4090") == "RTX4090"
     assert skypilot_gpu("T4") == "T4"
     assert skypilot_gpu("L40S") == "L40S"
+
+
+def test_vast_accelerator_names_are_those_of_skypilots_vast_catalog() -> None:
+    """Every GPU of SkyPilot's Vast catalog (embedded), from its instance type and, for a plan
+    made from `prices refresh vast` (an ask id), from the GPU name alone, is spelt as the
+    catalog's AcceleratorName column (the importer's record of it)."""
+    (path,) = [p for p in latest_snapshot_paths([embedded_snapshots_dir()])
+               if p.parent.name == "skypilot-vast"]
+    snapshot = read_snapshot(path)
+    spelt = {gpu: name for name, gpus in snapshot.provenance["gpu_names"].items() for gpu in gpus}
+    rows = snapshot.offers.to_records()
+    assert len(rows) > 50 and len(set(spelt.values())) > 10
+    for r in rows:
+        assert vast_gpu(r["gpu"], r["instance_type"]) == spelt[r["gpu"]], r["instance_type"]
+        if r["gpu"] != "RTX PRO 6000":  # Vast sells an S and a WS card under that name
+            assert vast_gpu(r["gpu"], "24768912") == spelt[r["gpu"]], r["gpu"]
+    assert vast_gpu("RTX 4070S Ti", "2x-RTX_4070S_Ti-32-65536") == "RTX4070"
+    assert vast_gpu("Tesla V100", "8x-Tesla_V100-32-65536") == "V100"
+
+
+def vast_plan(tmp_path: Path, **offer: Any) -> Path:
+    path = plan_file(tmp_path, provider="vast", nodes=1, market="on-demand", gpu="RTX 3060 Ti")
+    doc = tomllib.loads(path.read_text())
+    doc["schema_version"] = 2
+    doc["offer"].update({"instance_type": "2x-RTX_3060_Ti-32-65536", "region": "Quebec, CA, NA",
+                         "zone": "", "gpu_count": 2, "price_hr": 0.2, **offer})
+    doc["marketplace"] = {"gpu_count": 2, "max_price_hr": 0.25, "region": "CA",
+                          "min_reliability": 0.95, "min_inet_down_mbps": 800.0,
+                          "min_disk_gb": 600.0}
+    path.write_text(tomli_w.dumps(doc))
+    return path
+
+
+def test_a_vast_task_asks_for_a_machine_like_the_planned_one(tmp_path: Path) -> None:
+    path = vast_plan(tmp_path)
+    plan = load_plan(path)
+    task = task_config(plan, path)
+    res = task["resources"]
+    assert res == {"cloud": "vast", "region": "Quebec, CA, NA", "accelerators": "RTX3060:2",
+                   "use_spot": False, "disk_size": 600,
+                   "autostop": {"idle_minutes": 10, "down": True}}  # no instance type
+    # SkyPilot mounts no bucket on Vast: the job fetches its newest checkpoint itself
+    assert "file_mounts" not in task
+    assert "fetch_latest" in task["run"] and "ls -1" not in task["run"]
+    said = not_enforced(plan)
+    assert any("any card Vast lists under it may come, not only the planned RTX 3060 Ti" in line
+               for line in said)
+    assert any("last two letters (NA, the continent), so the country CA" in line
+               for line in said)
+    for words in ("max 0.25 USD/h is not enforced", "reliability >= 0.95 is not enforced",
+                  "bandwidth >= 800 Mbit/s is not enforced", "SkyPilot mounts no object store",
+                  "counting spend at the plan's 0.2 USD/h"):
+        assert any(words in line for line in said), words
+    assert all(f"# {line}" in task_yaml(plan, path) for line in said)
+
+
+def test_a_vast_plan_outside_skypilots_regions_asks_for_any(tmp_path: Path) -> None:
+    plan = load_plan(vast_plan(tmp_path, region="CA-Quebec", instance_type="24768912",
+                               market="spot"))
+    res = task_config(plan)["resources"]
+    assert res["infra"] == "vast" and "region" not in res and "instance_type" not in res
+    assert res["use_spot"] is True and res["accelerators"] == "RTX3060:2"
+    said = "\n".join(not_enforced(plan))
+    assert "the plan's country CA is not asked for" in said
+    assert "minimum bid" in said
+
+
+def test_a_multi_node_vast_plan_is_refused_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = vast_plan(tmp_path, nodes=2)
+    assert main(["launch", str(path), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "SkyPilot runs Vast plans on one machine" in err and len(err.splitlines()) == 1
+
+
+def test_vast_launch_dry_run_says_what_skypilot_does_not_enforce(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = vast_plan(tmp_path)
+    assert main(["launch", str(path), "--dry-run", "--run-id", "v-1"]) == 0
+    out = capsys.readouterr().out
+    assert "skypilot would submit this task as cluster gpucost-v-1" in out
+    assert "# vast: max 0.25 USD/h is not enforced" in out
 
 
 def test_local_plans_are_not_skypilot_tasks() -> None:

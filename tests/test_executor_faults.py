@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -26,10 +27,12 @@ from run_helpers import (
 
 from gpucost import paths
 from gpucost.cli import main
+from gpucost.executor import PROVIDERS
 from gpucost.executor.checkpoints import CheckpointStore
 from gpucost.executor.guard import KILL_WAIT_S, STOP_GRACE_S, TORCHRUN_GRACE_S
 from gpucost.executor.ledger import Ledger
 from gpucost.executor.rundir import RunDir
+from gpucost.executor.skypilot import SkyPilotProvider
 
 
 def one_error_line(err: str) -> str:
@@ -162,8 +165,9 @@ def closed_port() -> int:
 
 
 def ledger_run_of_a_dead_launcher(run_id: str, provider: str, config: dict[str, object],
-                                  resource_id: str) -> None:
-    """A run whose launcher died (a real process that recorded it and exited)."""
+                                  resource_id: str | None) -> None:
+    """A run whose launcher died (a real process that recorded it and exited), with a resource
+    the provider named (``resource_id``) or only the intent to create one (None)."""
     code = (
         "from gpucost.executor.ledger import Ledger\n"
         "from gpucost.executor.base import Resource\n"
@@ -173,10 +177,26 @@ def ledger_run_of_a_dead_launcher(run_id: str, provider: str, config: dict[str, 
         f"provider={provider!r}, run_dir='/nonexistent', price_hr=1.0, nodes=1, "
         "budget_cap_usd=1.0)\n"
         f"row = l.intent(run_id={run_id!r}, provider={provider!r}, token='t-{run_id}', "
-        f"kind='instance', region='', config={config!r})\n"
-        f"l.record(row, [Resource(provider={provider!r}, resource_id={resource_id!r}, "
-        f"token='t-{run_id}')], 'running')\n")
+        f"kind='instance', region='', config={config!r})\n")
+    if resource_id is not None:
+        code += (f"l.record(row, [Resource(provider={provider!r}, resource_id={resource_id!r}, "
+                 f"token='t-{run_id}')], 'running')\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+class UnreachableApiServer:
+    """SkyPilot's SDK with its API server gone: every call is refused by a closed port."""
+
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        def call(*_args: object, **_kwargs: object) -> None:
+            socket.create_connection(("127.0.0.1", closed_port()), timeout=2).close()
+
+        return call
+
+
+class SkyPilotUnreachable(SkyPilotProvider):
+    def __init__(self, cloud: str = "", managed: bool = False) -> None:
+        super().__init__(cloud, managed, client_factory=UnreachableApiServer)
 
 
 @pytest.mark.slow
@@ -184,12 +204,10 @@ def ledger_run_of_a_dead_launcher(run_id: str, provider: str, config: dict[str, 
 def test_one_unreachable_provider_does_not_stop_cleanup_of_the_rest(
         tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("VAST_API_KEY", "testing")
-    # A Vast endpoint that refuses connections, listed before the local orphan.
-    ledger_run_of_a_dead_launcher(
-        "a-unreachable", "vast", {"base_url": f"http://127.0.0.1:{closed_port()}",
-                                  "max_attempts": 1, "timeout_s": 2.0, "backoff_s": 0.1},
-        "4242")
+    monkeypatch.setitem(PROVIDERS, "skypilot", (__name__, "SkyPilotUnreachable"))
+    # A SkyPilot cluster whose API server refuses connections, listed before the local orphan.
+    ledger_run_of_a_dead_launcher("a-unreachable", "skypilot", {"cloud": "aws"},
+                                  "gpucost-a-unreachable")
     plan = write_plan(tmp_path, epochs=50)
     launcher = spawn_launcher(plan, "b-orphan")
     wait_for_epoch("b-orphan", launcher)
@@ -201,8 +219,9 @@ def test_one_unreachable_provider_does_not_stop_cleanup_of_the_rest(
     assert "b-orphan: destroy local process" in captured.out
     errors = captured.err.strip().splitlines()
     assert "Traceback" not in captured.err
-    assert any("a-unreachable: cannot destroy vast instance 4242" in e for e in errors), errors
-    assert "vast failed" in errors[-1] and "gpucost cleanup" in errors[-1]
+    assert any("a-unreachable: cannot destroy skypilot instance gpucost-a-unreachable: skypilot "
+               "status: ConnectionRefusedError" in e for e in errors), errors
+    assert "skypilot failed" in errors[-1] and "gpucost cleanup" in errors[-1]
     wait_for(lambda: not pids_with_token("gpucost-b-orphan"), 30, "the orphan to be gone")
     with Ledger() as ledger:
         live = ledger.resources(live_only=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import datetime as dt
 import importlib.util
 import inspect
 import itertools
@@ -46,14 +47,29 @@ from gpucost.executor.ledger import Ledger  # noqa: E402
 from gpucost.executor.rundir import RunDir  # noqa: E402
 from gpucost.executor.runner import Runner  # noqa: E402
 from gpucost.executor.skypilot import SkyClient, SkyPilotProvider  # noqa: E402
-from gpucost.executor.skypilot_task import skypilot_gpu, task_yaml  # noqa: E402
-from gpucost.paths import embedded_snapshots_dir  # noqa: E402
+from gpucost.executor.skypilot_task import accelerator, not_enforced, task_yaml  # noqa: E402
+from gpucost.paths import embedded_snapshots_dir, user_snapshots_dir  # noqa: E402
 from gpucost.planfile import Plan, load_plan  # noqa: E402
-from gpucost.pricing.snapshot import latest_snapshot_paths, read_snapshot  # noqa: E402
+from gpucost.pricing.snapshot import (  # noqa: E402
+    Offers,
+    Snapshot,
+    latest_snapshot_paths,
+    read_snapshot,
+    write_snapshot,
+)
 
 CATALOG_COLUMNS = ["InstanceType", "AcceleratorName", "AcceleratorCount", "vCPUs", "MemoryGiB",
                    "GpuInfo", "Price", "SpotPrice", "Region", "AvailabilityZone", "Arch"]
-CLOUDS = {"aws": "AWS", "lambda": "Lambda", "runpod": "RunPod"}  # name -> SkyPilot's spelling
+# SkyPilot's Vast catalog has no zones and no architecture (sky/catalog/data_fetchers/fetch_vast.py)
+VAST_COLUMNS = [c for c in CATALOG_COLUMNS if c not in ("AvailabilityZone", "Arch")]
+# name -> SkyPilot's spelling
+CLOUDS = {"aws": "AWS", "lambda": "Lambda", "runpod": "RunPod", "vast": "Vast"}
+
+
+def catalog_names(cloud: str, snapshot: Snapshot) -> dict[str, str]:
+    """gpucost GPU name -> the catalog's own AcceleratorName column, as the importer recorded it
+    (``gpu_names`` in the snapshot's provenance), not as gpucost's task writer spells it."""
+    return {gpu: name for name, gpus in snapshot.provenance["gpu_names"].items() for gpu in gpus}
 
 
 def seed_catalogs(root: Path) -> None:
@@ -66,27 +82,30 @@ def seed_catalogs(root: Path) -> None:
     accelerators: dict[str, set[str]] = {}
     memory: dict[str, float] = {}
     for cloud, spelt in CLOUDS.items():
-        path = newest[f"skypilot-{cloud}"]
-        rows = read_snapshot(path).offers.to_records()
+        snapshot = read_snapshot(newest[f"skypilot-{cloud}"])
+        names = catalog_names(cloud, snapshot)
+        rows = snapshot.offers.to_records()
         for r in rows:
-            accelerators.setdefault(skypilot_gpu(r["gpu"]), set()).add(spelt)
-            memory[skypilot_gpu(r["gpu"])] = r["gpu_memory_gb"]
+            accelerators.setdefault(names[r["gpu"]], set()).add(spelt)
+            memory[names[r["gpu"]]] = r["gpu_memory_gb"]
         out = catalogs / cloud / "vms.csv"
         out.parent.mkdir(parents=True, exist_ok=True)
         with out.open("w", newline="", encoding="utf-8") as f:
             writer = csv.writer(f)
-            writer.writerow(CATALOG_COLUMNS)
+            writer.writerow(VAST_COLUMNS if cloud == "vast" else CATALOG_COLUMNS)
             for r in rows:
                 count = int(r["gpu_count"])
                 mib = int(r["gpu_memory_gb"] * 1024)
-                info = {"Gpus": [{"Name": skypilot_gpu(r["gpu"]), "Manufacturer": "NVIDIA",
+                info = {"Gpus": [{"Name": names[r["gpu"]], "Manufacturer": "NVIDIA",
                                   "Count": count, "MemoryInfo": {"SizeInMiB": mib}}],
                         "TotalGpuMemoryInMiB": mib * count}
                 spot = r["spot_price_hr"]
-                writer.writerow([r["instance_type"], skypilot_gpu(r["gpu"]), float(count),
-                                 r["vcpus"], r["ram_gb"], repr(info), r["price_hr"],
-                                 "" if spot != spot else spot, r["region"], r["zone"],
-                                 "x86_64"])
+                row = [r["instance_type"], names[r["gpu"]], float(count), r["vcpus"],
+                       r["ram_gb"], repr(info), r["price_hr"], "" if spot != spot else spot,
+                       r["region"], r["zone"], "x86_64"]
+                if cloud == "vast":  # SkyPilot's own Vast catalog states every SpotPrice 0.00
+                    row = [*row[:7], "0.00" if spot != spot else spot, r["region"]]
+                writer.writerow(row)
     (catalogs / "common").mkdir(exist_ok=True)
     with (catalogs / "common" / "accelerators.csv").open("w", newline="") as f:
         writer = csv.writer(f)
@@ -126,18 +145,36 @@ def planned(tmp_path: Path, *args: str) -> tuple[Plan, Path]:
     return load_plan(path), path
 
 
+def vast_offers_with_bids() -> None:
+    """Vast offers as `gpucost prices refresh vast` writes them (an ask id for instance type,
+    "US-Texas" for region, Vast's minimum bid as the spot price) in this test's GPUCOST_HOME:
+    the embedded SkyPilot Vast catalog states no spot price."""
+    rows = [{"provider": "vast", "region": "US-Texas", "instance_type": "24768912",
+             "gpu": "RTX 4090", "gpu_count": 2, "gpu_memory_gb": 24.0, "vcpus": 32.0,
+             "ram_gb": 128.0, "price_hr": 0.82, "spot_price_hr": 0.41, "storage_gb_month": 0.2,
+             "month_hours": 720, "network_gbps": 0.9, "reliability": 0.99}]
+    write_snapshot(Snapshot(source="vast", fetched_at=dt.datetime.now(dt.UTC),
+                            offers=Offers.from_records(rows)), user_snapshots_dir())
+
+
 PLANS = {
     "aws on-demand": ("--provider", "aws", "--gpu", "A100 SXM4 40GB"),
     "aws spot, 2 nodes": ("--provider", "aws", "--gpu", "V100 SXM2 16GB", "--spot",
                           "--max-nodes", "2", "--pick", "fastest"),
     "lambda": ("--provider", "lambda", "--gpu", "H100 SXM5 80GB"),
     "runpod": ("--provider", "runpod", "--gpu", "RTX 4090"),
+    "vast": ("--provider", "vast", "--gpu", "RTX 4090"),
+    "vast A100 80GB (SkyPilot's Vast catalog calls it A100)": ("--provider", "vast", "--gpu",
+                                                               "A100 PCIe 80GB"),
+    "vast spot": ("--provider", "vast", "--gpu", "RTX 4090", "--spot"),
 }
 
 
 @pytest.mark.parametrize("args", list(PLANS.values()), ids=list(PLANS))
 def test_every_task_loads_through_skypilot_and_its_catalog(tmp_path: Path,
                                                            args: tuple[str, ...]) -> None:
+    if "vast" in args and "--spot" in args:
+        vast_offers_with_bids()
     plan, path = planned(tmp_path, *args)
     yaml_path = tmp_path / "task.yaml"
     yaml_path.write_text(task_yaml(plan, path, run_id="r1"))
@@ -147,15 +184,48 @@ def test_every_task_loads_through_skypilot_and_its_catalog(tmp_path: Path,
     o = plan.offer
     assert task.num_nodes == o.nodes and task.workdir == str(tmp_path)
     assert str(res.cloud).lower() == o.provider
+    assert res.use_spot == (o.market == "spot")
+    assert res.disk_size == plan.disk.size_gb
+    assert "SKYPILOT_NODE_RANK" in task.run and task.envs["GPUCOST_RUN_ID"] == "r1"
+    if o.provider == "vast":
+        check_vast_task(plan, res)
+        return
     assert res.instance_type == o.instance_type
-    assert res.accelerators == {skypilot_gpu(o.gpu): round(o.gpu_count)}
-    assert res.use_spot == (o.market == "spot") and res.region == o.region
+    assert res.accelerators == {accelerator(plan): round(o.gpu_count)}
+    assert res.region == o.region
     if plan.marketplace is not None:  # RunPod: any datacentre of the region, as its search says
         assert o.zone and res.zone is None
-    assert res.disk_size == plan.disk.size_gb
     # The catalog answered: SkyPilot prices the instance (spot or not) as the plan did.
     assert res.get_cost(3600) == pytest.approx(o.price_hr, rel=0.02)
-    assert "SKYPILOT_NODE_RANK" in task.run and task.envs["GPUCOST_RUN_ID"] == "r1"
+
+
+def check_vast_task(plan: Plan, res: Any) -> None:
+    """A Vast offer is gone by launch: the task names no instance type, and SkyPilot's own
+    catalog lookup (what its optimizer runs at launch) finds Vast instance types for the task's
+    accelerator, region and market, the planned one among them when it came from that catalog."""
+    from sky import catalog
+
+    o, search = plan.offer, plan.marketplace
+    assert search is not None and res.instance_type is None
+    names = catalog_names("vast", read_snapshot(next(
+        p for p in latest_snapshot_paths([embedded_snapshots_dir()])
+        if p.parent.name == "skypilot-vast")))
+    if o.gpu in names:  # the catalog's own spelling of the planned GPU
+        assert res.accelerators == {names[o.gpu]: round(o.gpu_count)}
+    found, _ = catalog.get_instance_type_for_accelerator(
+        *next(iter(res.accelerators.items())), use_spot=res.use_spot, region=res.region,
+        clouds="vast")
+    assert found, f"SkyPilot finds no Vast instance type for {res}"
+    if o.price_source == "skypilot-vast":  # planned from SkyPilot's catalog: its region, its type
+        assert res.region == o.region and search.region in o.region
+        assert o.instance_type in found
+        assert catalog.get_hourly_cost(o.instance_type, use_spot=False, region=res.region,
+                                       zone=None, clouds="vast") == pytest.approx(o.price_hr)
+    else:  # `prices refresh vast` ("US-Texas"): not a SkyPilot region, so any region
+        assert res.region is None
+    lines = "\n".join(not_enforced(plan))
+    assert f"max {search.max_price_hr:g} USD/h is not enforced" in lines
+    assert f"reliability >= {search.min_reliability:g} is not enforced" in lines
 
 
 def test_the_catalog_check_is_a_real_one(tmp_path: Path) -> None:
@@ -353,6 +423,38 @@ def test_a_spot_plan_is_a_managed_job_that_survives_its_preemption(cloud: FakeCl
     assert "epoch 1 of managed job gpucost-spot-1" in runner.run_dir.log_path.read_text()
 
 
+@pytest.mark.parametrize("spot", [False, True], ids=["on-demand", "spot"])
+def test_a_vast_plan_runs_through_skypilot(cloud: FakeCloud, tmp_path: Path,
+                                           spot: bool) -> None:
+    """What the direct Vast engine could not do: the workdir goes up with the task, the log comes
+    back, and an interruptible (spot) rental is a managed job that SkyPilot recovers."""
+    if spot:
+        vast_offers_with_bids()
+    plan, path = planned(tmp_path, *PLANS["vast spot" if spot else "vast"])
+    assert plan.offer.provider == "vast" and plan.marketplace is not None
+    runner = Runner(plan, path, poll_s=0.01, run_id="vast-1")  # the engine PROVIDERS maps
+    assert isinstance(runner.provider, SkyPilotProvider)
+    result = runner.launch()
+    assert result.state == "succeeded", result.messages
+    launched = dict(cloud.calls)["jobs.launch" if spot else "launch"]
+    task = launched["task"]
+    (res,) = list(task.resources)
+    assert str(res.cloud) == "Vast" and res.instance_type is None and res.use_spot == spot
+    assert task.workdir == str(tmp_path)  # the code is uploaded
+    log = runner.run_dir.log_path.read_text()
+    if spot:
+        assert "launch" not in cloud.names() and launched["name"] == "gpucost-vast-1"
+        assert "epoch 1 of managed job gpucost-vast-1" in log
+    else:
+        assert launched["cluster_name"] == "gpucost-vast-1"
+        assert "epoch 1 on gpucost-vast-1 job 1" in log
+        assert cloud.names()[-1] == "down" and cloud.clusters == {}
+    with Ledger() as ledger:
+        assert ledger.resources(live_only=True) == []
+        assert {(r.provider, r.config.get("cloud")) for r in ledger.resources("vast-1")} == {
+            ("skypilot", "vast")}
+
+
 def test_a_launch_whose_answer_is_lost_is_found_by_its_cluster_name_and_downed(
         cloud: FakeCloud, tmp_path: Path) -> None:
     plan, path = planned(tmp_path, *PLANS["aws on-demand"])
@@ -378,6 +480,42 @@ def test_cleanup_finds_a_cluster_by_its_name_from_the_ledger(cloud: FakeCloud,
     assert main(["cleanup"]) == 0
     assert "orphan-1: destroy skypilot cluster gpucost-orphan-1" in capsys.readouterr().out
     assert cloud.clusters == {}
+
+
+def intent_of_a_dead_launcher(run_id: str, tmp_path: Path) -> None:
+    """A launch killed between its create request and the answer: an intent, no cluster name
+    recorded as made, its launcher gone."""
+    with Ledger() as ledger:
+        ledger.create_run(run_id=run_id, name="x", plan_path="p", provider="skypilot",
+                          run_dir=str(tmp_path), price_hr=1.0, nodes=1, budget_cap_usd=5.0)
+        ledger.intent(run_id=run_id, provider="skypilot", token=f"gpucost-{run_id}",
+                      kind="instance", config={"cloud": "vast", "managed": False})
+        ledger.set_run_state(run_id, "failed", ended=True)
+
+
+def test_cleanup_forget_drops_a_create_skypilot_cannot_be_asked_about(
+        cloud: FakeCloud, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    intent_of_a_dead_launcher("f-1", tmp_path)
+    cloud.fail_get.add("status")  # the API server is gone: nobody can say what was made
+    assert main(["cleanup"]) == 3
+    assert "f-1: cannot destroy skypilot instance (id unknown" in capsys.readouterr().err
+    assert main(["cleanup", "--forget", "f-1"]) == 0
+    assert capsys.readouterr().out.strip() == (
+        "f-1: forgot skypilot instance request gpucost-f-1 (never created)")
+    cloud.fail_get.clear()
+    assert main(["cleanup"]) == 0
+    assert capsys.readouterr().out.strip() == "nothing to clean up"
+
+
+def test_cleanup_forget_refuses_what_skypilot_still_has(
+        cloud: FakeCloud, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    intent_of_a_dead_launcher("f-2", tmp_path)
+    cloud.clusters["gpucost-f-2"] = "UP"  # the create went through; its answer was lost
+    assert main(["cleanup", "--forget", "f-2"]) == 3
+    err = capsys.readouterr().err
+    assert "f-2: skypilot has cluster gpucost-f-2 carrying its token" in err
+    assert "`gpucost cleanup` destroys it" in err
+    assert main(["cleanup"]) == 0 and cloud.clusters == {}
 
 
 def test_the_sdk_boundary_names_only_real_functions() -> None:
@@ -494,3 +632,4 @@ def test_the_watchdog_cancels_a_managed_job_once_the_segments_spend_reaches_the_
         assert run.state == "budget-exceeded" and run.ended_at is not None
         assert 0.01 <= run.cost_usd() < 0.02
         assert ledger.resources("m-1", live_only=True) == []
+

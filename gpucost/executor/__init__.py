@@ -5,15 +5,14 @@ each provider call, teardown runs on success, failure, Ctrl-C, SIGTERM and timeo
 checkpoints leave the machine during the run. Engines are loaded lazily (SkyPilot and httpx only
 when a plan needs them).
 
-Which engine runs a plan: ``local`` and ``torchrun`` on this machine; ``vast`` through Vast's
-REST API (single machines, found by the plan's marketplace search); every other cloud through
-SkyPilot (``gpucost[skypilot]``), which the ledger records as provider ``skypilot``.
+Which engine runs a plan: ``local`` and ``torchrun`` on this machine; every cloud, the Vast and
+RunPod marketplaces included, through SkyPilot (``gpucost[skypilot]``), which the ledger records
+as provider ``skypilot``.
 """
 
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,26 +30,23 @@ PROVIDERS: dict[str, tuple[str, str]] = {
     "skypilot": _SKYPILOT,
     "local": ("gpucost.executor.local", "LocalProvider"),
     "torchrun": ("gpucost.executor.torchrun", "TorchrunProvider"),
-    "vast": ("gpucost.executor.vast", "VastProvider"),
 }
 
 
-def provider_config(name: str, region: str = "") -> dict[str, Any]:
-    """Provider settings from the environment, as stored in the ledger for later cleanup.
-
-    ``GPUCOST_VAST_URL`` points Vast at another endpoint (an emulator in tests); secrets are
-    never stored.
-    """
+def provider_config(name: str) -> dict[str, Any]:
+    """Provider settings, as stored in the ledger for later cleanup (never a secret)."""
     if PROVIDERS.get(name) == _SKYPILOT and name != "skypilot":
         return {"cloud": name}
-    if name == "vast" and (url := os.environ.get("GPUCOST_VAST_URL")):
-        return {"base_url": url}
     return {}
 
 
-def get_provider(name: str, config: Mapping[str, Any] | None = None) -> Provider:
+def provider_class(name: str) -> type[Provider]:
     if name not in PROVIDERS:
         raise UnknownProviderError(name, tuple(PROVIDERS))
     module, cls = PROVIDERS[name]
-    provider: Provider = getattr(importlib.import_module(module), cls)(**dict(config or {}))
-    return provider
+    found: type[Provider] = getattr(importlib.import_module(module), cls)
+    return found
+
+
+def get_provider(name: str, config: Mapping[str, Any] | None = None) -> Provider:
+    return provider_class(name)(**dict(config or {}))

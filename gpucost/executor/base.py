@@ -1,7 +1,7 @@
 """The one provider interface the executor drives: provision, wait, run, status, stop, destroy.
 
 A provider turns a :class:`ProvisionRequest` into :class:`Resource` handles (a process on this
-machine, an EC2 instance, a Vast contract). Every request carries a ``token`` that the provider
+machine, a SkyPilot cluster or managed job). Every request carries a ``token`` that the provider
 attaches to what it creates (a tag, a label, an environment variable), so that
 :meth:`Provider.find` can recover a resource whose id never reached the ledger because the
 launcher died between the provider's answer and the ledger write.
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 if TYPE_CHECKING:
-    from gpucost.planfile import MarketplaceSection, Plan
+    from gpucost.planfile import Plan
 
 # Lifecycle of one resource as the ledger and `gpucost ps` show it.
 ResourceState = Literal["requested", "pending", "running", "stopped", "exited", "destroyed",
@@ -41,14 +41,6 @@ class ProvisionRequest:
     zone: str = ""
     price_hr: float = 0.0  # USD/h per node
     disk_gb: float = 0.0
-    user_data: str = ""  # bootstrap script for remote machines
-    offer_id: str = ""  # marketplace offer (Vast ask id)
-    gpu: str = ""  # catalog GPU name, what a marketplace search must find
-    search: MarketplaceSection | None = None  # a marketplace plan's search, run at launch
-    image: str = ""  # machine or container image
-    # What the machine does when the job's bootstrap shuts it down: "stop" keeps the disk (the
-    # stop idle policy), "terminate" releases everything.
-    shutdown_behavior: Literal["terminate", "stop"] = "terminate"
 
 
 @dataclass(frozen=True)
@@ -75,7 +67,7 @@ class JobSpec:
     nproc_per_node: int = 1
     # Wall-clock deadlines (unix time) the job must not outlive: the hard timeout, and when the
     # budget cap is reached at the run's price. The launcher enforces them too; an engine that
-    # can enforce them without the launcher (the local guard, `timeout` on a remote machine)
+    # can enforce them without the launcher (the local guard, `timeout` in a SkyPilot task)
     # keeps them when the launcher dies.
     timeout_at: float | None = None
     budget_at: float | None = None
@@ -89,7 +81,7 @@ class Provider(abc.ABC):
     name: str = ""
     #: operation -> why this provider cannot do it, in words for users
     unsupported: ClassVar[Mapping[str, str]] = {}
-    #: the job runs on this machine (the launcher resumes it); remote bootstraps resume themselves
+    #: the job runs on this machine (the launcher resumes it); a SkyPilot task resumes itself
     runs_locally: ClassVar[bool] = False
     #: no guard of ours runs the job (SkyPilot's nodes): a watchdog process on this machine
     #: enforces the hard timeout and the budget cap when the launcher dies
@@ -111,10 +103,6 @@ class Provider(abc.ABC):
     def dry_run_lines(self) -> list[str]:
         """What the engine would submit, for ``launch --dry-run``; nothing by default."""
         return []
-
-    def bootstrap_script(self, plan: Plan, run_id: str) -> str:
-        """What a remote machine runs at boot (user data, onstart); empty where nothing boots."""
-        return ""
 
     @abc.abstractmethod
     def provision(self, request: ProvisionRequest) -> list[Resource]:
@@ -142,7 +130,7 @@ class Provider(abc.ABC):
 
     def verify_hardware(self, resources: Sequence[Resource],
                         workdir: Path) -> dict[str, Any] | None:
-        """Run :data:`VERIFY_SNIPPET` where the job will run; None when the bootstrap does it."""
+        """Run :data:`VERIFY_SNIPPET` where the job will run; None when the task does it there."""
         return None
 
     def exit_code(self, resource: Resource) -> int | None:

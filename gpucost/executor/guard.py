@@ -57,7 +57,7 @@ STOP_GRACE_S = TORCHRUN_GRACE_S + 5.0
 KILL_WAIT_S = 10.0  # after SIGKILL: only the kernel can make it longer
 GUARD_EXIT_S = STOP_GRACE_S + 2 * KILL_WAIT_S  # the longest a stopped guard may take to exit
 POLL_S = 0.2
-# Exit codes after a deadline: 124 is what coreutils' `timeout` (the remote bootstrap's guard)
+# Exit codes after a deadline: 124 is what coreutils' `timeout` (the SkyPilot task's guard)
 # exits with, so both mean "timed out" to the launcher.
 EXIT_TIMED_OUT = 124
 EXIT_BUDGET = 123

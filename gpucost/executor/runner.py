@@ -103,8 +103,7 @@ class Runner:
         self.plan = plan
         self.plan_path = Path(plan_path).resolve()
         self.provider = provider or get_provider(plan.offer.provider,
-                                                 provider_config(plan.offer.provider,
-                                                                 plan.offer.region))
+                                                 provider_config(plan.offer.provider))
         self._ledger = ledger
         self.echo = echo
         self.poll_s = poll_s
@@ -211,11 +210,7 @@ class Runner:
         request = ProvisionRequest(
             run_id=self.run_id, token=self.token, instance_type=o.instance_type,
             gpu_count=max(1, round(o.gpu_count)), nodes=o.nodes, market=market, region=o.region,
-            zone=o.zone, price_hr=self._price_hr, disk_gb=self.plan.disk.size_gb,
-            user_data=self.provider.bootstrap_script(self.plan, self.run_id),
-            offer_id=o.instance_type, gpu=o.gpu, search=self.plan.marketplace,
-            shutdown_behavior="stop" if (self.plan.idle.policy == "stop"
-                                         and market == "on-demand") else "terminate")
+            zone=o.zone, price_hr=self._price_hr, disk_gb=self.plan.disk.size_gb)
         row = self.ledger.intent(run_id=self.run_id, provider=self.provider.name,
                                  token=self.token, kind="instance", region=o.region,
                                  price_hr=self._price_hr, config=self.provider.config())
@@ -333,7 +328,7 @@ class Runner:
     def _verify_hardware(self, resources: Sequence[Resource]) -> None:
         result = self.provider.verify_hardware(resources, self.plan.workdir(self.plan_path))
         if result is None:
-            self._say("verify: the bootstrap runs the CUDA matmul on the machine before the job")
+            self._say("verify: the task runs the CUDA matmul on the machine before the job")
         elif result.get("cuda_available"):
             self._say(f"verify: CUDA matmul ok on {result.get('device')} "
                       f"(sm {result.get('capability')}, torch {result.get('torch')})")

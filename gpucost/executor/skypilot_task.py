@@ -8,6 +8,14 @@ the command under torchrun with SkyPilot's node variables (``SKYPILOT_NODE_IPS``
 timeout. On a managed (spot) job SkyPilot re-provisions after a preemption and runs ``run`` again:
 the job resumes from the newest checkpoint in the mounted folder.
 
+A marketplace plan (Vast, RunPod: ``[marketplace]``) asks for a machine like the planned one,
+not the one found while planning: a RunPod plan pins its region but not the datacentre, a Vast
+plan pins no instance type at all (Vast's are SkyPilot's inventions over offers that come and
+go: "1x-RTX_4090-32-65536"), only the accelerator in SkyPilot's Vast spelling, the region, the
+disk and spot or not; SkyPilot picks an instance type from its own Vast catalog and rents a
+live offer like it at launch. What of the plan's search SkyPilot cannot ask for is said in words
+(:func:`not_enforced`), in the task's header and in ``gpucost launch --dry-run``.
+
 Pure data and text: nothing here imports ``sky`` (the planning path and ``--dry-run`` work
 without SkyPilot installed). The YAML is written without a YAML library: every scalar is a JSON
 string or number, which YAML reads unchanged.
@@ -27,6 +35,7 @@ from gpucost.errors import InputError
 from gpucost.executor import SKYPILOT_CLOUDS
 from gpucost.executor.base import VERIFY_SNIPPET
 from gpucost.executor.torchrun import script_args
+from gpucost.format import usd_text
 from gpucost.planfile import Plan
 
 # Catalog names whose SkyPilot accelerator name is not derived by the rule in skypilot_gpu().
@@ -39,6 +48,13 @@ REMOTE_RUN_DIR = "/tmp/gpucost-run"  # the job's progress files on the node
 RDZV_PORT = 8008
 IDLE_MINUTES = 10  # autostop/autodown after this long with no job (the plan's idle policy)
 AWS_ZONE_ID = re.compile(r"[a-z]+\d+-az\d+")
+# SkyPilot's Vast catalog: instance types "<n>x-<Vast gpu_name, spaces as _>-<cpus>-<RAM MiB>",
+# regions Vast's geolocation "<place>, <country>, <continent>" ("Texas, US, NA", "US, NA").
+VAST_INSTANCE_TYPE = re.compile(r"\d+x-(.+)-\d+-\d+")
+VAST_REGION = re.compile(r"(?:.+, )?([A-Z]{2}), ([A-Z]{2})")
+# Vast gpu_names that SkyPilot's Vast catalog renames (sky/catalog/data_fetchers/fetch_vast.py)
+_VAST_RENAMED = {"TeslaV100": "V100", "TeslaT4": "T4", "TeslaP100": "P100",
+                 "QRTX6000": "RTX6000", "QRTX8000": "RTX8000"}
 
 
 def skypilot_gpu(name: str) -> str:
@@ -50,13 +66,108 @@ def skypilot_gpu(name: str) -> str:
     return re.split(r"[ -]", name, maxsplit=1)[0]
 
 
+def _vast_gpu_name(name: str, instance_type: str) -> str:
+    """Vast's own gpu_name for the plan's GPU: the one in a SkyPilot Vast instance type, else
+    the catalog name without its memory size, and for data-centre boards only the model
+    ("A100 SXM4 40GB" -> "A100"; Vast writes "A100 SXM4", which SkyPilot reduces the same)."""
+    if bucket := VAST_INSTANCE_TYPE.fullmatch(instance_type):
+        return bucket[1].replace("_", " ")
+    name = re.sub(r"\s+\d+GB$", "", name)
+    return name if name.startswith(("RTX", "GTX", "Quadro")) else name.split(" ")[0]
+
+
+def vast_gpu(name: str, instance_type: str = "") -> str:
+    """SkyPilot's Vast accelerator name, made from Vast's gpu_name as SkyPilot's Vast catalog
+    makes it: no spaces, "Ada" -> "-Ada", the variant dropped ("RTX 3060 Ti" -> "RTX3060",
+    "H100 SXM" -> "H100", "RTX 4070S Ti" -> "RTX4070")."""
+    gpu = re.sub("Ada", "-Ada", re.sub(r"\s", "", _vast_gpu_name(name, instance_type)))
+    gpu = re.sub(r"(Ti|PCIE|SXM4|SXM|NVL)$", "", gpu)
+    gpu = re.sub(r"(RTX\d0\d0)(S|D)$", r"\1", gpu)
+    return _VAST_RENAMED.get(gpu, gpu)
+
+
+def accelerator(plan: Plan) -> str:
+    """The plan's GPU in the spelling of SkyPilot's catalog of the plan's cloud."""
+    o = plan.offer
+    return vast_gpu(o.gpu, o.instance_type) if o.provider == "vast" else skypilot_gpu(o.gpu)
+
+
 def cloud_of(plan: Plan) -> str:
     cloud = plan.offer.provider
     if cloud not in SKYPILOT_CLOUDS:
         raise InputError(f"SkyPilot cannot launch on provider {cloud!r}",
                          hint="plan for a cloud SkyPilot supports: "
                               + ", ".join(sorted(SKYPILOT_CLOUDS)))
+    if cloud == "vast" and plan.offer.nodes > 1:
+        raise InputError(f"SkyPilot runs Vast plans on one machine, this plan has "
+                         f"{plan.offer.nodes} nodes (SkyPilot's Vast cloud has no multi-node)",
+                         hint="plan again with --max-nodes 1, or on another provider")
     return cloud
+
+
+def _vast_region(plan: Plan) -> str:
+    """The SkyPilot Vast region of the plan's offer when it lies in the country the plan's
+    search asks for ("" where the plan has none, or its region is not in SkyPilot's spelling,
+    as in a plan made from `gpucost prices refresh vast`: "US-Texas")."""
+    o, search = plan.offer, plan.marketplace
+    country = search.region if search is not None else ""
+    found = VAST_REGION.fullmatch(o.region)
+    return o.region if found and country and found[1] == country else ""
+
+
+def _mounts_s3(plan: Plan) -> bool:
+    """An ``s3://`` checkpoint target is mounted on the nodes; SkyPilot's Vast cloud mounts no
+    object store, so there the job ships and fetches its checkpoints itself."""
+    ck = plan.checkpoint
+    return ck.enabled and ck.target.startswith("s3://") and plan.offer.provider != "vast"
+
+
+def not_enforced(plan: Plan) -> list[str]:
+    """What of the plan SkyPilot does not enforce for it, one sentence each (empty for a plan
+    that names its machine)."""
+    o, search, ck = plan.offer, plan.marketplace, plan.checkpoint
+    lines = []
+    if o.provider == "vast":
+        region = _vast_region(plan)
+        lines.append(
+            f"vast: SkyPilot chooses the machine at launch, from its own Vast catalog and "
+            f"Vast's live offers: {accelerator(plan)}:{max(1, round(o.gpu_count))} "
+            + (f"in region {region!r}" if region else "in any region")
+            + f", at least {math.ceil(plan.disk.size_gb)} GB of disk"
+            + (", interruptible" if o.market == "spot" else "")
+            + f"; the planned offer was {o.instance_type or 'not named'}")
+        if _vast_gpu_name(o.gpu, o.instance_type).replace(" ", "") != accelerator(plan):
+            lines.append(f"vast: {accelerator(plan)} is SkyPilot's Vast name, without the "
+                         f"variant: any card Vast lists under it may come, not only the "
+                         f"planned {o.gpu}")
+        if region:
+            lines.append(f"vast: SkyPilot's Vast provisioner searches offers by the region's "
+                         f"last two letters ({region[-2:]}, the continent), so the country "
+                         f"{search.region if search else ''} is not guaranteed")
+        elif search is not None and search.region:
+            lines.append(f"vast: the plan's country {search.region} is not asked for: its "
+                         f"region {o.region!r} is not one of SkyPilot's Vast regions")
+        if o.market == "spot":
+            lines.append("vast: SkyPilot bids the offer's minimum bid; being outbid is a "
+                         "preemption, which the managed job recovers from")
+        if ck.enabled and ck.target.startswith("s3://"):
+            lines.append(f"vast: SkyPilot mounts no object store on Vast: the job ships each "
+                         f"checkpoint to {ck.target} itself through gpucost.report, and a "
+                         f"recovered job fetches the newest from there, when gpucost[aws] is "
+                         f"in the workdir's requirements.txt")
+    if search is not None:
+        cap = usd_text(plan.safety.budget_cap_usd)
+        lines.append(f"{o.provider}: max {search.max_price_hr:g} USD/h is not enforced "
+                     f"(SkyPilot rents the offer it finds); the budget cap {cap} still "
+                     f"ends the run, counting spend at the plan's {o.price_hr:g} USD/h per node, "
+                     f"not at the price of the machine rented")
+        if search.min_reliability > 0:
+            lines.append(f"{o.provider}: host reliability >= {search.min_reliability:g} is not "
+                         f"enforced (SkyPilot's search has no reliability filter)")
+        if search.min_inet_down_mbps > 0:
+            lines.append(f"{o.provider}: download bandwidth >= {search.min_inet_down_mbps:g} "
+                         f"Mbit/s is not enforced (SkyPilot's search has no bandwidth filter)")
+    return lines
 
 
 def managed(plan: Plan) -> bool:
@@ -81,7 +192,7 @@ def _infra(cloud: str, region: str, zone: str) -> dict[str, str]:
     return {"cloud": cloud, "region": region, **({"zone": zone} if zone else {})}
 
 
-def _run_script(plan: Plan, *, checkpoint_dir: str) -> str:
+def _run_script(plan: Plan, *, checkpoint_dir: str, fetch: bool) -> str:
     """Verify the GPU, find the newest checkpoint, run torchrun across SkyPilot's nodes."""
     torchrun = ("python3 -m torch.distributed.run "
                 '--nnodes="$SKYPILOT_NUM_NODES" --node-rank="$SKYPILOT_NODE_RANK" '
@@ -93,8 +204,14 @@ def _run_script(plan: Plan, *, checkpoint_dir: str) -> str:
     ck = plan.checkpoint
     if ck.enabled and ck.resume:
         # After a preemption the recovered job starts here again: resume from the newest.
-        lines.append(f'GPUCOST_RESUME_FROM="$(ls -1 {shlex.quote(checkpoint_dir)}/epoch-*.pt '
-                     '2>/dev/null | sort | tail -n1)"')
+        if fetch:  # not mounted: the newest readable one from the bucket (gpucost's own check)
+            lines.append('GPUCOST_RESUME_FROM="$(python3 -c \'import os, pathlib; from gpucost.'
+                         'executor.checkpoints import CheckpointStore as S; p = S.from_env().'
+                         'fetch_latest(pathlib.Path(os.environ["GPUCOST_CHECKPOINT_DIR"])); '
+                         'print(p or "")\' 2>/dev/null)" || true')
+        else:
+            lines.append(f'GPUCOST_RESUME_FROM="$(ls -1 {shlex.quote(checkpoint_dir)}/epoch-*.pt '
+                         '2>/dev/null | sort | tail -n1)"')
         lines.append("export GPUCOST_RESUME_FROM")
     lines.append(f"timeout --signal=TERM --kill-after=60 "
                  f"{math.ceil(plan.safety.timeout_hours * 3600)} {torchrun}")
@@ -112,13 +229,15 @@ def task_config(plan: Plan, plan_path: str | Path | None = None, *,
     # A marketplace plan asks for a machine like the planned one in its region, not that one
     # datacentre (its [marketplace] search says what is alike).
     zone = "" if plan.marketplace is not None else o.zone
-    resources: dict[str, Any] = {**_infra(cloud, o.region, zone),
-                                 "accelerators": f"{skypilot_gpu(o.gpu)}:{gpus}",
+    region = _vast_region(plan) if cloud == "vast" else o.region
+    resources: dict[str, Any] = {**_infra(cloud, region, zone),
+                                 "accelerators": f"{accelerator(plan)}:{gpus}",
                                  "use_spot": spot}
-    if o.instance_type:
+    if o.instance_type and cloud != "vast":  # a Vast offer is gone by launch: SkyPilot picks
         resources["instance_type"] = o.instance_type
-    if plan.disk.size_gb > 0:
-        resources["disk_size"] = math.ceil(plan.disk.size_gb)
+    disk_gb = max(plan.disk.size_gb, plan.marketplace.min_disk_gb if plan.marketplace else 0)
+    if disk_gb > 0:
+        resources["disk_size"] = math.ceil(disk_gb)
     if spot:
         # Preemptions are recovered (re-provisioned, run again); errors of the job itself are not.
         resources["job_recovery"] = {"strategy": "FAILOVER", "max_restarts_on_errors": 0}
@@ -138,7 +257,7 @@ def task_config(plan: Plan, plan_path: str | Path | None = None, *,
     if ck.enabled:
         envs.update(GPUCOST_CHECKPOINT_TARGET=ck.target, GPUCOST_CHECKPOINT_NAMESPACE=plan.job.name,
                     GPUCOST_CHECKPOINT_EVERY=f"{ck.every_epochs or 1:g}")
-        if ck.target.startswith("s3://"):
+        if _mounts_s3(plan):
             # Written through to the bucket as the job saves; a recovered job reads them back.
             config["file_mounts"] = {CHECKPOINT_MOUNT: {"source": ck.target,
                                                         "mode": "MOUNT_CACHED"}}
@@ -151,7 +270,8 @@ def task_config(plan: Plan, plan_path: str | Path | None = None, *,
         "python3 -c 'import torch' 2>/dev/null || python3 -m pip install "
         + shlex.quote(f"torch=={torch.split('+')[0]}" if torch else "torch"),
     ]) + "\n"
-    config["run"] = _run_script(plan, checkpoint_dir=envs["GPUCOST_CHECKPOINT_DIR"])
+    config["run"] = _run_script(plan, checkpoint_dir=envs["GPUCOST_CHECKPOINT_DIR"],
+                                fetch=ck.target.startswith("s3://") and not _mounts_s3(plan))
     return config
 
 
@@ -192,4 +312,5 @@ def task_yaml(plan: Plan, plan_path: str | Path | None = None, *,
     if managed(plan):
         header.append("# spot: submit as a managed job (`sky jobs launch`), which recovers from "
                       "preemptions")
+    header += [f"# {line}" for line in not_enforced(plan)]
     return "\n".join(header + _yaml(task_config(plan, plan_path, run_id=run_id), "")) + "\n"
