@@ -633,3 +633,66 @@ def test_the_watchdog_cancels_a_managed_job_once_the_segments_spend_reaches_the_
         assert 0.01 <= run.cost_usd() < 0.02
         assert ledger.resources("m-1", live_only=True) == []
 
+
+def test_the_watchdog_holds_the_job_so_a_second_launch_is_refused(tmp_path: Path) -> None:
+    """The one-run-per-job lock outlives a SIGKILLed launcher in its watchdog: a second launch
+    of the plan refuses (it used to end the first run's cluster and launch another) until the
+    first run is ended."""
+    from gpucost.executor.runlock import LockBusy, RunLock
+
+    plan, path = planned(tmp_path, *PLANS["aws on-demand"])
+    cloud = tmp_path / "cloud.json"
+    env = {**os.environ, "FAKE_SKY_STATE": str(cloud),
+           "PYTHONPATH": os.pathsep.join([str(FAKE_SKY), os.environ.get("PYTHONPATH", "")])}
+
+    def gpucost(*args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen([sys.executable, "-m", "gpucost", *args], env=env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def clusters() -> dict[str, str]:
+        return json.loads(cloud.read_text())["clusters"] if cloud.exists() else {}
+
+    def wait_for(what: str, done: Callable[[], bool], limit_s: float) -> None:
+        deadline = time.monotonic() + limit_s
+        while not done():
+            assert time.monotonic() < deadline, f"no {what} after {limit_s:g} s"
+            time.sleep(0.2)
+
+    first = gpucost("launch", str(path), "--run-id", "lock-1")
+    second: subprocess.Popen[str] | None = None
+    try:
+        with Ledger() as ledger:
+            wait_for("running job", lambda: any(r.kind == "job" and r.state == "running"
+                                                for r in ledger.resources("lock-1")), 60)
+        first.kill()  # the launcher dies; its watchdog does not
+        first.wait()
+        second = gpucost("launch", str(path), "--run-id", "lock-2")
+        _, err = second.communicate(timeout=60)
+        assert second.returncode == 2, err
+        assert err.count("\n") == 1 and "Traceback" not in err
+        assert f"the job {plan.job.name!r} is in use by run lock-1, which runs on under its " \
+               "watchdog" in err and "`gpucost down lock-1` ends it" in err
+        assert clusters() == {"gpucost-lock-1": "UP"}  # the first run goes on, alone
+        with Ledger() as ledger:
+            assert [r.run_id for r in ledger.runs()] == ["lock-1"]
+            assert ledger.run("lock-1").ended_at is None
+        with pytest.raises(LockBusy):  # held by the watchdog alone now
+            RunLock([f"job:{plan.job.name}"]).acquire("probe")
+        down = gpucost("down", "lock-1")
+        assert down.wait(timeout=60) == 0, down.communicate()
+        assert clusters() == {}
+        lock = RunLock([f"job:{plan.job.name}"])
+
+        def free() -> bool:
+            try:
+                lock.acquire("probe")
+            except LockBusy:
+                return False
+            return True
+
+        wait_for("lock released by the watchdog", free, 10)  # it saw the end and let go
+        lock.release()
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.kill()

@@ -28,7 +28,9 @@ status.json itself (:func:`record_end`).
 
 is the same deadline check for a run whose job runs elsewhere (SkyPilot's nodes): a watchdog
 that, once the hard timeout or the budget cap (from the ledger's billed segments) passes and the
-launcher has not acted, releases the run's resources through its provider (:func:`watch`).
+launcher has not acted, releases the run's resources through its provider (:func:`watch`). It
+holds the run's one-run-per-job locks until the run ends, as the local guard does, so a second
+launch of the job is refused while the first one runs in the cloud, its launcher dead or not.
 """
 
 from __future__ import annotations
@@ -284,13 +286,15 @@ def watch(run_id: str, *, timeout_at: float | None, poll_s: float = WATCH_POLL_S
     return limit
 
 
-def start_watchdog(run_id: str, timeout_at: float, log_path: Path) -> subprocess.Popen[bytes]:
-    """Start :func:`watch` for ``run_id`` in a session of its own (it outlives the launcher)."""
+def start_watchdog(run_id: str, timeout_at: float, log_path: Path,
+                   hold_fds: Sequence[int] = ()) -> subprocess.Popen[bytes]:
+    """Start :func:`watch` for ``run_id`` in a session of its own (it outlives the launcher),
+    holding ``hold_fds`` (the run's locks) open until the run ends."""
     with open(log_path, "ab") as log:
         return subprocess.Popen([sys.executable, "-m", "gpucost.executor.guard", "--watch", run_id,
                                  f"--timeout-at={timeout_at!r}"], stdout=log,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+                                start_new_session=True, pass_fds=tuple(hold_fds))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

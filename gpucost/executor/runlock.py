@@ -4,8 +4,14 @@ Two runs of one job train into one checkpoint folder: the older one's pruning de
 the newer one resumes from, and both pay. So a launch takes an exclusive ``flock`` on a file per
 job name and one per checkpoint folder (under $GPUCOST_HOME/locks) before it creates anything,
 and writes its run id into them. The local guard inherits the descriptors, so a run whose
-launcher died still holds its locks while its job lives; the kernel drops them when the last
-holder exits, however it exits.
+launcher died still holds its locks while its job lives; a SkyPilot run's watchdog inherits them
+too and holds them until the run ends. The kernel drops them when the last holder exits, however
+it exits.
+
+A launch that finds the locks held refuses while the holder's launcher lives, and while a
+SkyPilot run's watchdog does (the job goes on in the cloud, its limits enforced: ending it for a
+relaunch would throw its progress away; `gpucost down` ends it). A local run whose launcher is
+gone is an orphan: the launch ends it first.
 """
 
 from __future__ import annotations
@@ -18,7 +24,8 @@ import time
 from collections.abc import Callable, Sequence
 
 from gpucost import paths
-from gpucost.errors import ExecutorError, InputError
+from gpucost.errors import ExecutorError, GpuCostError, InputError
+from gpucost.executor import provider_class
 from gpucost.executor.control import end_run
 from gpucost.executor.guard import GUARD_EXIT_S
 from gpucost.executor.ledger import Ledger, RunRow
@@ -79,9 +86,10 @@ def hold_job(ledger: Ledger, *, job: str, checkpoints: str | None, run_id: str,
         lock.acquire(run_id)
     except LockBusy as busy:
         holder = _orphan_holding(ledger, busy, job)
-        note(f"ending {holder.run_id} first: an orphaned run of job {job!r} (its launcher is "
-             "gone, its job was not)")
-        end_run(ledger, holder)
+        if holder.ended_at is None:  # else its guard or watchdog is about to let go
+            note(f"ending {holder.run_id} first: an orphaned run of job {job!r} (its launcher "
+                 "is gone, its job was not)")
+            end_run(ledger, holder)
         deadline = time.monotonic() + GUARD_EXIT_S + 10.0
         while True:
             try:
@@ -116,4 +124,17 @@ def _orphan_holding(ledger: Ledger, busy: LockBusy, job: str) -> RunRow:
         raise InputError(f"the {what} {job!r} is in use by {who}: one live run per job",
                          hint=f"`gpucost stop {holder.run_id}` or `gpucost down "
                               f"{holder.run_id}` first" if holder else "wait for it")
+    if holder.ended_at is None and _watched(holder):
+        raise InputError(f"the {what} {job!r} is in use by run {holder.run_id}, which runs on "
+                         "under its watchdog (its launcher is gone): one live run per job",
+                         hint=f"`gpucost status {holder.run_id}`; `gpucost down "
+                              f"{holder.run_id}` ends it")
     return holder
+
+
+def _watched(run: RunRow) -> bool:
+    """The run's job runs where no guard of ours does, under a watchdog (SkyPilot)."""
+    try:
+        return provider_class(run.provider).needs_watchdog
+    except GpuCostError:
+        return False

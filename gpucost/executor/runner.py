@@ -314,7 +314,8 @@ class Runner:
         timeout_at = self._started + self.plan.safety.timeout_hours * 3600.0
         try:
             self._watchdog = start_watchdog(self.run_id, timeout_at,
-                                            self.run_dir.launcher_log_path)
+                                            self.run_dir.launcher_log_path,
+                                            hold_fds=self._lock.fds)
         except OSError as err:
             raise ExecutorError(f"cannot start the run's watchdog: {err}",
                                 hint="without it the budget cap and the hard timeout would "
