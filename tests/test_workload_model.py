@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import gpucost
+from gpucost.catalog import get_gpu
 from gpucost.errors import InputError, ProfileError
 from gpucost.model import signature, translate
 from gpucost.profile import Profile, StepBreakdown
@@ -125,10 +126,10 @@ def test_recurrent_models_gain_far_less_from_fp16_tensor_cores() -> None:
 
     rnn = speedup("seq2seq-rnn")
     assert rnn < 0.75 * speedup("encoder-only")
-    # A CNN is itself mostly bound by convolutions that fill tensor cores poorly and by memory
-    # (Lambda measured ResNet-50 at amp 5.8x faster on an A100 80GB than on a GTX 1080 Ti, where
-    # BERT gains far more): the recurrent model gains no more than it.
-    assert rnn < speedup("cnn-classifier")
+    # What it does gain is about what memory gains: the cells re-read their weights every time
+    # step, and the A100's bandwidth is 4.2x the 1080 Ti's on the spec sheets.
+    bandwidth = get_gpu("A100 SXM4 80GB").mem_bw_gbs / get_gpu("GTX 1080 Ti").mem_bw_gbs
+    assert 0.8 * bandwidth < rnn
 
 
 def test_explicit_mix_and_builtin_name_translate_alike() -> None:
