@@ -83,11 +83,10 @@ def state_file(path: Path) -> Path:
         fix = "move it aside and gpucost starts a new one, or set GPUCOST_HOME elsewhere"
         if not path.is_file():
             raise StateFolderError(path, "is not a regular file", fix)
-        try:
-            os.close(os.open(path, os.O_RDWR))
-        except OSError as err:
-            raise StateFolderError(path, f"cannot be opened ({err.strerror or err})",
-                                   fix) from None
+        # Asked, not opened: closing a descriptor of the file would drop every POSIX lock this
+        # process holds on it, the ledger connection's own among them (SQLite's locks).
+        if not os.access(path, os.R_OK | os.W_OK):
+            raise StateFolderError(path, "cannot be opened for reading and writing", fix)
     return path
 
 
