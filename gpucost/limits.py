@@ -14,6 +14,16 @@ MAX_PRICE_HR_USD = 10_000.0
 # The largest group planned (compare/plan --max-nodes) and accepted in a plan file: the largest
 # published training clusters run ~2,000-4,000 8-GPU nodes (e.g. 16,384 H100s for Llama 3).
 MAX_NODES = 4096
+# The largest group planned per provider: no plan gpucost cannot launch. Your own machine is one
+# node. Cloud plans run through SkyPilot, which launches a single node on RunPod, Shadeform, Vast
+# and Verda (their SkyPilot clouds list multi-node as unsupported; tests/test_skypilot_engine.py
+# checks this table against them). Other providers: MAX_NODES.
+NODE_LIMITS: dict[str, int] = {"local": 1, "runpod": 1, "shadeform": 1, "vast": 1, "verda": 1}
+
+
+def node_limit(provider: str) -> int:
+    """The most nodes a plan on ``provider`` may have."""
+    return NODE_LIMITS.get(provider, MAX_NODES)
 MAX_GPUS_PER_NODE = 64  # the largest machines listed today carry 16
 
 # Files: the deepest real document (a profile's operator table) nests 3 levels.

@@ -133,7 +133,7 @@ def test_a_multi_node_vast_plan_is_refused_in_one_line(
     path = vast_plan(tmp_path, nodes=2)
     assert main(["launch", str(path), "--dry-run"]) == 2
     err = capsys.readouterr().err
-    assert "SkyPilot runs Vast plans on one machine" in err and len(err.splitlines()) == 1
+    assert "SkyPilot launches no multi-node cluster on vast" in err and len(err.splitlines()) == 1
 
 
 def test_vast_launch_dry_run_says_what_skypilot_does_not_enforce(

@@ -135,11 +135,11 @@ def _offer(provider: str, instance_type: str, network_gbps: float) -> dict[str, 
 
 
 def test_ranking_uses_each_offers_fabric() -> None:
-    """Same GPUs, price and stated bandwidth: the EFA instance scales better than a marketplace
-    host of unknown fabric, and every multi-node plan names its fabric."""
+    """Same GPUs, price and stated bandwidth: the EFA instance scales better than a cloud whose
+    fabric is not published (Cudo), and every multi-node plan names its fabric."""
     fetched = dt.datetime(2026, 11, 30, tzinfo=dt.UTC)
     offers = Offers.from_records([_offer("aws", "p4d.24xlarge", 400.0),
-                                  _offer("vast", "8x-A100_SXM4", 400.0)])
+                                  _offer("cudo", "8x-A100_SXM4", 400.0)])
     job = Job(samples=1e7, description="10M samples")
     ranking = rank(Request(resolve_profile("bert-large-a100-fp16"), job,
                            (Snapshot(source="t", fetched_at=fetched, offers=offers),),
@@ -147,12 +147,12 @@ def test_ranking_uses_each_offers_fabric() -> None:
     cols = ranking.plans
     by = {(str(p), int(n)): (float(t), str(f)) for p, n, t, f in zip(
         cols.provider, cols.nodes, cols.throughput, cols.inter_node_fabric, strict=True)}
-    assert by[("aws", 1)][0] == pytest.approx(by[("vast", 1)][0])
-    assert by[("aws", 1)][1] == by[("vast", 1)][1] == ""
+    assert by[("aws", 1)][0] == pytest.approx(by[("cudo", 1)][0])
+    assert by[("aws", 1)][1] == by[("cudo", 1)][1] == ""
     for n in (2, 3, 4):
-        assert by[("aws", n)][0] > by[("vast", n)][0]
+        assert by[("aws", n)][0] > by[("cudo", n)][0]
         assert by[("aws", n)][1] == "EFA 400 Gbit/s (rdma)"
-        assert by[("vast", n)][1].startswith("unknown 400 Gbit/s (tcp); assumed")
+        assert by[("cudo", n)][1].startswith("unknown 400 Gbit/s (tcp); assumed")
 
 
 def test_scale_names_the_offers_fabric(capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 import gpucost
 from gpucost.catalog import get_gpu
 from gpucost.cli import main
+from gpucost.limits import node_limit
 from gpucost.model.memory import usable_gb
 from gpucost.planning.advice import advise
 from gpucost.planning.request import build_request
@@ -109,8 +110,10 @@ def test_every_door_gives_the_same_top_plans_hours_and_cost(
     assert [k for k, _, _ in tui] == [k for k, _, _ in cli]
     assert [c for _, _, c in tui] == pytest.approx([c for _, _, c in cli], rel=1e-9)
 
-    # scale: the top plan's offer at 1 and 2 nodes, setup included as in compare
-    top_row = plans[0]
+    # scale: the cheapest offer that runs groups of nodes at 1 and 2 nodes, setup included as in
+    # compare (the top plan's RunPod offer runs one node: its curve is that one point)
+    top_row = next(p for p in plans if node_limit(p["provider"]) > 1)
+    top_key = _key(top_row["provider"], top_row["instance_type"], 1, top_row["market"])
     assert main(["scale", "--profile", PROFILE, "--gpu", top_row["gpu"], "-k",
                  f"{top_row['gpu_count']:g}", "--max-nodes", "2", "--samples", f"{SAMPLES:g}",
                  "--prices", str(prices), "--format", "json"]) == 0
@@ -252,3 +255,32 @@ def test_scale_prices_a_mixed_node_at_the_slowest_members_pace(
                  "--price-hr", "3", "--max-nodes", "3"]) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert first.startswith(f"{profile.name} on A100 SXM4 80GB + T4 per node")
+
+
+def test_every_plan_compare_ranks_is_one_its_engine_can_launch(
+    prices: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """SkyPilot launches no multi-node cluster on RunPod (or Vast, Shadeform, Verda): compare
+    plans groups of nodes on the clouds where it can and one node there (it planned RunPod groups
+    of up to 16 that `gpucost launch` then refused)."""
+    assert main(["compare", "--profile", PROFILE, "--samples", "1e6", "--prices", str(prices),
+                 "--max-nodes", "8", "-n", "0", "--format", "json"]) == 0
+    nodes: dict[str, set[int]] = {}
+    for p in json.loads(capsys.readouterr().out)["plans"]:
+        nodes.setdefault(p["provider"], set()).add(p["nodes"])
+    assert nodes["runpod"] == {1}
+    assert max(nodes["aws"]) == 8 and max(nodes["lambda"]) == 8
+    # A plan file from before (or edited by hand) is refused by launch, in one line.
+    path = tmp_path / "plan.toml"
+    assert main(["plan", "--profile", PROFILE, "--samples", "1e6", "--prices", str(prices),
+                 "--provider", "runpod", "--command", "python train.py", "-o", str(path)]) == 0
+    assert main(["scale", "--profile", PROFILE, "--gpu", "RTX 3080", "--max-nodes", "4",
+                 "--samples", "1e6", "--prices", str(prices)]) == 0
+    out = capsys.readouterr().out
+    assert "one node only: gpucost launches no group of nodes on runpod" in out
+    path.write_text(path.read_text().replace("nodes = 1", "nodes = 2"))
+    capsys.readouterr()
+    assert main(["launch", str(path), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "SkyPilot launches no multi-node cluster on runpod" in err
+    assert len(err.strip().splitlines()) == 1

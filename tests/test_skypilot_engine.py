@@ -42,12 +42,14 @@ os.environ["SKY_RUNTIME_DIR"] = str(_RUNTIME)
 import sky  # noqa: E402
 
 from gpucost.cli import main  # noqa: E402
+from gpucost.executor import SKYPILOT_CLOUDS  # noqa: E402
 from gpucost.executor.base import ProvisionRequest, Resource  # noqa: E402
 from gpucost.executor.ledger import Ledger  # noqa: E402
 from gpucost.executor.rundir import RunDir  # noqa: E402
 from gpucost.executor.runner import Runner  # noqa: E402
 from gpucost.executor.skypilot import SkyClient, SkyPilotProvider  # noqa: E402
 from gpucost.executor.skypilot_task import accelerator, not_enforced, task_yaml  # noqa: E402
+from gpucost.limits import node_limit  # noqa: E402
 from gpucost.paths import embedded_snapshots_dir, user_snapshots_dir  # noqa: E402
 from gpucost.planfile import Plan, load_plan  # noqa: E402
 from gpucost.pricing.snapshot import (  # noqa: E402
@@ -516,6 +518,18 @@ def test_cleanup_forget_refuses_what_skypilot_still_has(
     assert "f-2: skypilot has cluster gpucost-f-2 carrying its token" in err
     assert "`gpucost cleanup` destroys it" in err
     assert main(["cleanup"]) == 0 and cloud.clusters == {}
+
+
+@pytest.mark.parametrize("cloud", SKYPILOT_CLOUDS)
+def test_plans_are_single_node_exactly_where_skypilot_has_no_multi_node(cloud: str) -> None:
+    """gpucost plans groups of nodes only on clouds where SkyPilot can launch them."""
+    from sky.clouds.cloud import CloudImplementationFeatures
+    from sky.utils.registry import CLOUD_REGISTRY
+
+    sky_cloud = CLOUD_REGISTRY.from_str(cloud)
+    unsupported = sky_cloud._unsupported_features_for_resources(sky.Resources(cloud=sky_cloud))
+    single = CloudImplementationFeatures.MULTI_NODE in unsupported
+    assert (node_limit(cloud) == 1) == single
 
 
 def test_the_sdk_boundary_names_only_real_functions() -> None:

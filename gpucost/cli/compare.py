@@ -15,6 +15,7 @@ from gpucost.limits import (
     MAX_NODES,
     MAX_PRICE_HR_USD,
     MAX_STALE_DAYS,
+    NODE_LIMITS,
 )
 
 
@@ -58,7 +59,8 @@ def register(sub: Any) -> None:
         type=count(1, MAX_NODES),
         default=1,
         help=f"consider 1..N nodes (default 1; at most {MAX_NODES:,}; every count to 32, then "
-        "about 9 %% apart; marketplaces (vast, runpod) at most 16 nodes)",
+        "about 9 %% apart; one node on "
+        f"{', '.join(p for p, n in sorted(NODE_LIMITS.items()) if n == 1)})",
     )
     add_economics(p.add_argument_group("job economics (setup, storage, transfers, spot rework)"))
     o = p.add_argument_group("output")

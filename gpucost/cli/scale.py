@@ -87,6 +87,7 @@ def _override_snapshot(request: Request, row: PlanRow | None, gpu: str, per_node
 
     from gpucost.catalog import get_gpu
     from gpucost.errors import InputError
+    from gpucost.limits import node_limit
     from gpucost.pricing.snapshot import Offers, Snapshot
 
     members = request.node_gpus or (gpu,)
@@ -95,9 +96,13 @@ def _override_snapshot(request: Request, row: PlanRow | None, gpu: str, per_node
     if price is None:
         raise InputError(f"no on-demand offer for {per_node}x {gpu} in the price snapshots",
                          hint="pass --price-hr")
+    # A custom offer, not the provider's: another network than the offer's (its fabric no longer
+    # applies), or your price for a group where the offer's provider launches one node.
+    own = row is not None and args.network_gbps is None and not (
+        args.price_hr is not None and node_limit(row.provider) < args.max_nodes)
     record: dict[str, Any] = {
-        "provider": row.provider if row else "custom",
-        "region": row.region if row else "custom",
+        "provider": row.provider if row and own else "custom",
+        "region": row.region if row and own else "custom",
         "instance_type": row.instance_type if row else bare_name,
         "gpu": gpu,
         "gpu_count": per_node,
@@ -133,14 +138,22 @@ def _try_rank(request: Request) -> Ranking | None:
         return None
 
 
-def _first_fit(plans: Plans) -> PlanRow | None:
-    """The first (cheapest) plan at the fewest nodes that fit: 1, unless the model's training
-    state needs sharding over more GPUs than one node holds."""
+def _first_fit(plans: Plans, max_nodes: int = 1) -> PlanRow | None:
+    """The first (cheapest) plan at the fewest nodes that fit (1, unless the model's training
+    state needs sharding over more GPUs than one node holds), on a provider where a group of
+    ``max_nodes`` can be launched if there is one: a curve is no curve on one node."""
     import numpy as np
+
+    from gpucost.limits import node_limit
 
     if not plans.nodes.size:
         return None
-    return plans.row(int(np.flatnonzero(plans.nodes == plans.nodes.min())[0]))
+    fewest = plans.nodes == plans.nodes.min()
+    scales = np.array([node_limit(str(p)) >= max_nodes for p in plans.provider], dtype=bool)
+    candidates = np.flatnonzero(fewest & scales)
+    if not candidates.size:
+        candidates = np.flatnonzero(fewest)
+    return plans.row(int(candidates[0]))
 
 
 def build_curve(args: argparse.Namespace) -> tuple[Request, Scaling, str]:
@@ -186,7 +199,7 @@ def build_curve(args: argparse.Namespace) -> tuple[Request, Scaling, str]:
             per_node = int(found.plans.gpu_count.max())
         request = replace(request, filters=replace(request.filters, gpu_counts=(float(per_node),)))
     ranking = _try_rank(request)
-    single = _first_fit(ranking.plans) if ranking is not None else None
+    single = _first_fit(ranking.plans, args.max_nodes) if ranking is not None else None
     label = (f"{single.provider} {single.instance_type} ({single.region}), prices of "
              f"{single.price_date}" if single else "")
     if args.price_hr is not None or args.network_gbps is not None or args.link or single is None:
@@ -240,6 +253,7 @@ def _node_label(request: Request, row: PlanRow) -> str:
 
 def render(request: Request, scaling: Scaling, label: str) -> str:
     from gpucost.format import hours, usd
+    from gpucost.limits import node_limit
 
     profile = request.profile
     first = scaling.points[0].row
@@ -258,7 +272,11 @@ def render(request: Request, scaling: Scaling, label: str) -> str:
                      f"{100 * p.efficiency:>4.0f}% {usd(p.cost_usd, exact=True):>10}  {bar}{mark}")
     notes = sorted({p.row.memory_note for p in scaling.points if p.row.memory_note})
     lines += [f"memory: {n}" for n in notes]
-    if scaling.knee is None:
+    if node_limit(first.provider) == 1:
+        lines.append(f"one node only: gpucost launches no group of nodes on {first.provider} "
+                     "(SkyPilot has no multi-node cluster there); another provider's curve: "
+                     "--price-hr USD with its price")
+    elif scaling.knee is None:
         lines.append(f"no knee up to {scaling.points[-1].nodes} nodes: doubling the nodes still "
                      f"cuts the time by at least {KNEE_TIME_CUT:.0%}")
     else:

@@ -36,6 +36,7 @@ from gpucost.executor import SKYPILOT_CLOUDS
 from gpucost.executor.base import VERIFY_SNIPPET
 from gpucost.executor.torchrun import script_args
 from gpucost.format import usd_text
+from gpucost.limits import node_limit
 from gpucost.planfile import Plan
 
 # Catalog names whose SkyPilot accelerator name is not derived by the rule in skypilot_gpu().
@@ -98,9 +99,9 @@ def cloud_of(plan: Plan) -> str:
         raise InputError(f"SkyPilot cannot launch on provider {cloud!r}",
                          hint="plan for a cloud SkyPilot supports: "
                               + ", ".join(sorted(SKYPILOT_CLOUDS)))
-    if cloud == "vast" and plan.offer.nodes > 1:
-        raise InputError(f"SkyPilot runs Vast plans on one machine, this plan has "
-                         f"{plan.offer.nodes} nodes (SkyPilot's Vast cloud has no multi-node)",
+    if plan.offer.nodes > node_limit(cloud):
+        raise InputError(f"SkyPilot launches no multi-node cluster on {cloud}, and this plan has "
+                         f"{plan.offer.nodes} nodes",
                          hint="plan again with --max-nodes 1, or on another provider")
     return cloud
 

@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucost.errors import InputError, NoOffersError, UnknownProviderError
-from gpucost.limits import MAX_NODES
+from gpucost.limits import MAX_NODES, NODE_LIMITS, node_limit
 from gpucost.model.economics import job_costs, offer_terms
 from gpucost.planning.fit import MemoryPlan, cpu_memory_plan, plan_memory
 from gpucost.planning.plans import PLAN_UNITS, Plans
@@ -41,15 +41,7 @@ COMPARE_SCHEMA_VERSION = 1  # memory columns (peak_gb, micro_batch, ...) and "un
 
 DENSE_NODE_COUNTS = 32
 COUNTS_PER_DOUBLING = 8
-# The largest group planned per provider. Your own machine is one node. Marketplaces rent
-# separate hosts with no cluster network between them, so a group there pays public-internet
-# all-reduces; gpucost plans at most 16 such hosts together. Other clouds: MAX_NODES.
-NODE_LIMITS: dict[str, int] = {"local": 1, "vast": 16, "runpod": 16}
 CHUNK_ROWS = 1 << 16  # plans costed at once
-
-
-def node_limit(provider: str) -> int:
-    return NODE_LIMITS.get(provider, MAX_NODES)
 
 
 def node_counts(max_nodes: int) -> npt.NDArray[np.int64]:
