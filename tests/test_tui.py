@@ -30,6 +30,7 @@ from textual.worker import WorkerCancelled
 
 from gpucost import paths
 from gpucost.cli import main
+from gpucost.limits import node_limit
 from gpucost.planfile import load_plan
 from gpucost.planning.plans import Plans
 from gpucost.planning.ranking import rank
@@ -418,7 +419,8 @@ def test_plan_detail_shows_breakdown_scaling_breakeven_and_spot(snapshot: Snapsh
 
     async def scenario(pilot: Pilot[None]) -> None:
         cols = shown(app)
-        spot_rows = np.flatnonzero(cols.market == "spot")
+        scales = np.array([node_limit(str(p)) > 1 for p in cols.provider])
+        spot_rows = np.flatnonzero((cols.market == "spot") & scales)
         table = app.screen.query_one(OffersTable)
         table.move_cursor(row=int(spot_rows[0]))
         await pilot.press("enter")
@@ -437,6 +439,11 @@ def test_plan_detail_shows_breakdown_scaling_breakeven_and_spot(snapshot: Snapsh
         await pilot.press("escape")
         await settle(pilot)
         assert app.screen is app.offers
+        # a plan on a provider where gpucost launches one node: its curve says so
+        table.move_cursor(row=int(np.flatnonzero(~scales)[0]))
+        await pilot.press("enter")
+        await settle(pilot)
+        assert "one node only" in plain(app.screen.query_one("#detail-scaling"))
 
     drive(app, scenario)
 

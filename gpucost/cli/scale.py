@@ -15,7 +15,7 @@ from gpucost.cli.numbers import count, positive
 from gpucost.cli.predict import add_group_arguments
 from gpucost.envelope import add_format_argument, print_document
 from gpucost.limits import MAX_EPOCHS, MAX_JOB_SAMPLES, MAX_NODES, MAX_PRICE_HR_USD
-from gpucost.planning.scaling import KNEE_TIME_CUT
+from gpucost.planning.scaling import KNEE_TIME_CUT, curve_note
 
 if TYPE_CHECKING:
     from gpucost.planning.plans import PlanRow, Plans
@@ -253,7 +253,6 @@ def _node_label(request: Request, row: PlanRow) -> str:
 
 def render(request: Request, scaling: Scaling, label: str) -> str:
     from gpucost.format import hours, usd
-    from gpucost.limits import node_limit
 
     profile = request.profile
     first = scaling.points[0].row
@@ -272,16 +271,10 @@ def render(request: Request, scaling: Scaling, label: str) -> str:
                      f"{100 * p.efficiency:>4.0f}% {usd(p.cost_usd, exact=True):>10}  {bar}{mark}")
     notes = sorted({p.row.memory_note for p in scaling.points if p.row.memory_note})
     lines += [f"memory: {n}" for n in notes]
-    if node_limit(first.provider) == 1:
-        lines.append(f"one node only: gpucost launches no group of nodes on {first.provider} "
-                     "(SkyPilot has no multi-node cluster there); another provider's curve: "
-                     "--price-hr USD with its price")
-    elif scaling.knee is None:
-        lines.append(f"no knee up to {scaling.points[-1].nodes} nodes: doubling the nodes still "
-                     f"cuts the time by at least {KNEE_TIME_CUT:.0%}")
-    else:
-        lines.append(f"knee: {scaling.knee} node(s) - from there, doubling the nodes cuts the "
-                     f"time by less than {KNEE_TIME_CUT:.0%} while $/job rises by more than half")
+    note = curve_note(scaling)
+    if note.startswith("one node only"):
+        note += "; another provider's curve: --price-hr USD with its price"
+    lines.append(note)
     lines.append(f"time and $/job include {hours(first.setup_hours, exact=True)} of setup per "
                  f"start, as in `gpucost compare`: {first.setup_source}")
     return "\n".join(lines)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gpucost.errors import InputError
+from gpucost.limits import node_limit
 from gpucost.planning.plans import PlanRow, Plans
 from gpucost.planning.ranking import rank
 from gpucost.planning.request import Request, make_filters
@@ -39,6 +40,19 @@ class Scaling:
     knee: int | None  # None: no knee up to max_nodes
     cheapest: int  # node count with the lowest $/job
     fabric: str  # what the offer's nodes talk over
+
+
+def curve_note(scaling: Scaling) -> str:
+    """What the curve says about adding nodes, in one line (`gpucost scale` and the TUI)."""
+    provider = scaling.points[0].row.provider
+    if node_limit(provider) == 1:
+        return (f"one node only: gpucost launches no group of nodes on {provider} (SkyPilot has "
+                "no multi-node cluster there)")
+    if scaling.knee is None:
+        return (f"no knee up to {scaling.points[-1].nodes} nodes: doubling the nodes still cuts "
+                f"the time by at least {KNEE_TIME_CUT:.0%}")
+    return (f"knee: {scaling.knee} node(s) - from there, doubling the nodes cuts the time by "
+            f"less than {KNEE_TIME_CUT:.0%} while $/job rises by more than half")
 
 
 def knee_nodes(hours: Mapping[int, float], cut: float = KNEE_TIME_CUT) -> int | None:

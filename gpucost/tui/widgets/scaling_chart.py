@@ -10,7 +10,7 @@ from textual.widgets import Static
 from gpucost.format import hours as fmt_hours
 from gpucost.format import rate as fmt_rate
 from gpucost.format import usd as fmt_usd
-from gpucost.planning.scaling import KNEE_TIME_CUT, Scaling
+from gpucost.planning.scaling import Scaling, curve_note
 
 BLOCKS = " ▏▎▍▌▋▊▉█"  # eighths of a cell
 
@@ -44,13 +44,7 @@ def render_scaling(scaling: Scaling, chosen: int, unit: str, *, bar_width: int =
         if marks:
             line.append(" " + ", ".join(marks), style="bold")
         lines.append(line)
-    if scaling.knee is None:
-        note = (f"no knee up to {scaling.points[-1].nodes} nodes: doubling the nodes still cuts "
-                f"the time by at least {KNEE_TIME_CUT:.0%}")
-    else:
-        note = (f"knee: {scaling.knee} node(s) - from there, doubling the nodes cuts the time by "
-                f"less than {KNEE_TIME_CUT:.0%} while $/job rises by more than half")
-    lines.append(Text(note, style="dim"))
+    lines.append(Text(curve_note(scaling), style="dim"))
     return Group(*lines)
 
 
