@@ -10,6 +10,7 @@ read was "disk I/O error" (seen as a flaky launch test).
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import subprocess
 import sys
@@ -46,3 +47,31 @@ def test_a_second_ledger_in_the_process_keeps_the_first_ones_lock(tmp_path: Path
     first.close()
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT count(*) FROM runs").fetchone() == (2,)
+
+
+OPEN_LEDGER = """
+import sys
+from gpucost.executor.ledger import Ledger
+with Ledger(sys.argv[1]) as ledger:
+    print(len(ledger.runs()))
+"""
+
+
+def test_a_new_ledger_opened_while_another_process_writes_it_waits_for_it(
+        tmp_path: Path) -> None:
+    """Switching a new ledger to write-ahead logging needs the file to itself, and while another
+    process is writing it SQLite says "database is locked" at once, without its busy timeout
+    (two launches at once on a fresh machine: one failed saying the ledger was unreadable)."""
+    path = tmp_path / "ledger.sqlite"
+    path.touch()
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # a write under way, as a new ledger's first one is
+    opener = subprocess.Popen([sys.executable, "-c", OPEN_LEDGER, str(path)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        opener.wait(timeout=2.0)  # before the fix it gave up at once
+    writer.execute("COMMIT")
+    writer.close()
+    out, err = opener.communicate(timeout=60)
+    assert opener.returncode == 0, err
+    assert out.strip() == "0"

@@ -223,6 +223,9 @@ def _utc(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+LOCK_TIMEOUT_S = 30.0  # how long a ledger call waits for another process's write
+
+
 class Ledger:
     """Thin, committed-per-call access to the ledger file (default $GPUCOST_HOME/ledger.sqlite)."""
 
@@ -231,7 +234,7 @@ class Ledger:
         paths.state_file(self.path)
         with self._readable():
             # Autocommit: every statement is durable the moment it returns, which is the point.
-            self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            self._db = sqlite3.connect(self.path, timeout=LOCK_TIMEOUT_S, isolation_level=None)
             self._db.row_factory = sqlite3.Row
             # Someone else's database is reported before anything is written to it.
             for table, wanted in _COLUMNS.items():
@@ -240,9 +243,24 @@ class Ledger:
                     self._db.close()
                     raise LedgerError(self.path, f"its {table} table has other columns than "
                                       "gpucost writes")
-            self._db.execute("PRAGMA journal_mode=WAL")
+            self._use_wal()
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(_SCHEMA)
+
+    def _use_wal(self) -> None:
+        """Write-ahead logging, waited for like any other lock: switching a new ledger to it
+        needs the file to itself, and SQLite answers "database is locked" at once, without its
+        busy timeout, while another process has the file open (two launches on a fresh machine:
+        one of them failed saying the ledger was unreadable)."""
+        deadline = time.monotonic() + LOCK_TIMEOUT_S
+        while True:
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as err:
+                if "locked" not in str(err) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     @contextmanager
     def _readable(self) -> Iterator[None]:
