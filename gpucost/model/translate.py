@@ -391,8 +391,8 @@ def workload_terms(profile: Profile, cal: Mapping[str, Any] | None = None) -> Wo
     """The workload's terms: fitted for its model family when the calibration has it (matched
     on the profile's name and description); else, at the calibration's ``signature_scale``,
     bytes from the profile's own counts (weight reads and gradient writes, 3 x parameter bytes,
-    as the step's once-per-step share) or its signature's, and host time from its kernel
-    launches; else the median family."""
+    as the step's once-per-step share) or its signature's, host time per step from its kernel
+    launches and per sample the families' median; else the median family."""
     cal = calibration() if cal is None else cal
     pclass = PRECISION_CLASS[profile.precision]
     kappa = eta = mu = nu = None
@@ -405,11 +405,11 @@ def workload_terms(profile: Profile, cal: Mapping[str, Any] | None = None) -> Wo
             nu = _pick(family.get("step_host_s_per_flop", {}), pclass)
             break
     scale = _pick(cal.get("signature_scale", {}), pclass)
+    sig = workload_signature(profile) if kappa is None else None
+    flops = profile.flops_per_sample or (sig.flops_per_sample if sig is not None else None)
     if kappa is None:
         bytes_scale = float(scale["bytes"]) if scale is not None else 1.0
         step_scale = float(scale["step_bytes"]) if scale is not None else 1.0
-        sig = workload_signature(profile)
-        flops = profile.flops_per_sample or (sig.flops_per_sample if sig is not None else None)
         if profile.bytes_per_step is not None and profile.flops_per_sample is not None:
             weights = 3.0 * (profile.param_bytes or 4.0 * profile.param_count)
             once = min(weights, profile.bytes_per_step)
@@ -427,7 +427,13 @@ def workload_terms(profile: Profile, cal: Mapping[str, Any] | None = None) -> Wo
     if kappa is None:
         kappa = _pick(cal["default_bytes_per_flop"], pclass)
     if eta is None:
-        eta = _pick(cal["default_host_s_per_flop"], pclass)
+        # Host time the GPU does not speed up (the data pipeline) is per sample: a model ten
+        # times heavier per sample does not load ten times the data (the calibration families
+        # spend 77-116 us per sample at fp16 where their flops per sample differ 26x). Per flop
+        # only where the workload's flops are unknown.
+        per_sample = cal.get("default_host_s_per_sample")
+        eta = (_pick(per_sample, pclass) / flops if per_sample and flops
+               else _pick(cal["default_host_s_per_flop"], pclass))
     if mu is None:
         mu = _pick(cal.get("default_step_bytes_per_flop", {}), pclass) or 0.0
     if nu is None:
