@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +13,13 @@ SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Ctrl-C as an interactive shell delivers it. A job that a script starts in the background
+    # (a CI runner's `cmd &`, `.ci/run` under `nohup ... &`) inherits SIGINT ignored, and so do
+    # the processes it starts: the tests that interrupt a profile or a price refresh waited for
+    # a signal that never arrived (the in-process one ran 10**6 steps). A handled signal is
+    # reset to the default in the children pytest execs.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     # One update path for every golden output: GPUCOST_UPDATE_GOLDENS=1 rewrites the text
     # goldens (tests/goldens.py) and the TUI's SVG snapshots (syrupy's --snapshot-update).
     from goldens import updating
