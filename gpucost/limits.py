@@ -20,10 +20,6 @@ MAX_NODES = 4096
 # checks this table against them). Other providers: MAX_NODES.
 NODE_LIMITS: dict[str, int] = {"local": 1, "runpod": 1, "shadeform": 1, "vast": 1, "verda": 1}
 
-
-def node_limit(provider: str) -> int:
-    """The most nodes a plan on ``provider`` may have."""
-    return NODE_LIMITS.get(provider, MAX_NODES)
 MAX_GPUS_PER_NODE = 64  # the largest machines listed today carry 16
 
 # Files: the deepest real document (a profile's operator table) nests 3 levels.
@@ -62,3 +58,8 @@ MAX_LOCAL_POWER_W = 100_000.0
 MAX_GPU_MEMORY_GB = 10_000.0
 MAX_STORAGE_USD_GB_MONTH = 100.0
 MAX_TRANSFER_USD_GB = 100.0
+
+
+def node_limit(provider: str) -> int:
+    """The most nodes a plan on ``provider`` may have."""
+    return NODE_LIMITS.get(provider, MAX_NODES)

@@ -14,7 +14,7 @@ from gpucost.cli.jobargs import add_economics, add_prices
 from gpucost.cli.numbers import count, positive
 from gpucost.cli.predict import add_group_arguments
 from gpucost.envelope import add_format_argument, print_document
-from gpucost.limits import MAX_EPOCHS, MAX_JOB_SAMPLES, MAX_NODES, MAX_PRICE_HR_USD
+from gpucost.limits import MAX_EPOCHS, MAX_JOB_SAMPLES, MAX_NODES, MAX_PRICE_HR_USD, node_limit
 from gpucost.planning.scaling import KNEE_TIME_CUT, curve_note
 
 if TYPE_CHECKING:
@@ -87,7 +87,6 @@ def _override_snapshot(request: Request, row: PlanRow | None, gpu: str, per_node
 
     from gpucost.catalog import get_gpu
     from gpucost.errors import InputError
-    from gpucost.limits import node_limit
     from gpucost.pricing.snapshot import Offers, Snapshot
 
     members = request.node_gpus or (gpu,)
@@ -143,8 +142,6 @@ def _first_fit(plans: Plans, max_nodes: int = 1) -> PlanRow | None:
     state needs sharding over more GPUs than one node holds), on a provider where a group of
     ``max_nodes`` can be launched if there is one: a curve is no curve on one node."""
     import numpy as np
-
-    from gpucost.limits import node_limit
 
     if not plans.nodes.size:
         return None
@@ -271,10 +268,8 @@ def render(request: Request, scaling: Scaling, label: str) -> str:
                      f"{100 * p.efficiency:>4.0f}% {usd(p.cost_usd, exact=True):>10}  {bar}{mark}")
     notes = sorted({p.row.memory_note for p in scaling.points if p.row.memory_note})
     lines += [f"memory: {n}" for n in notes]
-    note = curve_note(scaling)
-    if note.startswith("one node only"):
-        note += "; another provider's curve: --price-hr USD with its price"
-    lines.append(note)
+    hint = "; another provider's curve: --price-hr USD with its price"
+    lines.append(curve_note(scaling) + (hint if node_limit(first.provider) == 1 else ""))
     lines.append(f"time and $/job include {hours(first.setup_hours, exact=True)} of setup per "
                  f"start, as in `gpucost compare`: {first.setup_source}")
     return "\n".join(lines)
