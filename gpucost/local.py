@@ -41,12 +41,9 @@ class LocalMachine:
 
 
 def _nvml_module() -> ModuleType | None:
-    import importlib
+    from gpucost.extras import optional
 
-    try:
-        return importlib.import_module("pynvml")  # the nvidia-ml-py package
-    except ImportError:
-        return None
+    return optional("pynvml")  # the nvidia-ml-py package
 
 
 def _text(value: Any) -> str:

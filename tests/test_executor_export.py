@@ -217,7 +217,7 @@ def test_a_cloud_launch_without_skypilot_says_how_to_install_it(
     path = plan_file(tmp_path, nodes=1, market="on-demand")
     assert main(["launch", str(path)]) == 2
     err = capsys.readouterr().err
-    assert 'SkyPilot, which is not installed (pip install "gpucost[skypilot]"' in err
+    assert 'needs SkyPilot: install gpucost[skypilot] (pip install "gpucost[skypilot]"' in err
     assert len(err.strip().splitlines()) == 1
     with Ledger() as ledger:  # refused before anything was written
         assert ledger.runs() == []

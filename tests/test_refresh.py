@@ -231,7 +231,7 @@ def test_aws_without_boto3_is_skipped_with_the_extra_to_install(
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "boto3" else real(name, *a))
     (result,) = refresh(["aws"], out_dir=tmp_path)
-    assert result.status == "skipped" and "pip install 'gpucost[aws]'" in result.message
+    assert result.status == "skipped" and 'pip install "gpucost[aws]"' in result.message
 
 
 def test_diff_keeps_one_machine_type_with_different_gpus_apart() -> None:

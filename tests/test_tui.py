@@ -610,7 +610,7 @@ def test_cli_without_textual_says_how_to_install(
     monkeypatch.setitem(sys.modules, "textual", None)
     assert main(["tui"]) == 2
     err = capsys.readouterr().err
-    assert "pip install 'gpucost[tui]'" in err and err.count("\n") == 1
+    assert 'pip install "gpucost[tui]"' in err and err.count("\n") == 1
 
 
 def test_registering_the_command_imports_no_textual() -> None:

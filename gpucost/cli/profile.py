@@ -116,13 +116,9 @@ def _check(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     script_args = _split_script_args(args)
     _check(args)
-    try:
-        import torch
-    except ImportError:
-        from gpucost.errors import InputError
+    from gpucost.extras import require
 
-        raise InputError("the profiler needs PyTorch",
-                         hint="pip install 'gpucost[torch]'") from None
+    torch = require("torch", needed_for="the profiler")
     if args.model is not None:
         return _run_model(args, torch)
     return _run_script(args, script_args)

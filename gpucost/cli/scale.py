@@ -278,8 +278,9 @@ def render(request: Request, scaling: Scaling, label: str) -> str:
 def plot(scaling: Scaling, path: str, title: str) -> None:
     import io
 
-    import matplotlib
+    from gpucost.extras import require
 
+    matplotlib = require("matplotlib", needed_for="scale --plot")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

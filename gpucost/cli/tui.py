@@ -25,14 +25,11 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gpucost.errors import InputError
+    from gpucost.extras import require
 
-    try:
-        from gpucost.tui.app import GpuCostApp
-    except ImportError as err:
-        if err.name is None or not err.name.startswith("textual"):
-            raise
-        raise InputError("the terminal UI needs Textual, which is not installed",
-                         hint="install the tui extra: pip install 'gpucost[tui]'") from None
+    require("textual", needed_for="the terminal UI")
+    from gpucost.tui.app import GpuCostApp
+
     if args.profile is not None and not Path(args.profile).exists():
         from gpucost.profile import resolve_profile
 

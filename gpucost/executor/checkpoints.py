@@ -122,9 +122,9 @@ class CheckpointStore:
         return self.target
 
     def _s3(self) -> Any:
-        import boto3
+        from gpucost.extras import require
 
-        return boto3.client("s3")
+        return require("boto3", needed_for="an s3:// checkpoint target").client("s3")
 
     def ship(self, path: Path, epoch: int) -> str:
         """Copy one checkpoint to the target, its manifest first; returns where it went."""
@@ -140,8 +140,8 @@ class CheckpointStore:
                 (self.local_dir / manifest_name(old)).unlink(missing_ok=True)
             return str(self.local_dir / name)
         key = f"{self.prefix}/{name}"
+        s3 = self._s3()  # outside the try: a missing boto3 is an install step, not an upload error
         try:
-            s3 = self._s3()
             s3.put_object(Bucket=self.bucket, Key=f"{self.prefix}/{manifest_name(epoch)}",
                           Body=json.dumps(_hash_file(path)).encode())
             s3.upload_file(str(path), self.bucket, key)

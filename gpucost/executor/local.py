@@ -36,6 +36,7 @@ from gpucost.executor.base import (
 )
 from gpucost.executor.guard import GUARD_EXIT_S, KILL_WAIT_S, STOP_GRACE_S
 from gpucost.executor.ledger import process_start
+from gpucost.extras import require_installed
 
 VERIFY_TIMEOUT_S = 300.0
 
@@ -106,6 +107,11 @@ class LocalProvider(Provider):
                              f"{request.nodes} nodes", hint=self.unsupported["multi-node"])
         return [Resource(provider=self.name, resource_id=f"host:{socket.gethostname()}",
                          token=request.token, kind="host", region="local")]
+
+    def check_ready(self) -> None:
+        # The on-arrival matmul (and torchrun) import torch in a child process of this Python:
+        # without it that child dies and the run ends as failed, which reads like a bug.
+        require_installed("torch", needed_for=f"launching on the {self.name} provider")
 
     def wait(self, resources: Sequence[Resource], timeout_s: float) -> None:
         return None  # this machine is already up

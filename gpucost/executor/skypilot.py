@@ -18,7 +18,6 @@ Every SDK call goes through :class:`SkyClient`, the one boundary with SkyPilot; 
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -34,6 +33,7 @@ from gpucost.executor.skypilot_task import (
     task_config,
     task_yaml,
 )
+from gpucost.extras import installed
 
 if TYPE_CHECKING:
     from gpucost.planfile import Plan
@@ -73,13 +73,10 @@ class SkyClient:
     """SkyPilot's SDK, one method per call gpucost makes (imported on first use)."""
 
     def __init__(self) -> None:
-        try:
-            import sky
-        except ImportError:
-            raise InputError("cloud plans run through SkyPilot, which is not installed",
-                             hint='pip install "gpucost[skypilot]", set up credentials (`sky '
-                                  'check`), then launch again') from None
-        self.sky = sky
+        from gpucost.extras import require
+
+        self.sky = require("sky", needed_for="launching a cloud plan (through SkyPilot)",
+                           then="set up credentials (`sky check`) and launch again")
 
     def _get(self, request_id: Any, log: io.TextIOBase | None = None) -> Any:
         if log is not None:
@@ -328,7 +325,7 @@ class SkyPilotProvider(Provider):
 
     def find(self, token: str) -> list[Resource]:
         """The cluster or managed job named after the run's token (recovery after a crash)."""
-        if importlib.util.find_spec("sky") is None:
+        if not installed("sky"):
             return []  # without the SDK this machine cannot have created anything
         found = []
         if self.managed:  # a spot plan's managed job (its cluster is the controller's)

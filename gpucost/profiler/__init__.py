@@ -11,6 +11,13 @@ Importing this package imports torch; the planning path never does.
 
 from __future__ import annotations
 
+from gpucost.extras import require
+
+# Every module here imports torch: without it, one line naming the extra, whichever is imported
+# (so the imports below come after this call).
+# ruff: noqa: E402
+require("torch", needed_for="the profiler (gpucost.profiler)")
+
 from gpucost.profiler.core import ProfilingComplete, StepProfiler
 from gpucost.profiler.flops import MemoryLimitExceeded, OpCensus
 from gpucost.profiler.models import MODEL_NAMES, Workload, build

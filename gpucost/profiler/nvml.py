@@ -10,15 +10,18 @@ import contextlib
 import threading
 from typing import Any
 
+from gpucost.extras import optional
+
 SAMPLE_INTERVAL_S = 0.1
 
 
 def _nvml() -> Any | None:
+    pynvml = optional("pynvml")
+    if pynvml is None:
+        return None
     try:
-        import pynvml  # type: ignore[import-not-found, import-untyped, unused-ignore]
-
         pynvml.nvmlInit()
-    except Exception:  # no package, no driver, no GPU: all mean "no NVML here"
+    except Exception:  # no driver, no GPU: both mean "no NVML here"
         return None
     return pynvml
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import importlib.util
 import json
 import math
 import os
@@ -36,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from gpucost.errors import CredentialsError, ProviderError
+from gpucost.extras import install_hint, installed
 from gpucost.pricing.rates import offer_rates
 from gpucost.pricing.snapshot import Snapshot
 from gpucost.pricing.sources.base import (
@@ -141,8 +141,8 @@ class AwsSource(PriceSource[AwsClients]):
     ec2_url_env_var = "GPUCOST_AWS_EC2_URL"
 
     def unavailable(self) -> str | None:
-        if importlib.util.find_spec("boto3") is None:
-            return "boto3 is not installed: pip install 'gpucost[aws]'"
+        if not installed("boto3"):
+            return f"boto3 is not installed: {install_hint('aws')}"
         return None
 
     def find_credentials(self, env: Mapping[str, str], home: Path) -> str | None:
