@@ -35,6 +35,9 @@ class GpuSpec:
     source: str
     confidence: str = "high"  # "high" | "medium" | "low"
     aliases: tuple[str, ...] = field(default=())
+    # Streaming multiprocessors (NVIDIA) or compute units (AMD): how many GEMM output tiles run
+    # at once, so how far a small matrix multiply falls short of the peak (wave quantisation).
+    sm_count: int | None = None
 
     def tflops(self, precision: Precision) -> float:
         """Peak dense TFLOPS for the math a training step at ``precision`` runs on.

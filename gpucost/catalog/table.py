@@ -6,7 +6,8 @@ titan) and ``fp16_acc16_tflops`` (tensor fp16 with fp16 accumulate, dense), whic
 tests check the GeForce rule that fp32-accumulate tensor math runs at half the fp16-accumulate
 rate; ``mamf_bf16_tflops``, the maximum achievable bf16 matmul TFLOPS measured (stas00's
 mamf-finder, in ml-engineering), where one is published. ``aliases`` is a ``;``-separated list
-of extra spellings.
+of extra spellings. ``sm_count``: streaming multiprocessors (NVIDIA) or compute units (AMD) from
+the vendor's architecture documents.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ def _parse_row(row: dict[str, str], line: int) -> CatalogEntry:
             source=row["source"].strip(),
             confidence=row["confidence"].strip(),
             aliases=tuple(a.strip() for a in row["aliases"].split(";") if a.strip()),
+            sm_count=int(row["sm_count"]) if row["sm_count"].strip() else None,
         )
         segment = row["segment"].strip()
         acc16 = _optional_float(row, "fp16_acc16_tflops")
