@@ -210,13 +210,14 @@ def test_predict_takes_a_mixed_node_and_refuses_a_silent_last_gpu(
     assert main(["predict", "--gpu", "A100 SXM4 80GB", "--gpu", "T4", "-n", "2",
                  "--format", "json"]) == 0
     mixed = json.loads(capsys.readouterr().out)
-    expected = predict(profile, gpus_per_node=2, nodes=2,
-                       member_gpus=["A100 SXM4 80GB", "T4"] * 2)
+    expected = predict(profile, gpus_per_node=2, nodes=2, inter_node_transport="tcp",
+                       member_gpus=["A100 SXM4 80GB", "T4"] * 2)  # no offer: TCP, as predict
     assert mixed["member_gpus"] == ["A100 SXM4 80GB", "T4"]
     assert mixed["throughput"] == pytest.approx(expected.throughput)
     # straggler-bound: slower than four A100s, no faster than four T4s' pace allows
-    fast = predict(profile, gpu="A100 SXM4 80GB", gpus_per_node=2, nodes=2)
-    slow = predict(profile, gpu="T4", gpus_per_node=2, nodes=2)
+    fast = predict(profile, gpu="A100 SXM4 80GB", gpus_per_node=2, nodes=2,
+                   inter_node_transport="tcp")
+    slow = predict(profile, gpu="T4", gpus_per_node=2, nodes=2, inter_node_transport="tcp")
     assert slow.throughput <= mixed["throughput"] < fast.throughput
     assert main(["predict", "--gpu", "A100 SXM4 80GB", "--gpu", "T4", "-k", "4"]) == 2
     assert "2 --gpu options name a node of 2 GPUs" in capsys.readouterr().err

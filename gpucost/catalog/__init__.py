@@ -11,9 +11,12 @@ from __future__ import annotations
 from gpucost.catalog.names import (
     FAMILY_DEFAULTS,
     is_gpu_name,
+    match_gpu_names,
+    match_note,
     resolve_gpu_name,
     suggest,
     try_resolve_gpu_name,
+    variant_note,
 )
 from gpucost.catalog.spec import PRECISIONS, GpuSpec, Precision
 from gpucost.catalog.table import CatalogEntry, entries, entries_by_name
@@ -29,9 +32,12 @@ __all__ = [
     "get_entry",
     "get_gpu",
     "is_gpu_name",
+    "match_gpu_names",
+    "match_note",
     "resolve_gpu_name",
     "suggest",
     "try_resolve_gpu_name",
+    "variant_note",
 ]
 
 

@@ -18,6 +18,14 @@ factor, then the memory closest to the default's. So "A100" is an A100 SXM4 40GB
 A100 SXM4 80GB, "V100 PCIe" a V100 PCIe 16GB. Lambda's "RTX6000" (24 GB) is the Quadro RTX 6000;
 the Ada card is always spelled with "Ada". Laptop parts ("Max-Q", "Laptop") are not in the
 catalog and do not resolve to their desktop namesakes.
+
+A filter (``--gpu`` in compare and plan, the API's ``gpu=``) takes every variant a name can mean
+(:func:`match_gpu_names`): a catalog name exactly as the catalog spells it is that one GPU;
+any other name is its family narrowed by the form factor and memory it states, so "A100" is all
+four A100s, "A100 80GB" both 80 GB cards and "H100" the PCIe, SXM5 and NVL cards. A family
+includes its Ada generation: "RTX 6000" is the Quadro RTX 6000 and the RTX 6000 Ada (not the
+Blackwell "RTX PRO 6000", another line). Where one GPU must be chosen (`predict`, `scale`), the
+family default above is taken and :func:`variant_note` says so.
 """
 
 from __future__ import annotations
@@ -64,6 +72,7 @@ _COUNT = re.compile(r"^\d+x$")
 _NUMBER = re.compile(r"^\d+$")
 _UNITS = frozenset({"gb", "gib"})
 _MEMORY_TOLERANCE = 0.10  # relative; covers GiB-vs-GB and "B200 192GB" vs the 180 GB sold
+_GENERATION_SUFFIX = "ada"  # "RTX 6000 Ada" is a variant of the "RTX 6000" a filter names
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +233,63 @@ def suggest(name: str, limit: int = 3) -> tuple[str, ...]:
             if keys[key] not in found:
                 found.append(keys[key])
     return tuple(found[:limit])
+
+
+@functools.cache
+def _filter_families() -> dict[str, tuple[str, ...]]:
+    """Model key -> every canonical name a filter of that key means, in catalog order: the
+    key's own family and the Ada generation of it."""
+    families = {model: list(members) for model, members in _index().families.items()}
+    for model, members in _index().families.items():
+        base = model.removesuffix(_GENERATION_SUFFIX)
+        if base != model and base:
+            found = families.setdefault(base, [])
+            found += [m for m in members if m not in found]
+    order = {entry.spec.name: i for i, entry in enumerate(entries())}
+    return {model: tuple(sorted(members, key=order.__getitem__))
+            for model, members in families.items()}
+
+
+@functools.cache
+def match_gpu_names(name: str) -> tuple[str, ...]:
+    """Every catalog GPU a filter ``name`` means, the family default's kind first; raises
+    UnknownGpuError (with suggestions) when it means none.
+
+    A catalog name as the catalog spells it (any case) is that GPU alone; otherwise the family
+    narrowed by the form factor and memory the name states ("A100", "A100 80GB", "H100 PCIe").
+    """
+    spelled = " ".join(name.split()).casefold()
+    exact = next((e.spec.name for e in entries() if e.spec.name.casefold() == spelled), None)
+    if exact is not None:
+        return (exact,)
+    parsed = _parse(name)
+    resolved = resolve_gpu_name(name)  # unknown names fail here, with suggestions
+    specs = entries_by_name()
+    candidates = [specs[n].spec for n in _filter_families().get(parsed.model, ())]
+    if parsed.form is not None:
+        candidates = [s for s in candidates if _form_class(s.form_factor) == parsed.form]
+    if parsed.memory_gb is not None:
+        candidates = [s for s in candidates if _memory_matches(s.memory_gb, parsed.memory_gb)]
+    if resolved not in {s.name for s in candidates}:
+        return (resolved,)  # an alias of one row ("T4g", "A6000")
+    return tuple(s.name for s in _ranked(candidates, parsed.model))
+
+
+def variant_note(name: str) -> str:
+    """Where one GPU must be chosen for ``--gpu name``: which variant was taken, when the name
+    means several ("" when it means one)."""
+    matched = match_gpu_names(name)
+    if len(matched) < 2:
+        return ""
+    taken = resolve_gpu_name(name)
+    others = ", ".join(m for m in matched if m != taken)
+    return (f"--gpu {name} took {taken}, the variant a bare {name!r} means; name another to "
+            f"choose it: {others}")
+
+
+def match_note(name: str, matched: tuple[str, ...]) -> str:
+    """What a filter name matched, when it matched more than one GPU ("" otherwise)."""
+    return f"--gpu {name} matched {', '.join(matched)}" if len(matched) > 1 else ""
 
 
 def resolve_gpu_name(name: str, *, memory_gb: float | None = None) -> str:

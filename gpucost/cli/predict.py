@@ -13,7 +13,8 @@ if TYPE_CHECKING:
     from gpucost.model.perf import Prediction
 
 
-def add_group_arguments(p: argparse.ArgumentParser) -> None:
+def add_group_arguments(p: argparse.ArgumentParser, *,
+                        per_node_help: str = "GPUs per node (default 1)") -> None:
     """Arguments shared with `gpucost scale`: the profile and the group's hardware."""
     p.add_argument("--profile", "-p",
                    help="profile JSON file or example name (default: resnet50-v100-amp)")
@@ -22,9 +23,14 @@ def add_group_arguments(p: argparse.ArgumentParser) -> None:
                    "a mixed node, one --gpu per GPU in each node (the slowest sets the pace)")
     p.add_argument("--gpus-per-node", "-k", type=count(1, MAX_GPUS_PER_NODE), default=None,
                    metavar="K",
-                   help="GPUs per node (default 1)")
+                   help=per_node_help)
     p.add_argument("--network-gbps", type=positive(MAX_NETWORK_GBPS), metavar="GBIT",
                    help="each node's network, Gbit/s (default: the offer's, else 50)")
+    # gpucost.model.fabrics.TRANSPORTS, spelled out: --help imports no numpy
+    p.add_argument("--transport", choices=("rdma", "tcp"),
+                   help="how gradients cross that network: rdma (InfiniBand, EFA, RoCE) or tcp "
+                   "sockets (default: the offer's published fabric, tcp where none is "
+                   "published or there is no offer)")
     p.add_argument("--link", choices=("nvlink", "pcie"),
                    help="GPU-to-GPU link inside a node (default: the catalog's for the GPU)")
 
@@ -69,7 +75,7 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=run)
 
 
-def prediction_dict(pred: Prediction) -> dict[str, Any]:
+def prediction_dict(pred: Prediction, transport: str) -> dict[str, Any]:
     mem = pred.memory
     return {
         "profile": pred.profile.name,
@@ -94,6 +100,7 @@ def prediction_dict(pred: Prediction) -> dict[str, Any]:
         "intra_node_link": pred.intra_node_link,
         "intra_busbw_gbs": pred.intra_busbw_gbs,
         "inter_busbw_gbs": pred.inter_busbw_gbs,
+        "inter_node_transport": transport,
         "memory": {
             "fits": mem.fits,
             "peak_gb": mem.peak_gb,
@@ -106,7 +113,7 @@ def prediction_dict(pred: Prediction) -> dict[str, Any]:
     }
 
 
-def render_table(pred: Prediction) -> str:
+def render_table(pred: Prediction, transport: str) -> str:
     prof = pred.profile
     unit = prof.sample_unit
     b = pred.breakdown
@@ -133,13 +140,15 @@ def render_table(pred: Prediction) -> str:
             f"  all-reduce    {prof.gradient_bytes / 1e6:,.0f} MB/step, "
             f"{pred.allreduce_s * 1e3:,.1f} ms before overlap ({pred.intra_node_link} "
             f"{pred.intra_busbw_gbs:,.1f} GB/s bus"
-            + (f", network {pred.inter_busbw_gbs:,.2f} GB/s" if pred.nodes > 1 else "") + ")")
+            + (f", network {pred.inter_busbw_gbs:,.2f} GB/s over {transport}" if pred.nodes > 1
+               else "") + ")")
     lines.append(f"  memory        {pred.memory.advice}")
     return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:
     from gpucost.measurements import source_for
+    from gpucost.model.fabrics import default_transport
     from gpucost.model.perf import predict
     from gpucost.profile import resolve_profile
 
@@ -148,14 +157,25 @@ def run(args: argparse.Namespace) -> int:
     members = None if mixed is None else mixed * max(args.nodes, 1)
     # the workload's own stored measurements on the target (a mixed node: its first GPU's)
     source = source_for(profile, gpu if mixed is None else mixed[0])
+    # no offer publishes this group's fabric: the transport `scale` and `compare` assume for an
+    # unpublished one, unless --transport names it
+    transport = args.transport or default_transport()
     pred = predict(source.profile, gpu=gpu, gpus_per_node=per_node, nodes=args.nodes,
                    inter_node_gbps=args.network_gbps, intra_node_link=args.link,
-                   grad_accum_steps=args.grad_accum, batch_size=args.batch, member_gpus=members)
+                   inter_node_transport=transport, grad_accum_steps=args.grad_accum,
+                   batch_size=args.batch, member_gpus=members)
+    from gpucost.catalog import variant_note
+
+    # a family name ("A100") means several variants: say which one this prediction is for
+    notes = [n for n in dict.fromkeys(variant_note(g) for g in args.gpu or []) if n]
     if args.format == "json":
-        print_document("predict", {**prediction_dict(pred), "measurements": {
-            "method": source.method, "used": [m.describe() for m in source.used]}})
+        print_document("predict", {**prediction_dict(pred, transport), "measurements": {
+            "method": source.method, "used": [m.describe() for m in source.used]},
+            "notes": notes})
     else:
-        print(render_table(pred))
+        print(render_table(pred, transport))
         used = "; ".join(m.describe() for m in source.used) or "none stored for this workload"
         print(f"  measurements  {source.method}: {used}")
+        for note in notes:
+            print(f"  note          {note}")
     return 0

@@ -15,7 +15,7 @@ from gpucost.cli.numbers import count, positive
 from gpucost.cli.predict import add_group_arguments
 from gpucost.envelope import add_format_argument, print_document
 from gpucost.limits import MAX_EPOCHS, MAX_JOB_SAMPLES, MAX_NODES, MAX_PRICE_HR_USD, node_limit
-from gpucost.planning.scaling import KNEE_TIME_CUT, curve_note
+from gpucost.planning.scaling import KNEE_TIME_CUT
 
 if TYPE_CHECKING:
     from gpucost.planning.plans import PlanRow, Plans
@@ -36,13 +36,15 @@ def register(sub: Any) -> None:
         description="Predict the job on 1..N nodes of one offer and mark the knee: the node "
         f"count from which doubling the nodes cuts the job's time (setup included) by less than "
         f"{KNEE_TIME_CUT:.0%} (and so raises $/job by more than half). The offer is the "
-        "cheapest on-demand one for the GPU in the price snapshots; --price-hr, --network-gbps "
-        "and --link override its terms. $/job is compare's: setup, storage and transfers "
+        "cheapest on-demand one for the GPU in the price snapshots; --price-hr and --link "
+        "override its terms, --network-gbps and --transport the network between its nodes (not "
+        "its setup or transfers). $/job is compare's: setup, storage and transfers "
         "included. A repeated --gpu names one node's GPUs: the slowest member sets the pace and "
         "the smallest memory the batch. An offer has one GPU type, so a mixed node is priced "
         "only at --price-hr (the node's $/h).",
     )
-    add_group_arguments(p)
+    add_group_arguments(p, per_node_help="GPUs per node (default 1; where no offer has one "
+                        "GPU per node, the fewest an offer has, and a note says so)")
     p.add_argument("--max-nodes", "-N", type=count(1, MAX_NODES // 2), default=8,
                    help=f"largest node count (default 8, at most {MAX_NODES // 2:,}: the knee "
                    "needs twice that)")
@@ -80,9 +82,10 @@ def _job_args(profile: Any, args: argparse.Namespace) -> dict[str, Any]:
 
 def _override_snapshot(request: Request, row: PlanRow | None, gpu: str, per_node: int,
                        args: argparse.Namespace) -> Snapshot:
-    """One offer: the cheapest one found (or a bare one) with --price-hr, --network-gbps and
-    --link applied. A mixed node's bare offer is named after its slowest member (``gpu``) and
-    holds its smallest member's memory."""
+    """One offer: the cheapest one found (or a bare one) with --price-hr and --link applied. A
+    mixed node's bare offer is named after its slowest member (``gpu``) and holds its smallest
+    member's memory. --network-gbps and --transport are the request's (every offer's fabric), so
+    the offer keeps its provider's setup time, storage and transfer terms."""
     import datetime as dt
 
     from gpucost.catalog import get_gpu
@@ -95,9 +98,9 @@ def _override_snapshot(request: Request, row: PlanRow | None, gpu: str, per_node
     if price is None:
         raise InputError(f"no on-demand offer for {per_node}x {gpu} in the price snapshots",
                          hint="pass --price-hr")
-    # A custom offer, not the provider's: another network than the offer's (its fabric no longer
-    # applies), or your price for a group where the offer's provider launches one node.
-    own = row is not None and args.network_gbps is None and not (
+    # A custom offer, not the provider's: your price for a group where the offer's provider
+    # launches one node.
+    own = row is not None and not (
         args.price_hr is not None and node_limit(row.provider) < args.max_nodes)
     record: dict[str, Any] = {
         "provider": row.provider if row and own else "custom",
@@ -109,17 +112,14 @@ def _override_snapshot(request: Request, row: PlanRow | None, gpu: str, per_node
         "price_hr": price,
         "intra_node_link": args.link or "",
     }
-    if args.network_gbps is not None:
-        record["network_gbps"] = args.network_gbps
     if row is not None:
         original = next(s for s in request.snapshots if s.source == row.source)
         mask = ((original.offers["instance_type"] == row.instance_type)
                 & (original.offers["region"] == row.region))
         i = int(mask.nonzero()[0][0])
-        for name in ("storage_gb_month", "egress_gb", "ingress_gb", "month_hours", "reliability"):
+        for name in ("storage_gb_month", "egress_gb", "ingress_gb", "month_hours", "reliability",
+                     "network_gbps"):
             record[name] = float(original.offers[name][i])
-        if args.network_gbps is None:
-            record["network_gbps"] = float(original.offers["network_gbps"][i])
         if not args.link:
             record["intra_node_link"] = str(original.offers["intra_node_link"][i])
     now = request.now or dt.datetime.now(dt.UTC)
@@ -137,24 +137,51 @@ def _try_rank(request: Request) -> Ranking | None:
         return None
 
 
-def _first_fit(plans: Plans, max_nodes: int = 1) -> PlanRow | None:
+def _first_fit(plans: Plans, max_nodes: int = 1) -> tuple[PlanRow | None, str]:
     """The first (cheapest) plan at the fewest nodes that fit (1, unless the model's training
     state needs sharding over more GPUs than one node holds), on a provider where a group of
-    ``max_nodes`` can be launched if there is one: a curve is no curve on one node."""
+    ``max_nodes`` can be launched if there is one: a curve is no curve on one node. With it, a
+    note when that passed over a cheaper plan ("" when not)."""
     import numpy as np
 
     if not plans.nodes.size:
-        return None
+        return None, ""
     fewest = plans.nodes == plans.nodes.min()
     scales = np.array([node_limit(str(p)) >= max_nodes for p in plans.provider], dtype=bool)
     candidates = np.flatnonzero(fewest & scales)
-    if not candidates.size:
-        candidates = np.flatnonzero(fewest)
-    return plans.row(int(candidates[0]))
+    first = int(np.flatnonzero(fewest)[0])
+    if not candidates.size or int(candidates[0]) == first:
+        return plans.row(first), ""
+    row, cheaper = plans.row(int(candidates[0])), plans.row(first)
+    from gpucost.format import usd
+
+    skipped = sorted({str(p) for p in plans.provider[fewest & ~scales]})
+    return row, (
+        f"offers on {', '.join(skipped)} left out: gpucost launches one node only there; the "
+        f"cheapest, {cheaper.label()}, is {usd(cheaper.cost_usd, exact=True)}/job at "
+        f"{cheaper.nodes} node(s), where this curve starts at {usd(row.cost_usd, exact=True)} "
+        f"(its curve: --price-hr {cheaper.price_hr:g})")
 
 
-def build_curve(args: argparse.Namespace) -> tuple[Request, Scaling, str]:
-    """The request, the offer's curve and where its price comes from."""
+def _gpus_per_node(request: Request, gpu: str) -> tuple[int, str]:
+    """-k when not given: 1, or the fewest whole GPUs per node of any on-demand offer for the GPU
+    when none has one (with a note saying so)."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    found = _try_rank(replace(request, filters=replace(request.filters, max_nodes=1)))
+    counts = found.plans.gpu_count if found is not None else np.array([])
+    whole = sorted({int(c) for c in counts.tolist() if c >= 1 and float(c).is_integer()})
+    if not whole or whole[0] == 1:
+        return 1, ""
+    return whole[0], (f"-k not given: no on-demand offer has 1 x {gpu} per node, so "
+                      f"{whole[0]} per node, the fewest one has (-k K to choose)")
+
+
+def build_curve(args: argparse.Namespace) -> tuple[Request, Scaling, str, list[str]]:
+    """The request, the offer's curve, where its price comes from and notes on what was left
+    out or defaulted."""
     from dataclasses import replace
 
     from gpucost.cli.jobargs import request_from_args
@@ -185,36 +212,44 @@ def build_curve(args: argparse.Namespace) -> tuple[Request, Scaling, str]:
         return _mixed_curve(args, profile, [gpu_spec(g).name for g in mixed])
     if gpu is None and profile.gpu == "CPU":
         raise InputError("this profile was measured on the CPU: pass --gpu")
+    notes: list[str] = []
+    if gpu is not None:
+        from gpucost.catalog import variant_note
+
+        notes.append(variant_note(gpu))
     gpu = gpu_spec(gpu or profile.gpu).name
-    counts = [float(per_node)] if args.gpus_per_node else None
-    request = request_from_args(args, gpu=gpu, gpu_count=counts, market="on-demand",
+    request = request_from_args(args, gpu=gpu, gpu_count=None, market="on-demand",
                                 max_nodes=2 * args.max_nodes, provider=None, region=None,
-                                **_job_args(profile, args))
-    if counts is None:  # the most GPUs per node any offer for the GPU has
-        found = _try_rank(replace(request, filters=replace(request.filters, max_nodes=1)))
-        if found is not None and len(found):
-            per_node = int(found.plans.gpu_count.max())
-        request = replace(request, filters=replace(request.filters, gpu_counts=(float(per_node),)))
+                                inter_node_gbps=args.network_gbps,
+                                inter_node_transport=args.transport, **_job_args(profile, args))
+    if args.gpus_per_node is None:
+        per_node, note = _gpus_per_node(request, gpu)
+        notes.append(note)
+    request = replace(request, filters=replace(request.filters, gpu_counts=(float(per_node),)))
     ranking = _try_rank(request)
-    single = _first_fit(ranking.plans, args.max_nodes) if ranking is not None else None
+    single, skipped = _first_fit(ranking.plans, args.max_nodes) if ranking is not None else (
+        None, "")
     label = (f"{single.provider} {single.instance_type} ({single.region}), prices of "
              f"{single.price_date}" if single else "")
-    if args.price_hr is not None or args.network_gbps is not None or args.link or single is None:
+    if args.price_hr is not None or args.link or single is None:
         request = replace(request, snapshots=(_override_snapshot(request, single, gpu, per_node,
                                                                   args),))
         ranking = rank(request)
         if args.price_hr is not None:
             label = "--price-hr"
+            skipped = ""  # your price, not the cheapest offer's
         if not ranking.plans.nodes.size:
             raise InputError(f"no group of {per_node}x {gpu} fits the profile's batch",
                              hint=ranking.notes[-1] if ranking.notes else "")
-        single = _first_fit(ranking.plans)
+        single, _ = _first_fit(ranking.plans)
     assert ranking is not None and single is not None
-    return request, offer_curve(ranking.plans, single, args.max_nodes), label
+    notes.append(skipped)
+    return (request, offer_curve(ranking.plans, single, args.max_nodes), label,
+            [n for n in notes if n])
 
 
 def _mixed_curve(args: argparse.Namespace, profile: Profile,
-                 node: list[str]) -> tuple[Request, Scaling, str]:
+                 node: list[str]) -> tuple[Request, Scaling, str, list[str]]:
     """A mixed node at --price-hr: one bare offer named after the slowest member (the pace
     predict gives the group), ranked by the planning core with ``Request.node_gpus``."""
     from dataclasses import replace
@@ -228,7 +263,8 @@ def _mixed_curve(args: argparse.Namespace, profile: Profile,
     slowest = predict(profile, gpus_per_node=len(node), member_gpus=node).gpu
     request = request_from_args(args, gpu=slowest, gpu_count=[float(len(node))],
                                 market="on-demand", max_nodes=2 * args.max_nodes, provider=None,
-                                region=None, **_job_args(profile, args))
+                                region=None, inter_node_gbps=args.network_gbps,
+                                inter_node_transport=args.transport, **_job_args(profile, args))
     request = replace(request, node_gpus=tuple(node))
     request = replace(request, snapshots=(_override_snapshot(request, None, slowest, len(node),
                                                               args),))
@@ -236,9 +272,9 @@ def _mixed_curve(args: argparse.Namespace, profile: Profile,
     if not ranking.plans.nodes.size:
         raise InputError(f"no mixed node of {' + '.join(node)} fits the profile's batch",
                          hint=ranking.notes[-1] if ranking.notes else "")
-    single = _first_fit(ranking.plans)
+    single, _ = _first_fit(ranking.plans)
     assert single is not None
-    return request, offer_curve(ranking.plans, single, args.max_nodes), "--price-hr"
+    return request, offer_curve(ranking.plans, single, args.max_nodes), "--price-hr", []
 
 
 def _node_label(request: Request, row: PlanRow) -> str:
@@ -248,8 +284,9 @@ def _node_label(request: Request, row: PlanRow) -> str:
     return f"{row.gpu_count:g} x {row.gpu}"
 
 
-def render(request: Request, scaling: Scaling, label: str) -> str:
+def render(request: Request, scaling: Scaling, label: str, notes: list[str]) -> str:
     from gpucost.format import hours, usd
+    from gpucost.planning.scaling import curve_note
 
     profile = request.profile
     first = scaling.points[0].row
@@ -266,10 +303,11 @@ def render(request: Request, scaling: Scaling, label: str) -> str:
         mark = "  <- knee" if p.nodes == scaling.knee else ""
         lines.append(f"{p.nodes:>5} {hours(p.hours, exact=True):>9} {p.throughput:>14,.0f} "
                      f"{100 * p.efficiency:>4.0f}% {usd(p.cost_usd, exact=True):>10}  {bar}{mark}")
-    notes = sorted({p.row.memory_note for p in scaling.points if p.row.memory_note})
-    lines += [f"memory: {n}" for n in notes]
+    memory = sorted({p.row.memory_note for p in scaling.points if p.row.memory_note})
+    lines += [f"memory: {n}" for n in memory]
     hint = "; another provider's curve: --price-hr USD with its price"
     lines.append(curve_note(scaling) + (hint if node_limit(first.provider) == 1 else ""))
+    lines += [f"note: {n}" for n in notes]
     lines.append(f"time and $/job include {hours(first.setup_hours, exact=True)} of setup per "
                  f"start, as in `gpucost compare`: {first.setup_source}")
     return "\n".join(lines)
@@ -311,7 +349,7 @@ def plot(scaling: Scaling, path: str, title: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    request, scaling, label = build_curve(args)
+    request, scaling, label, notes = build_curve(args)
     first = scaling.points[0].row
     if args.plot:
         plot(scaling, args.plot,
@@ -327,6 +365,7 @@ def run(args: argparse.Namespace) -> int:
             "setup_minutes": first.setup_minutes if first.provider != "local" else 0.0,
             "setup_source": first.setup_source,
             "knee_nodes": scaling.knee,
+            "notes": notes,
             "knee_rule": f"doubling the nodes cuts job time (setup included) by < "
                          f"{KNEE_TIME_CUT:.0%}",
             "points": [{"nodes": p.nodes, "job_hours": p.hours, "compute_hours": p.compute_hours,
@@ -339,7 +378,7 @@ def run(args: argparse.Namespace) -> int:
                         "inter_node_fabric": p.row.inter_node_fabric} for p in scaling.points],
         })
     else:
-        print(render(request, scaling, label))
+        print(render(request, scaling, label, notes))
         if args.plot:
             print(f"plot written to {args.plot}")
     return 0

@@ -15,6 +15,11 @@ Vast states the host's internet link), else the calibrated default. Marketplaces
 fabric: "unknown", assumed TCP at that bandwidth, and the description says so. EFA counts as
 RDMA when the instance is launched with its EFA interface and aws-ofi-nccl, as AWS's deep
 learning images ship it.
+
+A network the user names (``--network-gbps``, ``--transport``) replaces the line rate and
+transport of every offer's fabric and keeps its name; the description says what was set. A
+transport not named stays the fabric's (RDMA only where the provider publishes it), and
+:func:`default_transport` is what a bare group without an offer (`gpucost predict`) assumes.
 """
 
 from __future__ import annotations
@@ -104,6 +109,22 @@ def rules() -> tuple[FabricRule, ...]:
     return read_rules()
 
 
+def default_transport() -> str:
+    """The transport of a group no offer describes: TCP sockets, the transport of a fabric
+    that is not published (RDMA only where a provider publishes it)."""
+    return "tcp"
+
+
+def check_transport(transport: str | None) -> str | None:
+    """``transport`` if it is one of :data:`TRANSPORTS` (or None); a usage error otherwise."""
+    if transport is not None and transport not in TRANSPORTS:
+        from gpucost.errors import InputError
+
+        raise InputError(f"transport must be rdma or tcp, got {transport!r}",
+                         hint="rdma: InfiniBand, EFA or RoCE; tcp: plain Ethernet")
+    return transport
+
+
 def default_gbps() -> float:
     from gpucost.model.translate import calibration
 
@@ -117,19 +138,25 @@ def _rule_for(provider: str, instance_type: str) -> int:
 
 
 @functools.lru_cache(maxsize=4096)
-def _fabric(rule_index: int, provider: str, network_gbps: float | None) -> Fabric:
+def _fabric(rule_index: int, provider: str, network_gbps: float | None,
+            set_gbps: float | None = None, set_transport: str | None = None) -> Fabric:
     rule = rules()[rule_index] if rule_index < len(rules()) else None
     name = rule.fabric if rule is not None else UNKNOWN
     source = rule.source if rule is not None else f"no fabric rule for provider {provider!r}"
     assumed: list[str] = []
-    transport = rule.transport if rule is not None else None
+    transport = set_transport or (rule.transport if rule is not None else None)
     if transport is None:
-        transport = "tcp"
+        transport = default_transport()
         assumed.append("no published fabric, so TCP sockets")
     gbps = rule.gbps if rule is not None and rule.gbps is not None else network_gbps
-    if gbps is None:
+    if set_gbps is not None:
+        gbps = set_gbps
+    elif gbps is None:
         gbps = default_gbps()
         assumed.append(f"bandwidth not stated, so the default {gbps:g} Gbit/s")
+    named = [w for w, v in (("--network-gbps", set_gbps), ("--transport", set_transport)) if v]
+    if named:
+        assumed.append(f"{' and '.join(named)} as given")
     return Fabric(name, transport, float(gbps), ", ".join(assumed), source)
 
 
@@ -171,10 +198,13 @@ def _rule_indices(provider: np.ndarray, instance_type: np.ndarray) -> np.ndarray
 
 
 def resolve_fabrics(provider: np.ndarray, instance_type: np.ndarray,
-                    network_gbps: np.ndarray) -> Fabrics:
+                    network_gbps: np.ndarray, *, set_gbps: float | None = None,
+                    set_transport: str | None = None) -> Fabrics:
     """:func:`fabric_for` over an offers table's columns: one comparison per rule, one
     :class:`Fabric` per distinct (rule, stated bandwidth). ``description`` is an object array
-    (each distinct text stored once)."""
+    (each distinct text stored once). ``set_gbps`` and ``set_transport``: the network the user
+    named, in place of every fabric's line rate and transport."""
+    check_transport(set_transport)
     if len(provider) == 0:
         return Fabrics(np.array([], dtype=float), np.array([], dtype=str),
                        np.array([], dtype=object))
@@ -189,7 +219,8 @@ def resolve_fabrics(provider: np.ndarray, instance_type: np.ndarray,
     key = (rule * len(p_names) + p_code.reshape(-1)) * len(net_values) + net_code.reshape(-1)
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     found = [_fabric(int(rule[i]), str(provider[i]) if unmatched[i] else "",
-                     None if net[i] < 0 else float(net[i])) for i in first]
+                     None if net[i] < 0 else float(net[i]), set_gbps, set_transport)
+             for i in first]
     inverse = inverse.reshape(-1)
     description = np.empty(len(found), dtype=object)
     description[:] = [f.describe() for f in found]

@@ -138,6 +138,7 @@ class Ranking:
         frame.attrs["profile"] = self.profile.name
         frame.attrs["price_sources"] = [s.record() for s in self.sources]
         frame.attrs["unfit_plans"] = len(self.unfit)
+        frame.attrs["notes"] = list(self.notes)  # what a family name matched, stale prices, ...
         return frame
 
 
@@ -281,7 +282,7 @@ class _ConfigCodes:
     node_limit: npt.NDArray[np.int64]  # the provider's largest group
 
     @classmethod
-    def of(cls, offers: Offers) -> _ConfigCodes:
+    def of(cls, offers: Offers, request: Request) -> _ConfigCodes:
         def codes(values: np.ndarray) -> tuple[npt.NDArray[np.int64], int]:
             names, code = np.unique(values, return_inverse=True)
             return code.reshape(-1).astype(np.int64), len(names)
@@ -291,7 +292,8 @@ class _ConfigCodes:
         providers, provider_code = np.unique(offers["provider"], return_inverse=True)
         limits = np.array([node_limit(str(p)) for p in providers], dtype=np.int64)
         fabrics = resolve_fabrics(offers["provider"], offers["instance_type"],
-                                  offers["network_gbps"])
+                                  offers["network_gbps"], set_gbps=request.inter_node_gbps,
+                                  set_transport=request.inter_node_transport)
         return cls(*codes(offers["gpu"]), *codes(offers["intra_node_link"]),
                    *codes(fabrics.gbps), *codes(fabrics.transport),
                    np.asarray(fabrics.gbps, dtype=np.float64),
@@ -513,7 +515,7 @@ def rank(request: Request) -> Ranking:
     stale = sorted({s.source for s in snapshots if is_stale(s, request.stale_days, now)})
     stale_sources = np.array(stale, dtype=object)
     counts = node_counts(filters.max_nodes)
-    codes = _ConfigCodes.of(offers)
+    codes = _ConfigCodes.of(offers, request)
     predictor = _Predictor(request.profile, request.node_gpus)
     per_chunk = max(1, CHUNK_ROWS // len(counts))
     chunks: list[Plans] = []
@@ -543,7 +545,10 @@ def rank(request: Request) -> Ranking:
                     len(s.offers), str(s.path) if s.path else None)
         for s in snapshots
     ]
-    notes = []
+    from gpucost.catalog import match_note
+
+    notes = [note for given, matched in filters.gpu_matches
+             if filters.gpus and (note := match_note(given, matched))]
     if stale:
         notes.append(
             f"price data older than {request.stale_days:g} days from: "

@@ -115,6 +115,9 @@ class Filters:
     filters, which pick among cloud offers, leave it in."""
 
     gpus: tuple[str, ...] = ()  # canonical names; empty = all
+    # each GPU name as given with the canonical names it matched (a family name: every variant);
+    # read only while ``gpus`` is set (a relaxation that drops the GPU filter empties ``gpus``)
+    gpu_matches: tuple[tuple[str, tuple[str, ...]], ...] = ()
     providers: tuple[str, ...] = ()
     regions: tuple[str, ...] = ()  # exact region names or prefixes ("us-", "europe")
     market: Market = "any"
@@ -129,7 +132,11 @@ class Filters:
             parts.append(f">= {self.min_gpu_memory_gb:g} GB per GPU")
         if self.regions:
             parts.append("regions " + ", ".join(self.regions))
-        if self.gpus:
+        if self.gpus and self.gpu_matches:  # a family name with the variants it matched
+            parts.append("GPUs " + ", ".join(
+                f"{given} ({', '.join(names)})" if len(names) > 1 else names[0]
+                for given, names in self.gpu_matches))
+        elif self.gpus:
             parts.append("GPUs " + ", ".join(self.gpus))
         if self.providers:
             parts.append("providers " + ", ".join(self.providers))
@@ -179,6 +186,10 @@ class Request:
     # One node's GPUs when they differ (a mixed node, priced by the caller's one offer named
     # after its slowest member): the slowest sets the pace, the smallest memory the batch.
     node_gpus: tuple[str, ...] = ()
+    # A network the caller names (`gpucost scale --network-gbps/--transport`) in place of every
+    # offer's published fabric between nodes; None keeps each offer's own (fabrics.csv).
+    inter_node_gbps: float | None = None
+    inter_node_transport: str | None = None
 
     def describe(self) -> str:
         """The constraints and filters in words."""
@@ -204,8 +215,9 @@ def make_filters(
     gpu_count: float | Sequence[float] | None = None,
     max_nodes: int = 1,
 ) -> Filters:
-    """Validated filters; GPU names in any spelling the catalog resolves."""
-    from gpucost.catalog import resolve_gpu_name
+    """Validated filters; GPU names in any spelling the catalog resolves, a family name
+    ("A100") meaning every variant of it (:func:`gpucost.catalog.match_gpu_names`)."""
+    from gpucost.catalog import match_gpu_names
 
     if market not in ("any", "on-demand", "spot"):
         raise InputError(f"market must be any, on-demand or spot, got {market!r}")
@@ -220,8 +232,10 @@ def make_filters(
         check_positive("GPU count", c)
     if isinstance(max_nodes, bool) or not isinstance(max_nodes, int) or max_nodes < 1:
         raise InputError(f"max nodes must be a positive integer, got {max_nodes!r}")
+    matches = tuple((str(g), match_gpu_names(str(g))) for g in _as_tuple(gpu))
     return Filters(
-        gpus=tuple(resolve_gpu_name(g) for g in _as_tuple(gpu)),
+        gpus=tuple(dict.fromkeys(name for _, names in matches for name in names)),
+        gpu_matches=matches,
         providers=tuple(p.lower() for p in _as_tuple(provider)),
         regions=_as_tuple(region),
         market=market,  # type: ignore[arg-type]
@@ -282,6 +296,8 @@ def build_request(
     sort: str = "cost",
     stale_days: float = DEFAULT_MAX_AGE_DAYS,
     now: dt.datetime | None = None,
+    inter_node_gbps: float | None = None,
+    inter_node_transport: str | None = None,
 ) -> Request:
     """One validated request from plain values: what every front end calls.
 
@@ -289,8 +305,11 @@ def build_request(
     the ResNet-50 example). The job is ``epochs`` with ``dataset_size``, or ``samples``, or
     ``steps`` (default: the profile's job). ``snapshots`` are used as given; otherwise
     ``prices`` (files or folders; default the newest snapshot per source) are loaded.
-    ``include_local`` adds this machine (True) or a described one.
+    ``include_local`` adds this machine (True) or a described one. ``inter_node_gbps`` and
+    ``inter_node_transport`` replace every offer's network between nodes (default: each offer's
+    published fabric, TCP where none is published).
     """
+    from gpucost.model.fabrics import check_transport
     from gpucost.pricing.snapshot import load_snapshots
     from gpucost.profile import resolve_profile
 
@@ -299,6 +318,9 @@ def build_request(
                         steps=steps)
     if sort not in ("cost", "time"):
         raise InputError(f"sort must be 'cost' or 'time', got {sort!r}")
+    check_transport(inter_node_transport)
+    if inter_node_gbps is not None:
+        check_positive("inter-node network Gbit/s", inter_node_gbps)
     filters = make_filters(gpu=gpu, provider=provider, region=region, market=market,
                            max_price_hr=max_price_hr, min_gpu_memory_gb=min_gpu_memory_gb,
                            gpu_count=gpu_count, max_nodes=max_nodes)
@@ -318,4 +340,5 @@ def build_request(
         loaded.append(local.snapshot())
     return Request(prof, job, tuple(loaded), filters, economics, constraints,
                    sort,  # type: ignore[arg-type]
-                   stale_days, now)
+                   stale_days, now, inter_node_gbps=inter_node_gbps,
+                   inter_node_transport=inter_node_transport)

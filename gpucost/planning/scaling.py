@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from gpucost.errors import InputError
 from gpucost.limits import node_limit
-from gpucost.planning.plans import PlanRow, Plans
-from gpucost.planning.ranking import rank
-from gpucost.planning.request import Request, make_filters
+
+if TYPE_CHECKING:
+    from gpucost.planning.plans import PlanRow, Plans
+    from gpucost.planning.request import Request
 
 KNEE_TIME_CUT = 0.25  # doubling the nodes must cut the job's time by at least this fraction
 SCALING_MAX_NODES = 16
@@ -70,6 +70,8 @@ def knee_nodes(hours: Mapping[int, float], cut: float = KNEE_TIME_CUT) -> int | 
 def offer_curve(plans: Plans, row: PlanRow, max_nodes: int) -> Scaling:
     """The plans of ``row``'s offer and market in ``plans`` (ranked up to 2 x max_nodes, which
     judging the knee at max_nodes needs), as a curve up to ``max_nodes``."""
+    import numpy as np  # here, not at the top: `gpucost --help` reads KNEE_TIME_CUT
+
     mask = ((plans.instance_type == row.instance_type) & (plans.region == row.region)
             & (plans.zone == row.zone) & (plans.market == row.market)
             & (plans.provider == row.provider) & (plans.source == row.source))
@@ -93,6 +95,9 @@ def offer_curve(plans: Plans, row: PlanRow, max_nodes: int) -> Scaling:
 def scaling_curve(request: Request, row: PlanRow, *,
                   max_nodes: int = SCALING_MAX_NODES) -> Scaling:
     """The plan's offer at 1..max_nodes nodes, same market, same economics as the request."""
+    from gpucost.planning.ranking import rank
+    from gpucost.planning.request import make_filters
+
     mine = tuple(s for s in request.snapshots if s.source == row.source)
     filters = make_filters(gpu=row.gpu, provider=row.provider, market=row.market,
                            gpu_count=row.gpu_count, max_nodes=2 * max_nodes)
