@@ -92,3 +92,52 @@ def test_predict_and_scale_say_which_variant_they_took(
     curve = _json(capsys, "scale", "--gpu", "H100", "-N", "2")
     assert curve["gpu"] == "H100 SXM5 80GB"
     assert any("took H100 SXM5 80GB" in n for n in curve["notes"])
+
+
+# --- the host CPU: an offer column, x86-64 unless asked -----------------------------------------
+
+def test_cpu_arch_is_stated_or_inferred_per_offer() -> None:
+    from gpucost.errors import SnapshotError
+    from gpucost.pricing.snapshot import Offers, cpu_archs
+
+    base = {"region": "r", "price_hr": 1.0, "gpu_count": 1}
+    offers = Offers.from_records([
+        {**base, "provider": "lambda", "instance_type": "gpu_1x_gh200", "gpu": "GH200 96GB"},
+        {**base, "provider": "aws", "instance_type": "g5g.xlarge", "gpu": "T4"},
+        {**base, "provider": "aws", "instance_type": "g4dn.xlarge", "gpu": "T4"},
+        {**base, "provider": "x", "instance_type": "t", "gpu": "T4", "cpu_arch": "arm64"},
+    ])
+    assert cpu_archs(offers).tolist() == ["arm64", "arm64", "x86-64", "arm64"]
+    with pytest.raises(SnapshotError, match="cpu_arch"):
+        Offers.from_records([{**base, "provider": "x", "instance_type": "t", "gpu": "T4",
+                              "cpu_arch": "sparc"}])
+
+
+def test_plans_default_to_x86_hosts_and_say_what_they_left_out(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    bert = ["compare", "-p", "bert-large-a100-fp16", "--limit", "100000", "--gpu", "GH200",
+            "--gpu", "H100"]
+    default = _json(capsys, *bert)
+    assert default["plans"] and not [p for p in default["plans"] if p["gpu"].startswith("GH200")]
+    (note,) = [n for n in default["notes"] if "arm64 hosts left out" in n]
+    assert "GH200 96GB" in note and "--cpu-arch any" in note
+    both = _json(capsys, *bert, "--cpu-arch", "any")
+    assert {p["gpu"] for p in both["plans"] if p["gpu"].startswith("GH200")} == {"GH200 96GB"}
+    assert len(both["plans"]) > len(default["plans"])
+    arm = _json(capsys, *bert, "--cpu-arch", "arm64")
+    assert {p["gpu"] for p in arm["plans"]} == {"GH200 96GB"}
+    # scale takes the GPU it is given, whatever host it comes on
+    assert _json(capsys, "scale", "--gpu", "GH200", "-N", "2")["gpu"] == "GH200 96GB"
+
+
+def test_a_profile_measured_on_arm_plans_arm_hosts(tmp_path: Any) -> None:
+    from gpucost.planning.request import build_request
+    from gpucost.profile import resolve_profile
+
+    bert = resolve_profile("bert-large-a100-fp16")
+    arm = bert.with_changes(environment={"platform": "Linux-6.8.0-aarch64-with-glibc2.39"})
+    x86 = bert.with_changes(environment={"platform": "Linux-6.8.0-x86_64-with-glibc2.39"})
+    assert build_request(arm).filters.cpu_arch == "arm64"
+    assert build_request(x86).filters.cpu_arch == "x86-64"
+    assert build_request(bert).filters.cpu_arch == "x86-64"  # none recorded
+    assert build_request(arm, cpu_arch="any").filters.cpu_arch == "any"

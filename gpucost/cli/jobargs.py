@@ -37,6 +37,11 @@ def add_profile_and_job(p: argparse.ArgumentParser) -> None:
     job.add_argument("--samples", type=positive(MAX_JOB_SAMPLES), help="total samples")
     job.add_argument("--steps", type=positive(MAX_JOB_SAMPLES),
                      help="optimizer steps of the profile's global batch")
+    # the workload's host CPU: its image and wheels are built for one (planning.request's
+    # CPU_ARCH_CHOICES, spelled out: --help imports no numpy)
+    p.add_argument("--cpu-arch", choices=("x86-64", "arm64", "any"),
+                   help="host CPU the job runs on (default: the profile's, else x86-64; "
+                   "arm64: Grace GH200/GB200 and Graviton hosts; any: both)")
 
 
 def add_economics(e: Any) -> None:
@@ -151,6 +156,7 @@ def request_from_args(args: argparse.Namespace, **overrides: Any) -> Request:
         min_gpu_memory_gb=opt("min_gpu_memory"),
         gpu_count=opt("gpu_count"),
         max_nodes=opt("max_nodes", 1),
+        cpu_arch=opt("cpu_arch"),
         deadline_hours=opt("deadline_hours"),
         budget_usd=opt("budget"),
         data_gb=opt("data_gb", 0.0),

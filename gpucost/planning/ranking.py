@@ -30,7 +30,7 @@ from gpucost.planning.fit import MemoryPlan, cpu_memory_plan, plan_memory
 from gpucost.planning.plans import PLAN_UNITS, Plans
 from gpucost.planning.request import Filters, Job, Request, SortKey
 from gpucost.pricing.registry import is_stale
-from gpucost.pricing.snapshot import Offers, merge_offers
+from gpucost.pricing.snapshot import Offers, cpu_archs, merge_offers
 from gpucost.profile import Profile
 
 if TYPE_CHECKING:
@@ -172,6 +172,22 @@ def filter_offers(offers: Offers, filters: Filters) -> Offers:
     if filters.gpu_counts:
         mask &= np.isin(offers["gpu_count"], np.array(filters.gpu_counts, dtype=float)) | ~cloud
     return _drop_zone_duplicates(offers.select(mask))
+
+
+def filter_cpu_arch(offers: Offers, filters: Filters) -> tuple[Offers, str]:
+    """The offers on the filters' host CPU (your own machine stays, as with the other filters),
+    and a note on the offers this left out ("" when none)."""
+    if filters.cpu_arch == "any" or not len(offers):
+        return offers, ""
+    arch = cpu_archs(offers)
+    other = (arch != filters.cpu_arch) & (offers["provider"] != "local")
+    if not other.any():
+        return offers, ""
+    gpus = ", ".join(sorted(set(offers["gpu"][other].tolist())))
+    arches = ", ".join(sorted(set(arch[other].tolist())))
+    return offers.select(~other), (
+        f"{int(other.sum()):,} offers on {arches} hosts left out ({gpus}): plans run on "
+        f"{filters.cpu_arch} hosts; --cpu-arch any plans them too")
 
 
 def _drop_zone_duplicates(offers: Offers) -> Offers:
@@ -503,12 +519,12 @@ def rank(request: Request) -> Ranking:
     snapshots = request.snapshots
     offers = merge_offers(snapshots)
     total = len(offers)
-    offers = filter_offers(offers, filters)
+    offers, arch_note = filter_cpu_arch(filter_offers(offers, filters), filters)
     base_offer, base_spot, base_price = _base_rows(offers, filters)
     if not len(base_offer):
         raise NoOffersError(
             f"no offer matches the filters ({total:,} offers before filtering)",
-            hint="relax --gpu/--provider/--region/--max-price-hr/--spot, "
+            hint=arch_note or "relax --gpu/--provider/--region/--max-price-hr/--spot, "
             "or run `gpucost prices show`",
         )
     text = _OfferText.of(offers)
@@ -549,6 +565,7 @@ def rank(request: Request) -> Ranking:
 
     notes = [note for given, matched in filters.gpu_matches
              if filters.gpus and (note := match_note(given, matched))]
+    notes += [arch_note] if arch_note else []
     if stale:
         notes.append(
             f"price data older than {request.stale_days:g} days from: "

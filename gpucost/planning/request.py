@@ -20,6 +20,8 @@ from gpucost.pricing.snapshot import Snapshot
 from gpucost.profile import Profile
 
 Market = Literal["any", "on-demand", "spot"]
+CpuArch = Literal["x86-64", "arm64", "any"]
+CPU_ARCH_CHOICES = ("x86-64", "arm64", "any")
 SortKey = Literal["cost", "time"]
 
 
@@ -125,6 +127,7 @@ class Filters:
     min_gpu_memory_gb: float | None = None
     gpu_counts: tuple[float, ...] = ()
     max_nodes: int = 1
+    cpu_arch: CpuArch = "x86-64"  # the host CPU a plan runs on; "any" takes both
 
     def describe(self) -> str:
         parts = []
@@ -143,6 +146,8 @@ class Filters:
         parts.append({"any": "spot allowed", "on-demand": "on-demand only",
                       "spot": "spot only"}[self.market])
         parts.append(f"up to {self.max_nodes} node{'s' if self.max_nodes > 1 else ''}")
+        if self.cpu_arch != "x86-64":  # the default goes unsaid, as on-demand in plan does
+            parts.append("any host CPU" if self.cpu_arch == "any" else f"{self.cpu_arch} hosts")
         return ", ".join(parts)
 
 
@@ -214,6 +219,7 @@ def make_filters(
     min_gpu_memory_gb: float | None = None,
     gpu_count: float | Sequence[float] | None = None,
     max_nodes: int = 1,
+    cpu_arch: str = "x86-64",
 ) -> Filters:
     """Validated filters; GPU names in any spelling the catalog resolves, a family name
     ("A100") meaning every variant of it (:func:`gpucost.catalog.match_gpu_names`)."""
@@ -221,6 +227,9 @@ def make_filters(
 
     if market not in ("any", "on-demand", "spot"):
         raise InputError(f"market must be any, on-demand or spot, got {market!r}")
+    if cpu_arch not in CPU_ARCH_CHOICES:
+        raise InputError(f"cpu arch must be {', '.join(CPU_ARCH_CHOICES)}, got {cpu_arch!r}",
+                         hint="x86-64 or arm64 hosts, or any for both")
     for name, value in (
         ("max price per hour", max_price_hr),
         ("min GPU memory", min_gpu_memory_gb),
@@ -243,7 +252,19 @@ def make_filters(
         min_gpu_memory_gb=min_gpu_memory_gb,
         gpu_counts=tuple(float(c) for c in counts),
         max_nodes=max_nodes,
+        cpu_arch=cpu_arch,  # type: ignore[arg-type]
     )
+
+
+def profile_cpu_arch(profile: Profile) -> str | None:
+    """The host CPU the profile was measured on, from its environment's platform string
+    (``platform.platform()``: "Linux-6.8.0-x86_64-with-glibc2.39"); None when it records none."""
+    text = str(profile.environment.get("platform", "")).casefold()
+    if "aarch64" in text or "arm64" in text:
+        return "arm64"
+    if "x86_64" in text or "amd64" in text:
+        return "x86-64"
+    return None
 
 
 @dataclass(frozen=True)
@@ -281,6 +302,7 @@ def build_request(
     min_gpu_memory_gb: float | None = None,
     gpu_count: float | Sequence[float] | None = None,
     max_nodes: int = 1,
+    cpu_arch: str | None = None,
     deadline_hours: float | None = None,
     budget_usd: float | None = None,
     data_gb: float = 0.0,
@@ -305,7 +327,9 @@ def build_request(
     the ResNet-50 example). The job is ``epochs`` with ``dataset_size``, or ``samples``, or
     ``steps`` (default: the profile's job). ``snapshots`` are used as given; otherwise
     ``prices`` (files or folders; default the newest snapshot per source) are loaded.
-    ``include_local`` adds this machine (True) or a described one. ``inter_node_gbps`` and
+    ``include_local`` adds this machine (True) or a described one. ``cpu_arch``: the host CPU
+    ("x86-64", "arm64" or "any"; default the profile's, x86-64 where it records none).
+    ``inter_node_gbps`` and
     ``inter_node_transport`` replace every offer's network between nodes (default: each offer's
     published fabric, TCP where none is published).
     """
@@ -323,7 +347,8 @@ def build_request(
         check_positive("inter-node network Gbit/s", inter_node_gbps)
     filters = make_filters(gpu=gpu, provider=provider, region=region, market=market,
                            max_price_hr=max_price_hr, min_gpu_memory_gb=min_gpu_memory_gb,
-                           gpu_count=gpu_count, max_nodes=max_nodes)
+                           gpu_count=gpu_count, max_nodes=max_nodes,
+                           cpu_arch=cpu_arch or profile_cpu_arch(prof) or "x86-64")
     economics = JobParams(
         data_gb=data_gb,
         checkpoint_gb=checkpoint_gb,

@@ -107,11 +107,18 @@ COLUMNS: dict[str, Column] = {
     "network_gbps": _number(math.nan, 0.0, 1e5, "Gbit/s above 0 and at most 100000",
                             above_low=True),  # instance network bandwidth
     "intra_node_link": _text(""),  # "nvlink" | "pcie" | "" (unknown)
+    # the host CPU's architecture, "x86-64" | "arm64"; "" where the source does not say
+    # (:func:`cpu_archs` infers it)
+    "cpu_arch": _text(""),
     # 0..1 host reliability where a marketplace states it
     "reliability": _number(math.nan, 0.0, 1.0, "a reliability from 0 to 1"),
     "fetched_at": _text(""),  # filled from the snapshot when blank
     "source": _text(""),  # filled from the snapshot when blank
 }
+CPU_ARCHS = ("x86-64", "arm64")
+# AWS's GPU instances on Graviton hosts (g5g: T4G); the SkyPilot import leaves them out, a
+# refresh from AWS's own API may not.
+_ARM_INSTANCE_PREFIXES = {"aws": ("g5g.",)}
 NUMERIC = tuple(name for name, column in COLUMNS.items() if column.kind != "str")
 TEXT = tuple(name for name, column in COLUMNS.items() if column.kind == "str")
 _NUMBER_TYPES: frozenset[type] = frozenset({int, float, type(None)})
@@ -221,6 +228,12 @@ class Offers:
                 values = values.tolist()
             out[name] = (_text_column if column.kind == "str" else _number_column)(
                 name, column, values, origin)
+        bad_arch = ~np.isin(out["cpu_arch"], ("", *CPU_ARCHS))
+        if bad_arch.any():
+            row = int(np.flatnonzero(bad_arch)[0])
+            raise SnapshotError(
+                f"{origin}: column 'cpu_arch' row {row}: {_shown(out['cpu_arch'][row])} is not "
+                f"{' or '.join(CPU_ARCHS)}", hint="leave it empty where the source does not say")
         return cls(out)
 
     def to_pandas(self) -> pd.DataFrame:
@@ -231,6 +244,25 @@ class Offers:
     def to_records(self) -> list[dict[str, Any]]:
         cols = {k: v.tolist() for k, v in self.columns.items()}
         return [{k: cols[k][i] for k in cols} for i in range(len(self))]
+
+
+def cpu_archs(offers: Offers) -> np.ndarray:
+    """Each offer's host CPU architecture: the one its source states, else arm64 for a Grace
+    superchip (GH200, GB200: the GPU's catalog form factor is "Superchip") and AWS's Graviton GPU
+    instances, else x86-64 (every other GPU host the sources list)."""
+    from gpucost.catalog.table import entries_by_name
+
+    stated = offers["cpu_arch"]
+    specs = entries_by_name()
+    gpus, code = np.unique(offers["gpu"], return_inverse=True)
+    grace = np.array([g in specs and specs[g].spec.form_factor == "Superchip" for g in gpus],
+                     dtype=bool)[code.reshape(-1)]
+    arm = grace.copy()
+    for provider, prefixes in _ARM_INSTANCE_PREFIXES.items():
+        rows = np.flatnonzero(offers["provider"] == provider)
+        types = offers["instance_type"][rows].tolist()
+        arm[rows[[t.startswith(prefixes) for t in types]]] = True
+    return np.where(stated != "", stated, np.where(arm, "arm64", "x86-64"))
 
 
 def _first_bad_type(values: Sequence[Any], allowed: frozenset[type]) -> int | None:
