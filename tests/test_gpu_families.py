@@ -141,3 +141,17 @@ def test_a_profile_measured_on_arm_plans_arm_hosts(tmp_path: Any) -> None:
     assert build_request(x86).filters.cpu_arch == "x86-64"
     assert build_request(bert).filters.cpu_arch == "x86-64"  # none recorded
     assert build_request(arm, cpu_arch="any").filters.cpu_arch == "any"
+
+
+def test_the_scaling_curve_of_an_arm_plan_keeps_its_host() -> None:
+    """The TUI's curve re-ranks the plan's offer: with the request's CPU architecture, not the
+    default one, which would leave the GH200 out of its own curve."""
+    from gpucost.planning.ranking import rank
+    from gpucost.planning.request import build_request
+    from gpucost.planning.scaling import scaling_curve
+
+    request = build_request(gpu="GH200", cpu_arch="any")
+    row = rank(request).plans.row(0)
+    curve = scaling_curve(request, row, max_nodes=2)
+    assert [p.nodes for p in curve.points] == [1, 2]
+    assert {p.row.gpu for p in curve.points} == {"GH200 96GB"}

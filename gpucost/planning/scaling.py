@@ -100,6 +100,7 @@ def scaling_curve(request: Request, row: PlanRow, *,
 
     mine = tuple(s for s in request.snapshots if s.source == row.source)
     filters = make_filters(gpu=row.gpu, provider=row.provider, market=row.market,
-                           gpu_count=row.gpu_count, max_nodes=2 * max_nodes)
+                           gpu_count=row.gpu_count, max_nodes=2 * max_nodes,
+                           cpu_arch=request.filters.cpu_arch)
     full = rank(replace(request, snapshots=mine, filters=filters))
     return offer_curve(full.plans, row, max_nodes)
