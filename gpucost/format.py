@@ -1,21 +1,30 @@
 """Money, durations and rates for people: the one place every front end formats them.
 
 Tables want short figures ("$1,235", "12 min"); explanations want exact ones ("$1,234.56",
-"12.3 min"), and a local run can cost a fraction of a cent, which must not read as "$0.00".
+"12.3 min"). Money under a dollar keeps three significant digits ("$0.0123", "$0.548"): jobs that
+cost cents must still read apart, and a local run's fraction of a cent must not read "$0.00".
+Every front end rounds a sum the same way, so one figure never reads two ways in one plan.
 """
 
 from __future__ import annotations
 
 import math
 
+SIGNIFICANT = 3  # digits of a sum under a dollar
+
 
 def amount(value: float) -> str:
-    """A sum of money without its unit: to the cent, or two significant digits below a cent
-    (a local run can cost a fraction of one), never in exponent form. NaN reads "-"."""
+    """A sum of money without its unit, never in exponent form: to the cent from a dollar,
+    three significant digits below one ("0.0123", "0.69", "0.004"). NaN reads "-"."""
     if math.isnan(value):
         return "-"
-    if 0 < abs(value) < 0.005:
-        return f"{value:.{1 - math.floor(math.log10(abs(value)))}f}"
+    if value != 0 and abs(value) < 1:
+        decimals = SIGNIFICANT - 1 - math.floor(math.log10(abs(value)))
+        text = f"{value:.{decimals}f}"
+        if abs(float(text)) < 1:  # 0.9996 rounds to 1.000: a dollar, written as dollars
+            # "0.69", not "0.690": zeros past the cent add no digit that tells sums apart
+            whole, _, cents = text.partition(".")
+            return f"{whole}.{cents[:2]}{cents[2:].rstrip('0')}"
     return f"{value:,.2f}"
 
 
@@ -25,15 +34,13 @@ def usd_text(value: float) -> str:
 
 
 def usd(value: float, *, exact: bool = False) -> str:
-    """Dollars: whole dollars from $100 in tables; :func:`amount` with a $ when ``exact``.
+    """Dollars, rounded as :func:`amount`; in tables (not ``exact``) whole dollars from $100.
     NaN reads "-"."""
     if math.isnan(value):
         return "-"
-    if exact:
-        return "-" + "$" + amount(-value) if value < 0 else "$" + amount(value)
-    if abs(value) >= 100:
-        return f"${value:,.0f}"
-    return f"${value:,.2f}"
+    if not exact and abs(value) >= 100:
+        return f"-${-value:,.0f}" if value < 0 else f"${value:,.0f}"
+    return "-$" + amount(-value) if value < 0 else "$" + amount(value)
 
 
 def hours(value: float, *, exact: bool = False) -> str:

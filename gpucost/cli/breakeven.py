@@ -251,20 +251,22 @@ def run(args: argparse.Namespace) -> int:
         doc["assumptions"] = assumptions
         print_document("breakeven", doc)
         return 0
+    from gpucost.format import usd
+
     be = b.breakeven_hours
     lines = [
         f"running:    ${b.running_usd_hr:.4f}/h",
         f"stopped:    ${b.stopped_usd_hr:.4f}/h  = {b.disk_gb:g} GB x ${b.storage_usd_gb_month:g}"
         f"/GB-month / {b.month_hours:g} h per month (disk is billed by allocated size)",
         "destroyed:  $0.0000/h",
-        f"rebuild:    ${b.rebuild_usd:.2f}  = {b.setup_hours * 60:g} min setup x "
-        f"${b.running_usd_hr:.4f}/h (${b.setup_usd:.2f}) + {b.ingress_gb:g} GB in x "
-        f"${b.ingress_usd_gb:g}/GB (${b.ingress_usd:.2f})",
+        f"rebuild:    {usd(b.rebuild_usd, exact=True)}  = {b.setup_hours * 60:g} min setup x "
+        f"${b.running_usd_hr:.4f}/h ({usd(b.setup_usd, exact=True)}) + {b.ingress_gb:g} GB in x "
+        f"${b.ingress_usd_gb:g}/GB ({usd(b.ingress_usd, exact=True)})",
     ]
     if b.p_no_gpus > 0:
         lines.append(
-            f"GPU risk:   {b.p_no_gpus:.0%} x ${b.lost_gpus_usd:.2f} = "
-            f"${b.expected_loss_usd:.2f} expected, paid by stopping"
+            f"GPU risk:   {b.p_no_gpus:.0%} x {usd(b.lost_gpus_usd, exact=True)} = "
+            f"{usd(b.expected_loss_usd, exact=True)} expected, paid by stopping"
         )
     lines.append(
         "break-even: " + ("never (stopping is free)" if be == float("inf") else f"{be:.1f} h idle")

@@ -47,12 +47,18 @@ def print_ranking(ranking: Ranking, total: int, *, show_unfit: bool = False) -> 
     def table_of(plans: Plans, first: int = 1) -> Table:
         table = Table(pad_edge=False, header_style="bold", box=box.SIMPLE_HEAD,
                       padding=(0, 1, 0, 0))
-        # Numbers first: on a narrow terminal the text columns at the right are shortened.
+        rows = list(plans.rows())
+        costs = [usd(row.cost_usd) for row in rows]
+        hourly = [usd(row.usd_per_hour_total) for row in rows]
+        # Numbers first, never cut: on a narrow terminal the text columns at the right are
+        # shortened (money under a dollar has three significant digits: "$0.0143").
         if wide:
             table.add_column("#", justify="right", no_wrap=True)
-        table.add_column("$/job", justify="right", style="bold", no_wrap=True, min_width=6)
+        table.add_column("$/job", justify="right", style="bold", no_wrap=True,
+                         min_width=max([6, *map(len, costs)]))
         table.add_column("time", justify="right", no_wrap=True, min_width=6)
-        table.add_column("$/h", justify="right", no_wrap=True, min_width=6)
+        table.add_column("$/h", justify="right", no_wrap=True,
+                         min_width=max([6, *map(len, hourly)]))
         table.add_column("GPUs", no_wrap=True, overflow="ellipsis", min_width=8, max_width=22)
         table.add_column("market", no_wrap=True, overflow="ellipsis", min_width=8, max_width=9)
         if wide:
@@ -60,14 +66,14 @@ def print_ranking(ranking: Ranking, total: int, *, show_unfit: bool = False) -> 
         for name, width in (("provider", 9), ("region", 16), ("instance", 22)):
             table.add_column(name, no_wrap=True, overflow="ellipsis", min_width=3,
                              max_width=width)
-        for i, row in enumerate(plans.rows()):
+        for i, row in enumerate(rows):
             number = [str(i + first)] if wide else []
             speed = [rate(row.throughput)] if wide else []
             table.add_row(
                 *number,
-                usd(row.cost_usd),
+                costs[i],
                 hours(row.total_hours),
-                usd(row.usd_per_hour_total),
+                hourly[i],
                 _gpus(row.gpu, row.gpu_count, row.nodes),
                 _market(row.market, row.risk),
                 *speed,

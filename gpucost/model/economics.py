@@ -20,7 +20,10 @@ classic result for restart-from-scratch under exponential failures). Without che
 whole job is one segment: an interruption at 80 % loses the 80 % and bills it. With a
 checkpoint of ``C`` hours every ``tau`` hours of work, the job is ``W / tau`` segments of
 ``tau + C``; ``tau`` is the Young/Daly interval ``sqrt(2 C / rate)``. The model uses whichever
-of the two is cheaper (checkpointing a job shorter than its interval only costs writes).
+of the two is cheaper (checkpointing a job shorter than its interval only costs writes). A spot
+instance's own disk goes with it when it is reclaimed, so on spot only checkpoints kept in an
+object store (``s3://``, :func:`outlives_instance`) are resumed from: without one a spot run is
+priced as restart-from-zero, however often it would write checkpoints.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from gpucost.format import usd
 from gpucost.pricing.rates import HYPERSCALER_MONTH_HOURS
 
 FloatArray = npt.NDArray[np.float64]
@@ -156,7 +160,8 @@ class Breakeven:
         else:
             text = (
                 f"stop if you will be back within {be:.1f} h, destroy if later "
-                f"(stopped ${self.stopped_usd_hr:.4f}/h vs a ${self.rebuild_usd:.2f} rebuild)"
+                f"(stopped ${self.stopped_usd_hr:.4f}/h vs a "
+                f"{usd(self.rebuild_usd, exact=True)} rebuild)"
             )
         if idle_hours is not None:
             stop, destroy = idle_costs(
@@ -168,12 +173,12 @@ class Breakeven:
             )
             text += (
                 f"; for {idle_hours:g} h idle: {self.policy(idle_hours)} "
-                f"(stop ${stop:.2f} expected, destroy ${destroy:.2f})"
+                f"(stop {usd(stop, exact=True)} expected, destroy {usd(destroy, exact=True)})"
             )
         if self.p_no_gpus > 0:
             text += (
                 f"; stopping releases the GPUs: a {self.p_no_gpus:.0%} chance they are gone "
-                f"on return costs ${self.expected_loss_usd:.2f} in expectation"
+                f"on return costs {usd(self.expected_loss_usd, exact=True)} in expectation"
             )
         else:
             text += (
@@ -293,6 +298,13 @@ def disk_need(data_gb: float, checkpoint_gb: float, *, checkpoints_kept: int, re
 # ---- interruptions and checkpoints --------------------------------------------------------
 
 
+def outlives_instance(checkpoint_target: str) -> bool:
+    """Whether checkpoints written to ``checkpoint_target`` survive the instance that wrote
+    them (an object store), so a reclaimed spot run can resume from one; a ``local:`` folder
+    is deleted with a reclaimed spot instance."""
+    return checkpoint_target.startswith("s3://")
+
+
 def young_daly_interval_hours(checkpoint_hours: Num, rate_per_hr: Num) -> Num:
     """Work between checkpoints minimising expected loss: sqrt(2 C / rate); inf at rate 0."""
     c, lam = _arr(checkpoint_hours), _arr(rate_per_hr)
@@ -335,27 +347,25 @@ def spot_run(
     *,
     restart_hours: Num | float = 0.0,
     checkpoint_hours: Num | float = 0.0,
-    checkpoints: bool = True,
+    checkpoints: bool | npt.NDArray[np.bool_] = True,
 ) -> SpotRun:
     """Expected run under interruptions, with Young/Daly checkpoints when they pay off.
 
     ``rate_per_hr`` is the group's rate (nodes x per-node rate for a synchronous job).
     ``checkpoint_hours`` is one checkpoint's write time (0 = no checkpoint possible).
+    ``checkpoints`` (per row, or for all): whether an interrupted run can resume from one;
+    where not, it restarts from zero.
     """
     w, lam = _arr(work_hours), _arr(rate_per_hr)
     c, r = _arr(checkpoint_hours), _arr(restart_hours)
     no_ckpt = _arr(expected_segment_hours(w, lam, r))
-    if checkpoints:
-        tau = np.minimum(_arr(young_daly_interval_hours(c, lam)), np.maximum(w, 1e-12))
-        tau = np.where(c > 0, tau, np.inf)
-        finite = np.isfinite(tau)
-        tau_f = np.where(finite, tau, 1.0)
-        n_ckpt = np.where(finite, w / tau_f, 0.0)
-        with_ckpt = n_ckpt * _arr(expected_segment_hours(tau_f + c, lam, r))
-        use = finite & (with_ckpt < no_ckpt)
-    else:
-        use = np.zeros(np.broadcast(w, lam, c, r).shape, dtype=bool)
-        tau, n_ckpt, with_ckpt = np.full(use.shape, np.inf), np.zeros(use.shape), no_ckpt
+    tau = np.minimum(_arr(young_daly_interval_hours(c, lam)), np.maximum(w, 1e-12))
+    tau = np.where(c > 0, tau, np.inf)
+    finite = np.isfinite(tau)
+    tau_f = np.where(finite, tau, 1.0)
+    n_ckpt = np.where(finite, w / tau_f, 0.0)
+    with_ckpt = n_ckpt * _arr(expected_segment_hours(tau_f + c, lam, r))
+    use = finite & (with_ckpt < no_ckpt) & np.asarray(checkpoints, dtype=bool)
     hours = np.where(use, with_ckpt, no_ckpt)
     ckpt_hours = np.where(use, n_ckpt * c, 0.0)
     interruptions = lam * hours  # Poisson arrivals over the time spent running
@@ -387,6 +397,9 @@ class JobParams:
     disk_gb: float | None = None  # allocated per node; None = sized from the above
     interruption_rate_per_hr: float | None = None  # per node; None = from the rates table
     checkpoints: bool = True
+    # Checkpoints go to an object store (:func:`outlives_instance`): only then does a spot run
+    # resume from one after an interruption; without, it is priced as restart-from-zero.
+    object_store_checkpoints: bool = False
     # After a spot interruption capacity may not come back: with this probability it is still
     # missing after max_wait_capacity_hours, and the rest of the job moves to on-demand.
     p_no_capacity: float = 0.0
@@ -574,18 +587,21 @@ def job_costs(
 
     rate, rate_source = terms.interruption_rate, terms.rate_source
     restart_hours = setup_hours + params.checkpoint_hours  # rebuild, then reload
+    is_spot = cols["market"] == "spot"
+    # A reclaimed spot instance takes its disk along: only an object store's checkpoints
+    # resume (an on-demand host that drops out comes back with its disk).
+    resumable = params.checkpoints & (~is_spot | params.object_store_checkpoints)
     run = spot_run(
         w,
         nodes * rate,
         restart_hours=restart_hours,
         checkpoint_hours=params.checkpoint_hours,
-        checkpoints=params.checkpoints,
+        checkpoints=resumable,
     )
     # Falling back to on-demand: after some interruption capacity stays away past the maximum
     # wait (probability 1 - (1 - p)^interruptions); the remaining work, half the job on
     # average, then runs at the on-demand price, and the wait delays the finish.
     od = _arr(cols["on_demand_hr"]) if "on_demand_hr" in cols else price
-    is_spot = cols["market"] == "spot"
     q = params.p_no_capacity
     p_fallback = np.where(
         is_spot & (q > 0), -np.expm1(run.interruptions * np.log1p(-min(q, 1 - 1e-12))), 0.0
