@@ -80,6 +80,10 @@ def test_scale_defaults_to_one_gpu_per_node_as_help_says(
     from gpucost.cli import main
 
     assert _json(capsys, "scale", "--gpu", "T4", "-N", "2")["gpus_per_node"] == 1
+    # no offer has one V100 SXM2 32GB per node (AWS p3dn: 8): the fewest, and a note says so
+    only_eight = _json(capsys, "scale", "--gpu", "V100 SXM2 32GB", "-N", "2")
+    assert only_eight["gpus_per_node"] == 8
+    assert any(n.startswith("-k not given") for n in only_eight["notes"])
     with pytest.raises(SystemExit):
         main(["scale", "--help"])
     assert "default 1" in " ".join(capsys.readouterr().out.split())
