@@ -62,3 +62,21 @@ def test_breakeven_states_the_rebuild_one_way(capsys: pytest.CaptureFixture[str]
     rebuild = next(line for line in out.splitlines() if line.startswith("rebuild:"))
     advice = next(line for line in out.splitlines() if line.startswith("advice:"))
     assert "$0.037 " in rebuild and "vs a $0.037 rebuild" in advice
+
+
+def test_per_gb_prices_say_their_unit_in_json_and_csv(capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
+    # AWS charges $0.09 per GB out: the key said egress_gb, which reads as 0.09 GB moved
+    assert main(["compare", "--provider", "aws", "-n", "1", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (plan,) = doc["plans"]
+    assert plan["egress_usd_per_gb"] == 0.09 and plan["ingress_usd_per_gb"] == 0.0
+    assert "egress_gb" not in plan and "ingress_gb" not in plan
+    assert doc["units"]["egress_usd_per_gb"] == "USD per GB out"
+    assert list(doc["units"]) == list(plan)  # the units name every key, in order
+    assert main(["compare", "--provider", "aws", "-n", "1", "--format", "csv"]) == 0
+    header = capsys.readouterr().out.splitlines()[0].split(",")
+    assert "egress_usd_per_gb" in header and "egress_gb" not in header
+    assert main(["prices", "show", "--rates", "--format", "json"]) == 0
+    aws = next(r for r in json.loads(capsys.readouterr().out)["rates"] if r["provider"] == "aws")
+    assert aws["egress_usd_per_gb"] == 0.09 and "egress_gb" not in aws

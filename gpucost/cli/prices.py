@@ -161,7 +161,8 @@ def _show(args: argparse.Namespace) -> int:
             ["provider", "disk", "$/GB-month", "stopped", "egress $/GB", "ingress $/GB",
              "h/month", "as of"],
             [[r["provider"], r["storage_kind"], _usd(r["storage_gb_month"]),
-              _usd(r["stopped_gb_month"]), _usd(r["egress_gb"]), _usd(r["ingress_gb"]),
+              _usd(r["stopped_gb_month"]), _usd(r["egress_usd_per_gb"]),
+              _usd(r["ingress_usd_per_gb"]),
               f"{r['month_hours']:g}", r["as_of"]] for r in rates],
             right={2, 3, 4, 5, 6}))
         print("\nsetup before training, by instance family (gpucost/model/setup_times.csv has "
@@ -233,8 +234,8 @@ def _rates(providers: Sequence[str]) -> list[dict[str, Any]]:
             "storage_kind": r.storage_kind if r else "unknown",
             "storage_gb_month": r.storage_gb_month if r else None,
             "stopped_gb_month": r.stopped_gb_month if r else None,
-            "egress_gb": r.egress_gb if r else None,
-            "ingress_gb": r.ingress_gb if r else None,
+            "egress_usd_per_gb": r.egress_gb if r else None,
+            "ingress_usd_per_gb": r.ingress_gb if r else None,
             "month_hours": r.month_hours if r else month_hours_for(provider),
             "as_of": r.as_of if r else "",
             "source": r.source if r else "",

@@ -87,11 +87,12 @@ class PlanRow:
         return f"{group}, {self.gpu_count:g}x {self.gpu}{per_node}, {self.market}"
 
     def record(self) -> dict[str, Any]:
-        """JSON-ready: NaN and infinities become None."""
+        """JSON-ready, keyed as :data:`PLAN_UNITS`: NaN and infinities become None."""
         out: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            out[f.name] = None if isinstance(value, float) and not math.isfinite(value) else value
+            out[OUTPUT_NAMES.get(f.name, f.name)] = (
+                None if isinstance(value, float) and not math.isfinite(value) else value)
         return out
 
 
@@ -177,12 +178,20 @@ class Plans:
                       for f in fields(cls)})
 
     def columns(self) -> dict[str, np.ndarray]:
-        """Name -> column, for the edges that want a table (a DataFrame, a CSV)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """Name -> column, for the edges that want a table (a DataFrame, a CSV), named as
+        :data:`PLAN_UNITS`."""
+        return {OUTPUT_NAMES.get(f.name, f.name): getattr(self, f.name) for f in fields(self)}
 
 
-# The plan table's columns and their units, in output order (the fields of PlanRow).
-PLAN_UNITS: dict[str, str] = {
+# What a plan's outputs (JSON, CSV, DataFrame) call the fields whose own name hides their unit:
+# egress_gb and ingress_gb are the offer's prices per GB (the price snapshots' column names), not
+# the GB moved, which a reader of "egress_gb": 0.09 takes them for.
+OUTPUT_NAMES: dict[str, str] = {"egress_gb": "egress_usd_per_gb",
+                                "ingress_gb": "ingress_usd_per_gb"}
+
+# The plan table's columns and their units, in output order (the fields of PlanRow, named as
+# in OUTPUT_NAMES).
+PLAN_UNITS: dict[str, str] = {OUTPUT_NAMES.get(name, name): unit for name, unit in {
     "provider": "",
     "region": "",
     "zone": "",
@@ -208,4 +217,4 @@ PLAN_UNITS: dict[str, str] = {
     "price_date": "date of the price data",
     "source": "price snapshot source",
     "stale": "price data older than the threshold",
-}
+}.items()}
