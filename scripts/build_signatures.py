@@ -25,6 +25,39 @@ not show as a GPU would:
 - torch's flop counter does not count the CPU flash-attention kernel: attention flops are
   counted from the shapes (see Block._attend).
 
+Two more facts per signature come from the census step's forward pass:
+
+- ``activation_bytes_per_sample``: what autograd keeps for the backward pass, at fp32 (the CPU
+  run's dtype), over the batch it ran at (``profiled.batch_size``). A
+  ``saved_tensors_hooks`` pack sees every saved tensor; each storage counts once, whole (a view
+  keeps its base alive), and the model's parameters and buffers are left out (model states,
+  not activations). It includes the input batch where the first layer saves it, integer
+  indices (embedding lookups, max-pool), the loss's saved output (e.g. GPT-2's 50257 logits
+  per token: a cross-entropy keeps as much), the SDPA kernel's output and log-sum-exp (what
+  flash attention keeps on a GPU; never the attention matrix), and for LSTMs oneDNN's
+  workspace (gates and cell states of every time step: what cuDNN's reserve space holds on a
+  GPU, not byte for byte). It leaves out the forward's transient peak, the gradients, the
+  optimizer's state, and dropout masks (these definitions have no dropout). At half
+  precision the floating-point part halves; checkpointing or offload is the user's, not here.
+- ``gemm_shapes``: the shapes of the GEMM-like work, for a wave-quantisation model. A dispatch
+  mode records every forward mm/addmm/bmm/baddbmm/_scaled_mm (linear and matmul reach it as
+  these) as rows M x cols N, a bmm of [B, m, k] x [B, k, n] as B x m rows (its B matrices
+  tile as one GEMM), and every convolution as its implicit GEMM: rows batch x output
+  positions, cols C_out / groups, depth C_in / groups x kernel volume (a transposed one as
+  rows batch x input positions, cols C_out / groups x kernel volume, then a scatter-add).
+  LSTM layers add, from their shapes, one input-projection GEMM over all time steps (rows
+  batch x steps) and one recurrent GEMM per time step (rows batch), both 4 x hidden cols.
+  Each is weighted by its forward flops: the backward's two GEMMs per forward one have the
+  same shapes transposed. Attention kernels are not in it (their own class). Buckets, at most
+  8: grouped by rows per sample (M / batch) and cols, each rounded to the nearest power of 2
+  in log; a bucket's rows and cols are its GEMMs' flops-weighted geometric means, so one
+  bucket may mix two widths (Transformer-base's 1536 and 2048 columns read 1810); the kept
+  buckets' shares are renormalised to 1 (``profiled.gemm_shapes_cover`` says what share of
+  the GEMM flops they hold). Rows per sample scale with the batch in the forward and
+  data-gradient GEMMs; the weight-gradient one (a third of the flops) has the batch in its
+  depth and the weight's shape as its output, so at a small batch it fills more tiles than
+  its forward's shape says.
+
 Torchvision and torchaudio are not importable beside this torch, hence the own definitions.
 """
 
@@ -47,6 +80,7 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch import Tensor, nn  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from gpucost.model.signature import COMPUTE_CLASSES, op_class  # noqa: E402
 from gpucost.profiler.flops import OpCensus  # noqa: E402
@@ -469,29 +503,135 @@ ARCHITECTURES: dict[str, tuple[Callable[[], nn.Module], Callable[[int], tuple[Te
 
 # Kernels a GPU runs per recurrent layer, direction and time step (forward 1 + backward 2).
 RECURRENT_KERNELS_PER_STEP = 3
+GEMM_BUCKETS = 8  # (rows per sample, cols) classes kept in "gemm_shapes"
+
+GemmShape = tuple[int, int, float]  # (rows M, cols N, forward flops) of one GEMM
 
 
-def _recurrent_counter(model: nn.Module) -> tuple[dict[str, float], list[Any]]:
-    """Hooks that count LSTM flops (forward + backward) and GPU kernels from the layer shapes."""
+def _recurrent_counter(model: nn.Module) -> tuple[dict[str, float], list[GemmShape], list[Any]]:
+    """Hooks that count LSTM flops (forward + backward), GPU kernels and forward GEMM shapes
+    from the layer shapes."""
     counts = {"flops": 0.0, "kernels": 0.0, "cpu_calls": 0.0, "weight_bytes": 0.0}
+    gemms: list[GemmShape] = []
 
     def hook(mod: nn.Module, args: tuple[Tensor, ...], _out: Any) -> None:
         assert isinstance(mod, nn.LSTM)
         x = args[0]
         b, t = (x.shape[0], x.shape[1]) if mod.batch_first else (x.shape[1], x.shape[0])
         dirs = 2 if mod.bidirectional else 1
+        h = mod.hidden_size
         for layer in range(mod.num_layers):
-            cin = mod.input_size if layer == 0 else mod.hidden_size * dirs
-            macs = 4 * (cin + mod.hidden_size) * mod.hidden_size * b * t * dirs
+            cin = mod.input_size if layer == 0 else h * dirs
+            macs = 4 * (cin + h) * h * b * t * dirs
             counts["flops"] += 3 * 2 * macs
             counts["kernels"] += RECURRENT_KERNELS_PER_STEP * t * dirs
             counts["cpu_calls"] += 2 * dirs  # one fused oneDNN layer forward, one backward
             # Each time step's GEMM re-reads the layer's recurrent weights (forward, and twice
             # backward): bytes a step pays whatever its batch.
-            counts["weight_bytes"] += 3 * 4 * mod.hidden_size * mod.hidden_size * 4 * t * dirs
+            counts["weight_bytes"] += 3 * 4 * h * h * 4 * t * dirs
+            # As cuDNN runs a layer: the input projection of all time steps in one GEMM (it
+            # does not wait on the recurrence), then one GEMM per time step on the hidden
+            # state, batch rows by the four gates.
+            gemms.append((b * t, 4 * h, 2.0 * 4 * cin * h * b * t * dirs))
+            gemms.append((b, 4 * h, 2.0 * 4 * h * h * b * t * dirs))
 
     handles = [m.register_forward_hook(hook) for m in model.modules() if isinstance(m, nn.LSTM)]
-    return counts, handles
+    return counts, gemms, handles
+
+
+class _GemmShapes(TorchDispatchMode):  # type: ignore[misc]
+    """(rows, cols, flops) of every matrix multiply and convolution run inside it, the
+    convolutions as the implicit GEMM a GPU runs them as."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.shapes: list[GemmShape] = []
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (),
+                           kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        shape = _gemm_shape(func.overloadpacket, args, out)
+        if shape is not None:
+            self.shapes.append(shape)
+        return out
+
+
+def _gemm_shape(op: Any, args: Any, out: Any) -> GemmShape | None:
+    aten = torch.ops.aten
+    if op in (aten.mm, aten._scaled_mm):
+        a, w = args[0], args[1]
+        return a.shape[0], w.shape[1], 2.0 * a.shape[0] * w.shape[1] * a.shape[1]
+    if op is aten.addmm:
+        a, w = args[1], args[2]
+        return a.shape[0], w.shape[1], 2.0 * a.shape[0] * w.shape[1] * a.shape[1]
+    if op in (aten.bmm, aten.baddbmm):
+        # [B, m, k] x [B, k, n]: the B matrices tile as one GEMM of B x m rows
+        a, w = (args[0], args[1]) if op is aten.bmm else (args[1], args[2])
+        rows = a.shape[0] * a.shape[1]
+        return rows, w.shape[2], 2.0 * rows * w.shape[2] * a.shape[2]
+    if op is aten.convolution:
+        x, w, transposed, groups = args[0], args[1], args[6], args[8]
+        kernel = math.prod(w.shape[2:])
+        if transposed:
+            # weight [C_in, C_out / groups, k...]: one GEMM per input position (rows) onto
+            # C_out / groups x kernel outputs (cols), then a scatter-add (col2im): the flops
+            # torch's counter counts, and for U-Net's 2x2 stride-2 up-convolution exactly so
+            rows = x.shape[0] * math.prod(x.shape[2:])
+            cols, depth = w.shape[1] * kernel, w.shape[0] // groups
+        else:
+            rows = out.shape[0] * math.prod(out.shape[2:])
+            cols, depth = w.shape[0] // groups, w.shape[1] * kernel
+        return rows, cols, 2.0 * rows * cols * depth * groups
+    return None
+
+
+class _SavedStorages:
+    """Bytes of the storages autograd saves for the backward pass (saved_tensors_hooks pack),
+    each storage once, the model's parameters and buffers left out (model states)."""
+
+    def __init__(self, model: nn.Module) -> None:
+        self._states = {t.untyped_storage().data_ptr()
+                        for t in itertools.chain(model.parameters(), model.buffers())}
+        self._saved: dict[int, int] = {}  # data_ptr -> bytes
+
+    def pack(self, t: Tensor) -> Tensor:
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in self._states:
+            self._saved[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    @staticmethod
+    def unpack(t: Tensor) -> Tensor:
+        return t
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(self._saved.values())
+
+
+def _size(x: float) -> float:
+    """Whole rows/cols from 100 up (GPT-2's 50257 columns, not 50260), else 4 digits."""
+    return float(round(x)) if x >= 100 else float(f"{x:.4g}")
+
+
+def _gemm_buckets(shapes: list[GemmShape], batch: int) -> tuple[list[list[float]], float]:
+    """At most GEMM_BUCKETS [rows per sample, cols, share of the flops], largest share first:
+    the GEMMs grouped by (rows per sample, cols) each rounded to the nearest power of 2 (in
+    log), a group's rows and cols its GEMMs' flops-weighted geometric means (ResNet-50's 14x14
+    stage keeps its 196 rows, GPT-2's head its 50257 columns), the shares of the groups kept
+    renormalised to 1 (4 significant digits: a classifier head's share stays above 0); and the
+    share of all GEMM flops those groups hold."""
+    groups: dict[tuple[int, int], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
+    for rows, cols, n in shapes:
+        group = groups[(round(math.log2(rows / batch)), round(math.log2(cols)))]
+        group[0] += n
+        group[1] += n * math.log(rows / batch)
+        group[2] += n * math.log(cols)
+    kept = sorted(groups.values(), key=lambda g: -g[0])[:GEMM_BUCKETS]
+    total = sum(g[0] for g in kept)
+    buckets = [[_size(math.exp(lr / n)), _size(math.exp(lc / n)), float(f"{n / total:.4g}")]
+               for n, lr, lc in kept]
+    return buckets, total / sum(g[0] for g in groups.values())
 
 
 def profile_architecture(name: str) -> dict[str, Any]:
@@ -508,10 +648,15 @@ def profile_architecture(name: str) -> dict[str, Any]:
     loss().backward()  # warm-up: lazy initialisation, optimizer state
     opt.step()
     opt.zero_grad(set_to_none=True)
-    recurrent, handles = _recurrent_counter(model)
+    recurrent, recurrent_gemms, handles = _recurrent_counter(model)
     ATTENTION_FLOPS[0] = 0.0
+    saved = _SavedStorages(model)
     with OpCensus() as step:
-        loss().backward()
+        with torch.autograd.graph.saved_tensors_hooks(saved.pack, saved.unpack), \
+                _GemmShapes() as gemms:
+            out = loss()
+        out.backward()
+        del out
     for h in handles:
         h.remove()
     with OpCensus() as optim:
@@ -533,11 +678,18 @@ def profile_architecture(name: str) -> dict[str, Any]:
     step_bytes = optim.total_bytes + 3 * param_bytes + recurrent["weight_bytes"]
     # The fused CPU recurrent operators' bytes are mostly their weights (counted per time step
     # in weight_bytes above): left out of the per-sample bytes.
-    sample_bytes = max(step.total_bytes - bytes_by_class["recurrent"] - 3 * param_bytes,
+    sample_bytes = max(step.total_bytes - bytes_by_class.get("recurrent", 0.0) - 3 * param_bytes,
                        0.0) / batch
     kernels = (sum(step.kernel_calls.values()) - recurrent["cpu_calls"] + recurrent["kernels"]
                + sum(optim.kernel_calls.values()))
     per_sample = total / batch
+    shapes = gemms.shapes + recurrent_gemms
+    buckets, covered = _gemm_buckets(shapes, batch)
+    # The forward GEMMs' flops x3 (backward: two GEMMs of each's shape, transposed) against
+    # what the census counted: a shape the dispatch mode missed would show here.
+    gemm_counted = sum(flops.get(c, 0.0) for c in ("gemm", "conv", "recurrent"))
+    print(f"{name:16s} forward GEMM shapes hold {3 * sum(n for *_, n in shapes) / gemm_counted:.3f}"
+          " of the counted GEMM, conv and recurrent flops", flush=True)
     return {
         "description": what,
         "match": match,
@@ -546,7 +698,10 @@ def profile_architecture(name: str) -> dict[str, Any]:
         "bytes_per_flop": float(f"{sample_bytes / per_sample:.4g}"),
         "step_bytes_per_flop": float(f"{step_bytes / per_sample:.4g}"),
         "launches_per_step": round(kernels),
+        "activation_bytes_per_sample": float(f"{saved.total_bytes / batch:.4g}"),
+        "gemm_shapes": buckets,
         "profiled": {"batch_size": batch, "params": sum(p.numel() for p in model.parameters()),
+                     "gemm_shapes_cover": round(covered, 4),
                      "bytes_by_class_per_sample": {c: float(f"{v / batch:.4g}")
                                                    for c, v in sorted(bytes_by_class.items())}},
     }
@@ -577,7 +732,9 @@ def main(argv: list[str] | None = None) -> int:
         signatures[name] = entry
         print(f"{name:16s} {entry['flops_per_sample']:.3g} flops/sample  shares "
               f"{entry['flops_share']}  bytes/flop {entry['bytes_per_flop']:.3g}  "
-              f"launches {entry['launches_per_step']}", flush=True)
+              f"launches {entry['launches_per_step']}  activations "
+              f"{entry['activation_bytes_per_sample'] / 1e6:.1f} MB/sample  GEMM shapes "
+              f"{entry['gemm_shapes'][:3]}", flush=True)
         doc = {  # written after each architecture: a long run keeps what it has profiled
             "provenance": {
                 "written_by": "scripts/build_signatures.py",

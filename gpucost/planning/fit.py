@@ -63,6 +63,15 @@ def _states_gb(profile: Profile, sharding: str, group_gpus: int) -> float:
     return full
 
 
+def need_gb(profile: Profile, *, micro_batch: int, sharding: str, group_gpus: int
+            ) -> tuple[float, str]:
+    """Per-GPU memory one way of running the profile needs (model states sharded as
+    ``sharding`` says over ``group_gpus`` GPUs, plus ``micro_batch`` samples' activations), and
+    the activations' basis: "measured", "estimated" or "states only" (none estimated)."""
+    per_sample, basis = activation_gb_per_sample(profile)
+    return _states_gb(profile, sharding, group_gpus) + (per_sample or 0.0) * micro_batch, basis
+
+
 def plan_memory(profile: Profile, spec: GpuSpec, group_gpus: int) -> MemoryPlan:
     """The first way, cheapest first, that the profile's per-device batch fits on ``spec`` in a
     data-parallel group of ``group_gpus`` GPUs."""
@@ -83,7 +92,7 @@ def plan_memory(profile: Profile, spec: GpuSpec, group_gpus: int) -> MemoryPlan:
             continue
         accum = math.ceil(batch / micro)
         micro = math.ceil(batch / accum)  # the same optimizer step, split evenly
-        peak = states + (per_sample or 0.0) * micro
+        peak, _ = need_gb(profile, micro_batch=micro, sharding=sharding, group_gpus=group_gpus)
         if not sharding and accum == 1:
             return MemoryPlan(True, peak, usable, batch, 1, "", "")
         how = [f"micro-batch {micro} x {accum} accumulation steps"] if accum > 1 else []

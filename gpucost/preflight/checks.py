@@ -260,7 +260,11 @@ def check_timeout(c: Check, ctx: Context) -> CheckResult:
 
 
 def check_memory(c: Check, ctx: Context) -> CheckResult:
-    from gpucost.model.memory import RESERVED_GB, USABLE_FRACTION, fit_memory
+    """The plan's own memory plan ([workload] micro_batch, grad_accum_steps, sharding: what
+    `gpucost plan` re-planned the batch to) against the planning core's rule
+    (:func:`gpucost.planning.fit.need_gb`); a failure's fix is the core's own re-plan."""
+    from gpucost.model.memory import fit_memory, usable_gb
+    from gpucost.planning.fit import need_gb, plan_memory
 
     if ctx.on_cpu:
         return c.skip("the plan runs on the CPU")
@@ -270,10 +274,11 @@ def check_memory(c: Check, ctx: Context) -> CheckResult:
         return c.fail(err.message, f"[offer] gpu: {err.hint}", exit_code=2,
                       file=ctx.display_path, line=ctx.line_of("offer", "gpu"))
     workload = ctx.plan.workload
-    line = ctx.line_of("workload", "batch_size")
-    usable = spec.memory_gb * USABLE_FRACTION - RESERVED_GB
+    line = ctx.line_of("workload", "micro_batch") or ctx.line_of("workload", "batch_size")
+    usable = usable_gb(spec)
+    group = max(int(ctx.plan.total_gpus), 1)
     needs: list[tuple[float, str]] = []
-    advice = ""
+    replan = ""
     try:
         profile = ctx.profile
     except InputError as err:  # reported by the dataloader check; size from the plan alone
@@ -281,14 +286,25 @@ def check_memory(c: Check, ctx: Context) -> CheckResult:
         unreadable = err.message
     else:
         unreadable = ""
+    how = _memory_plan_words(workload.micro_batch, workload.grad_accum_steps, workload.sharding,
+                             group)
     if profile is not None:
-        fit = fit_memory(profile, spec, group_gpus=max(int(ctx.plan.total_gpus), 1),
-                         batch_size=workload.batch_size)
-        usable = fit.usable_gb
-        advice = fit.advice
-        if fit.peak_gb is not None or workload.peak_memory_gb is None:
-            needs.append((fit.peak_gb if fit.peak_gb is not None else fit.states_gb,
-                          f"{fit.basis} from profile {profile.name}"))
+        micro = workload.micro_batch or workload.batch_size or profile.batch_size
+        need, basis = need_gb(profile, micro_batch=micro, sharding=workload.sharding,
+                              group_gpus=group)
+        if basis != "states only" or workload.peak_memory_gb is None:
+            needs.append((need, f"{basis} from profile {profile.name}{how}"))
+        batch = workload.batch_size or profile.batch_size
+        if batch == profile.batch_size:  # the core's own re-plan of this batch
+            core = plan_memory(profile, spec, group)
+            replan = (f"set [workload] micro_batch = {core.micro_batch}, grad_accum_steps = "
+                      f"{core.grad_accum_steps}, sharding = \"{core.sharding}\" "
+                      f"({core.reason}), or re-plan with `gpucost plan`"
+                      if core.fits and core.reason else
+                      "" if core.fits else f"try a GPU with more memory ({core.reason})")
+        else:  # a batch of the plan's own: the core's advice for it
+            advice = fit_memory(profile, spec, group_gpus=group, batch_size=batch).advice
+            replan = "try " + advice.split("; try ", 1)[1] if "; try " in advice else ""
     if workload.peak_memory_gb is not None:
         needs.append((workload.peak_memory_gb, "[workload] peak_memory_gb"))
         line = ctx.line_of("workload", "peak_memory_gb") or line
@@ -301,15 +317,23 @@ def check_memory(c: Check, ctx: Context) -> CheckResult:
         return c.skip("no profile and no [workload] peak_memory_gb to size memory from")
     need, basis = max(needs)
     if need > usable:
-        fix = advice.split("; try ", 1)[1] if "; try " in advice else (
-            "a smaller per-device batch with gradient accumulation, sharded optimizer state "
-            "(ZeRO-2/FSDP), or a GPU with more memory")
+        fix = replan or ("try a smaller per-device batch with gradient accumulation, sharded "
+                         "optimizer state (ZeRO-2/FSDP), or a GPU with more memory")
         return c.fail(f"predicted peak {need:.1f} GB per GPU ({basis}) does not fit the "
                       f"{usable:.1f} GB usable on {spec.name} ({spec.memory_gb:g} GB)",
-                      f"try {fix}", file=ctx.display_path, line=line, peak_gb=need,
+                      fix, file=ctx.display_path, line=line, peak_gb=need,
                       usable_gb=usable)
     return c.ok(f"predicted peak {need:.1f} GB of {usable:.1f} GB usable on {spec.name} "
                 f"({basis})", peak_gb=need, usable_gb=usable)
+
+
+def _memory_plan_words(micro: int | None, accum: int, sharding: str, group: int) -> str:
+    """", micro-batch 38 x 3 accumulation steps, ZeRO-2 over 8 GPUs" (empty: the plain batch)."""
+    parts = ([f"micro-batch {micro} x {accum} accumulation steps"] if accum > 1 and micro
+             else [])
+    if sharding:
+        parts.append(f"{sharding} over {group} GPUs")
+    return "".join(f", {p}" for p in parts)
 
 
 def _free_gb(folder: Path) -> float:

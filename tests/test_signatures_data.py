@@ -1,0 +1,66 @@
+"""The shipped signatures' memory and GEMM-shape facts (scripts/build_signatures.py) are
+physical: positive, normalised, and ResNet-50's activations match a count from its layers."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+
+from gpucost.model.signature import SIGNATURES_PATH, builtin
+
+
+def _entries() -> dict[str, Any]:
+    entries: dict[str, Any] = json.loads(SIGNATURES_PATH.read_text(encoding="utf-8"))["signatures"]
+    return entries
+
+
+@pytest.mark.parametrize("name", sorted(builtin()))
+def test_every_builtin_has_activations_and_normalised_gemm_shapes(name: str) -> None:
+    entry = _entries()[name]
+    assert entry["activation_bytes_per_sample"] > 0
+    shapes = entry["gemm_shapes"]
+    assert 1 <= len(shapes) <= 8
+    assert all(rows > 0 and cols > 0 and share > 0 for rows, cols, share in shapes)
+    assert math.isclose(sum(share for *_, share in shapes), 1.0, abs_tol=1e-3)
+    assert [s[2] for s in shapes] == sorted((s[2] for s in shapes), reverse=True)
+
+
+def _resnet50_kept_bytes() -> float:
+    """fp32 bytes per 224x224 sample autograd keeps in ResNet-50 v1.5, from its layers: the
+    image, every convolution's output and its batch norm's output (the in-place ReLU's too)
+    but the last of a block, whose sum with the shortcut is kept as the ReLU's output (the
+    next block's input), and the max-pool's output."""
+    kept = 3 * 224 * 224 + 2 * 64 * 112 * 112 + 64 * 56 * 56
+    side = 56
+    for stage, (blocks, width) in enumerate(((3, 64), (4, 128), (6, 256), (3, 512))):
+        for block in range(blocks):
+            out = side // 2 if block == 0 and stage > 0 else side
+            kept += 2 * width * side * side  # 1x1 conv and its norm, at the block's input size
+            kept += 2 * width * out * out  # 3x3 conv (stride here in v1.5) and its norm
+            kept += 4 * width * out * out * (3 if block == 0 else 2)  # 1x1 up, output, shortcut
+            side = out
+    return 4.0 * kept
+
+
+def test_resnet50_activations_match_a_count_from_its_layers() -> None:
+    measured = _entries()["cnn-classifier"]["activation_bytes_per_sample"]
+    analytic = _resnet50_kept_bytes()  # 84 MB
+    assert analytic / 2 < measured < analytic * 2
+
+
+def test_activations_follow_the_layer_shapes() -> None:
+    entries = _entries()
+    per_sample = {k: e["activation_bytes_per_sample"] for k, e in entries.items()}
+    # BERT-base and ViT-B/16: 12 blocks of width 768 (ff 3072) each, and SDPA keeps no
+    # attention matrix, so what a block keeps is per token: 384 tokens against 197.
+    assert per_sample["encoder-only"] / per_sample["vit"] == pytest.approx(384 / 197, rel=0.1)
+    # Per flop: ResNet-50 keeps two tensors (convolution and batch norm outputs) per
+    # convolution output made at ~390 multiply-adds each (its early stages are 64 channels
+    # wide); a width-768 transformer block keeps ~1.8 tensors per GEMM output made at
+    # 4/3 x 768 (~1000). The CNN keeps ~3x more per flop than each transformer.
+    per_flop = {k: per_sample[k] / e["flops_per_sample"] for k, e in entries.items()}
+    for transformer in ("vit", "encoder-only", "decoder-only"):
+        assert per_flop["cnn-classifier"] > 2 * per_flop[transformer], transformer
