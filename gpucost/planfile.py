@@ -126,6 +126,11 @@ class WorkloadSection:
     sharding: str = field(default="", metadata=_m(choices=("", "ZeRO-2", "FSDP")))
 
 
+# The executor warns, in the run's log and status.json, once the spend passes this share of
+# [safety] budget_cap_usd: before the cap ends the run, while there is still time to act.
+BUDGET_WARN_SHARE = 0.8
+
+
 @dataclass(frozen=True)
 class SafetySection:
     timeout_hours: float = field(metadata=_m(gt=0, doc="the executor's hard wall-clock limit"))
@@ -253,6 +258,24 @@ class Plan:
         if job.steps is not None and self.workload.batch_size is not None:
             return job.steps * self.workload.batch_size * self.total_gpus
         return None
+
+    def budget_cap_text(self) -> str:
+        """The budget cap in words, with where it comes from: "budget cap $300.00 (your
+        budget), warned at 80 % ($240.00)"."""
+        from gpucost.format import usd
+
+        cap, budget, cost = (self.safety.budget_cap_usd, self.job.budget_usd,
+                             self.estimate.cost_usd)
+        if budget is not None and abs(cap - budget) < 0.01:
+            basis = "your budget"
+        else:
+            ratio = cap / cost if cost > 0 else math.inf
+            basis = (f"{ratio:.2f}x the expected {usd(cost, exact=True)}" if ratio < 100
+                     else f"over 100x the expected {usd(cost, exact=True)}")
+            if budget is not None:
+                basis += f"; your budget is {usd(budget, exact=True)}"
+        return (f"budget cap {usd(cap, exact=True)} ({basis}), warned at "
+                f"{BUDGET_WARN_SHARE * 100:.0f} % ({usd(cap * BUDGET_WARN_SHARE, exact=True)})")
 
     def workdir(self, plan_path: str | os.PathLike[str]) -> Path:
         """The job's working folder: ``[job] workdir`` relative to the plan file's folder."""

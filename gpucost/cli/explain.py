@@ -118,8 +118,8 @@ def explain_lines(plan: Plan) -> list[str]:
     lines.append(f"{'total':<14}{_usd(e.cost_usd):>12}  expected, over {_dur(e.hours)} wall clock")
     lines += [
         "",
-        f"safety: the executor stops at {plan.safety.timeout_hours:g} h or "
-        f"{_usd(plan.safety.budget_cap_usd)}; throughput checked on arrival within "
+        f"safety: the executor stops at {plan.safety.timeout_hours:g} h or at the "
+        f"{plan.budget_cap_text()}; throughput checked on arrival within "
         f"{plan.safety.verify_margin_pct:g} % ({plan.safety.verify_action})",
     ]
     if o.market == "spot":

@@ -78,7 +78,9 @@ def add_job_arguments(p: argparse.ArgumentParser) -> None:
     w.add_argument(
         "--checkpoint-target",
         default="local:checkpoints",
-        help="local:<dir> or s3://bucket/prefix (default local:checkpoints)",
+        help="local:<dir> or s3://bucket/prefix (default local:checkpoints); a spot plan "
+        "resumes only from s3:// (a reclaimed instance takes its disk along), and is priced "
+        "as restarting from zero without one",
     )
 
 
@@ -108,10 +110,17 @@ def register(sub: Any) -> None:
 
 def build_advice(args: argparse.Namespace) -> Advice:
     """The advice for the arguments (the plan and explain commands share it)."""
+    import dataclasses
+
     from gpucost.cli.jobargs import request_from_args
+    from gpucost.model.economics import outlives_instance
     from gpucost.planning.advice import advise
 
-    return advise(request_from_args(args, market="any" if args.spot else "on-demand"))
+    request = request_from_args(args, market="any" if args.spot else "on-demand")
+    # Spot runs resume only from checkpoints the plan keeps in an object store: priced so.
+    economics = dataclasses.replace(
+        request.economics, object_store_checkpoints=outlives_instance(args.checkpoint_target))
+    return advise(dataclasses.replace(request, economics=economics))
 
 
 def chosen_plan(args: argparse.Namespace, advice: Advice) -> Any:
@@ -228,6 +237,8 @@ def run(args: argparse.Namespace) -> int:
     if len(advice.ranking.unfit):
         lines += ["", f"{len(advice.ranking.unfit):,} plans left out: the per-device batch fits "
                   "their GPU no way (`gpucost compare --show-unfit` lists them)"]
+    lines += ["", f"the {args.pick} plan's limits: {plan.budget_cap_text()}; timeout "
+              f"{plan.safety.timeout_hours:g} h"]
     if args.output:
         lines += [
             "",

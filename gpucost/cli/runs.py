@@ -243,6 +243,8 @@ def _status(args: argparse.Namespace) -> int:
         lines.append(f"{key:<9} {value:.6g}")
     if status.get("checkpoint"):
         lines.append(f"ckpt      {status['checkpoint']}")
+    if status.get("budget_warning"):
+        lines.append(f"warning   {status['budget_warning']}")
     if status.get("reason"):
         lines.append(f"reason    {status['reason']}")
     if "orphaned" in str(status.get("state")):

@@ -87,6 +87,20 @@ def limit_reached(now: float, timeout_at: float | None, budget_at: float | None)
     return None
 
 
+def budget_warning(cost_usd: float, cap_usd: float) -> str | None:
+    """The warning once the spend passes :data:`~gpucost.planfile.BUDGET_WARN_SHARE` of the
+    budget cap (None before): the launcher says it once in the run's log and status.json, the
+    watchdog in launcher.log, before the cap ends the run."""
+    from gpucost.format import usd_text
+    from gpucost.planfile import BUDGET_WARN_SHARE
+
+    if cap_usd <= 0 or cost_usd < BUDGET_WARN_SHARE * cap_usd:
+        return None
+    return (f"budget warning: {usd_text(cost_usd)} spent, {cost_usd / cap_usd * 100:.0f} % of "
+            f"the {usd_text(cap_usd)} cap; the run stops at the cap (`gpucost stop` ends it "
+            "now)")
+
+
 def become_subreaper() -> bool:
     """Orphaned descendants are handed to this process instead of init (Linux 3.4+)."""
     try:
@@ -262,11 +276,16 @@ def watch(run_id: str, *, timeout_at: float | None, poll_s: float = WATCH_POLL_S
 
     with Ledger() as ledger:
         since: float | None = None  # when the launcher was first seen past a limit
+        warned = False
         while True:
             run = ledger.run(run_id)
             if run.ended_at is not None:
                 return 0
             now = time.time()
+            if not warned and (warning := budget_warning(run.cost_usd(now),
+                                                         run.budget_cap_usd)):
+                warned = True
+                _note(f"run {run_id}: {warning}")
             limit = limit_reached(now, timeout_at, run.budget_at(now))
             if limit is not None:
                 since = now if since is None else since

@@ -28,7 +28,13 @@ from gpucost.errors import CapacityError, ExecutorError, GpuCostError, InputErro
 from gpucost.executor import get_provider, provider_config
 from gpucost.executor.base import JobSpec, Provider, ProvisionRequest, Resource
 from gpucost.executor.checkpoints import CheckpointStore
-from gpucost.executor.guard import EXIT_BUDGET, EXIT_TIMED_OUT, WATCH_POLL_S, start_watchdog
+from gpucost.executor.guard import (
+    EXIT_BUDGET,
+    EXIT_TIMED_OUT,
+    WATCH_POLL_S,
+    budget_warning,
+    start_watchdog,
+)
 from gpucost.executor.ledger import Ledger
 from gpucost.executor.rundir import RunDir
 from gpucost.executor.runlock import RunLock, hold_job
@@ -116,6 +122,7 @@ class Runner:
         self.messages: list[str] = []
         self.hardware: dict[str, Any] | None = None  # the on-arrival matmul's report
         self._verification: VerifyResult | None = None
+        self._budget_warning: str | None = None  # said once the spend nears the cap
         self._started = 0.0
         self._lock = RunLock(())
         self._early_notes: list[str] = []
@@ -380,6 +387,10 @@ class Runner:
             progress = self.run_dir.read_progress()
             elapsed = time.time() - self._started
             cost = self._cost(elapsed)
+            if self._budget_warning is None and (
+                    warning := budget_warning(cost, safety.budget_cap_usd)):
+                self._budget_warning = warning
+                self._say(warning)
             if progress and not verified and progress.get("throughput"):
                 verified = True
                 check = verify_throughput(plan, float(progress["throughput"]), self._price_hr)
@@ -449,6 +460,7 @@ class Runner:
             "epoch": None, "epochs": self.plan.job.epochs, "eta_s": None, "metrics": {},
             "throughput": None, "planned_throughput": self.plan.workload.throughput,
             "launcher_pid": os.getpid(), "final": final,
+            "budget_warning": self._budget_warning,
         }
         if progress is None:
             progress = self.run_dir.read_progress()

@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from gpucost.errors import InputError
 from gpucost.format import usd
 from gpucost.marketplace import search_for
-from gpucost.model.economics import breakeven
+from gpucost.model.economics import breakeven, outlives_instance
 from gpucost.planfile import (
+    BUDGET_WARN_SHARE,
     AssumptionsSection,
     CheckpointSection,
     DiskSection,
@@ -29,7 +30,22 @@ from gpucost.planning.advice import Advice, Choice
 from gpucost.planning.reasons import estimate_terms
 
 TIMEOUT_FACTOR = 1.5  # the executor's hard limit, over the expected hours
-BUDGET_CAP_FACTOR = 1.25  # the executor's spending cap, over the expected cost
+BUDGET_CAP_FACTOR = 1.25  # the executor's spending cap over the expected cost, without a budget
+
+
+def budget_cap(cost_usd: float, worst_usd: float, budget_usd: float | None) -> tuple[float, str]:
+    """The executor's spending cap for a plan, whole cents up, and where it comes from: the
+    user's budget when one is given (what they said they would spend; never below the
+    estimate, or the run could not finish), else the larger of the worst case and
+    :data:`BUDGET_CAP_FACTOR` x the expected cost."""
+    if budget_usd is not None:
+        cap, basis = max(budget_usd, cost_usd), "your budget"
+    elif worst_usd > cost_usd * BUDGET_CAP_FACTOR:
+        cap, basis = worst_usd, "the worst case; no budget given"
+    else:
+        cap, basis = cost_usd * BUDGET_CAP_FACTOR, (
+            f"{BUDGET_CAP_FACTOR:g}x the expected cost; no budget given")
+    return math.ceil(round(cap * 100, 6)) / 100, basis
 
 
 def _r(x: float, digits: int = 4) -> float:
@@ -85,9 +101,7 @@ def to_plan(
         policy = "destroy"  # no return planned: stopping would bill the disk for nothing
 
     cost, hours = row.cost_usd, row.total_hours
-    cap = max(cost * BUDGET_CAP_FACTOR, row.worst_usd)
-    if c.budget_usd is not None:
-        cap = max(min(cap, c.budget_usd), cost)
+    cap, cap_basis = budget_cap(cost, row.worst_usd, c.budget_usd)
     max_wait = params.max_wait_capacity_hours
     timeout = hours * TIMEOUT_FACTOR + (max_wait if spot else 0.0)
     if c.deadline_hours is not None:
@@ -130,12 +144,15 @@ def to_plan(
         )
     notes.append(f"after the job: {be.advice(expected_return_hours)}")
     notes.append(
-        f"safety: timeout {timeout:.1f} h and budget cap {usd(cap, exact=True)} for the "
-        f"executor; worst case {usd(row.worst_usd, exact=True)}"
+        f"safety: timeout {timeout:.1f} h and budget cap {usd(cap, exact=True)} "
+        f"({cap_basis}) for the executor, which warns at {BUDGET_WARN_SHARE * 100:.0f} % of it; "
+        f"worst case {usd(row.worst_usd, exact=True)}"
     )
     notes.extend(choice.reasons)
 
-    checkpoints = params.checkpoint_gb > 0
+    # A reclaimed spot instance takes its disk along: there the plan checkpoints only to an
+    # object store, and is priced as restart-from-zero without one (economics.job_costs).
+    checkpoints = params.checkpoint_gb > 0 and (not spot or outlives_instance(checkpoint_target))
     return Plan(
         created_at=(now or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%dT%H:%M:%SZ"),
         job=JobSection(
@@ -185,7 +202,7 @@ def to_plan(
         ),
         safety=SafetySection(  # rounded up: a limit must never fall below the estimate
             timeout_hours=math.ceil(timeout * 1000) / 1000,
-            budget_cap_usd=math.ceil(cap * 100) / 100,
+            budget_cap_usd=cap,
         ),
         checkpoint=CheckpointSection(
             enabled=checkpoints,

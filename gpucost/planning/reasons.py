@@ -8,6 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucost.format import usd
+from gpucost.model.economics import JobParams
 from gpucost.planning.plans import PlanRow
 from gpucost.planning.ranking import Ranking
 
@@ -33,6 +34,19 @@ def estimate_terms(row: PlanRow) -> dict[str, float]:
         "checkpoint_usd": row.checkpoint_usd,
         "spot_rework_usd": row.spot_rework_usd,
     }
+
+
+def spot_restart_note(params: JobParams) -> str:
+    """Why a spot plan is priced as restart-from-zero: an interruption at a fraction f of the
+    work loses f and bills it again."""
+    if params.checkpoint_gb <= 0 or not params.checkpoints:
+        return ("priced as restart-from-zero: no checkpoints (give --checkpoint-gb and an "
+                "s3:// --checkpoint-target to resume)")
+    if not params.object_store_checkpoints:
+        return ("priced as restart-from-zero: no object-store checkpoint target, and local "
+                "checkpoints go with a reclaimed instance (--checkpoint-target "
+                "s3://bucket/prefix resumes)")
+    return "priced as restart-from-zero: the job is shorter than a checkpoint interval"
 
 
 def breakdown(row: PlanRow) -> str:
@@ -90,6 +104,8 @@ def reasons(
         ckpt = (
             f"checkpoint every {interval * 60:.0f} min of work (Young/Daly)"
             if math.isfinite(interval)
+            else spot_restart_note(ranking.request.economics)
+            if row.market == "spot"
             else "no checkpoints"
         )
         out.append(

@@ -40,6 +40,9 @@ CHECKPOINTS_KEPT = 2  # the newest, plus the next one while it is written (atomi
 # this many dollars over it) it no longer does.
 TIMEOUT_SLACK_FACTOR = 2.0
 TIMEOUT_SLACK_USD = 10.0
+# A spot plan that cannot resume is honest when its estimate's rework covers restarts from zero;
+# the plan's own figure adds the reload of a checkpoint to each restart, so it is not below.
+RESTART_PRICED_SHARE = 0.95
 # Moving the data to another continent, USD/GB, list prices (approximate, first tier), assuming
 # it is stored with the compute provider: AWS inter-region transfer 0.02; Azure inter-continental
 # transfer 0.05; GCP inter-continental 0.08 (to or from Asia; 0.05 NA-EU). Data held anywhere
@@ -381,28 +384,51 @@ def check_disk(c: Check, ctx: Context) -> CheckResult:
 
 
 def check_spot(c: Check, ctx: Context) -> CheckResult:
+    """A spot run resumes only from checkpoints that outlive the instance (an object store,
+    :func:`gpucost.model.economics.outlives_instance`); one that cannot resume must be priced
+    as restart-from-zero, as `gpucost plan` prices it, or its estimate assumes a resume it
+    cannot do."""
+    from gpucost.model.economics import outlives_instance
+
     plan = ctx.plan
     if plan.offer.market != "spot":
         return c.skip("on-demand: not interruptible")
     ck = plan.checkpoint
     path = ctx.display_path
     if not ck.enabled:
-        return c.fail("a spot plan without checkpoints: every interruption restarts the job "
-                      "from zero and bills the lost hours again",
-                      "set [checkpoint] enabled = true (with interval_minutes or every_epochs) "
-                      "and have the script save and resume, or use on-demand",
-                      file=path, line=ctx.line_of("checkpoint", "enabled"))
-    if not ck.resume:
-        return c.fail("a spot plan with [checkpoint] resume = false: after an interruption the "
-                      "job starts over although checkpoints exist",
-                      "set [checkpoint] resume = true and load the newest checkpoint at start",
-                      file=path, line=ctx.line_of("checkpoint", "resume"))
-    if ck.target.startswith("local:") and not ctx.is_local:
-        return c.fail(f"checkpoints go to {ck.target}, on the spot instance's own disk, which "
-                      "is deleted with the instance when it is reclaimed: there is nothing to "
-                      "resume from", "set [checkpoint] target = \"s3://bucket/prefix\" (or "
-                      "another store that outlives the instance)",
-                      file=path, line=ctx.line_of("checkpoint", "target"))
+        why = ("a spot plan without checkpoints: every interruption restarts the job from zero "
+               "and bills the lost hours again")
+        fix = ("set [checkpoint] enabled = true (with interval_minutes or every_epochs) and "
+               "have the script save and resume, or use on-demand")
+        line = ctx.line_of("checkpoint", "enabled")
+    elif not ck.resume:
+        why = ("a spot plan with [checkpoint] resume = false: after an interruption the job "
+               "starts over although checkpoints exist")
+        fix = "set [checkpoint] resume = true and load the newest checkpoint at start"
+        line = ctx.line_of("checkpoint", "resume")
+    elif not outlives_instance(ck.target) and not ctx.is_local:
+        why = (f"checkpoints go to {ck.target}, on the spot instance's own disk, which is "
+               "deleted with the instance when it is reclaimed: there is nothing to resume from")
+        fix = ("set [checkpoint] target = \"s3://bucket/prefix\" (or another store that "
+               "outlives the instance)")
+        line = ctx.line_of("checkpoint", "target")
+    else:
+        why = ""
+    if why:
+        restart_usd = _restart_rework_usd(plan)
+        priced = plan.estimate.spot_rework_usd
+        if priced >= RESTART_PRICED_SHARE * restart_usd - 0.005:  # the plan's 4-digit rounding
+            return c.fail(f"{why}; the estimate prices that ({fmt_usd(priced)} of expected "
+                          "rework, restart-from-zero)",
+                          "to resume instead, checkpoint to an object store: re-plan with "
+                          "`gpucost plan --checkpoint-target s3://bucket/prefix` (the script "
+                          "saves and loads them), or use on-demand",
+                          severity="warning", file=path, line=line, spot_rework_usd=priced,
+                          restart_rework_usd=restart_usd)
+        return c.fail(f"{why}; yet the estimate prices only {fmt_usd(priced)} of rework, where "
+                      f"restarts from zero cost {fmt_usd(restart_usd)} expected", fix,
+                      file=path, line=line, spot_rework_usd=priced,
+                      restart_rework_usd=restart_usd)
     rate = plan.spot.interruption_rate_per_hr
     interval_h = _checkpoint_interval_hours(plan)
     if rate > 0 and interval_h is not None and interval_h > 1 / rate:
@@ -417,6 +443,20 @@ def check_spot(c: Check, ctx: Context) -> CheckResult:
                       interval_hours=interval_h, mean_hours_between=1 / rate)
     return c.ok(f"checkpoints to {ck.target}, resume on restart"
                 + (f", every {fmt_hours(interval_h)}" if interval_h is not None else ""))
+
+
+def _restart_rework_usd(plan: Plan) -> float:
+    """Expected USD of lost work and rebuilds when every interruption restarts the job from
+    zero (economics.spot_run without checkpoints), from the plan's own compute and setup."""
+    from gpucost.model.economics import spot_run
+
+    hourly = plan.offer.price_hr * plan.offer.nodes
+    if hourly <= 0:
+        return 0.0
+    run = spot_run(plan.estimate.compute_usd / hourly,
+                   plan.spot.interruption_rate_per_hr * plan.offer.nodes,
+                   restart_hours=plan.estimate.setup_usd / hourly, checkpoints=False)
+    return float(run.rework_hours) * hourly
 
 
 def _checkpoint_interval_hours(plan: Plan) -> float | None:
