@@ -2,33 +2,35 @@
 
     python scripts/fit_calibration.py [--data ../shared/data] [--out gpucost/model/calibration.json]
 
-Single GPU (lambda_throughput_calibration.csv, 1-GPU rows, one median per bench version, model,
-precision and GPU; versions are never compared with each other): time per sample is modelled
-as W * (1 / (peak_flops * eff) + 1 / (tdp * eps) + (kappa + mu / b) / (mem_bw * eff_bw) + eta
-+ nu / b), W the workload's flops per sample (one per version x model x precision, with a tight
-prior at its published flop count), b the per-device batch, eff per compute capability and
-precision class plus a shrunk per-GPU correction (a convolution's; the share of the flops in
-GEMM-like classes runs on tensor cores at a GEMM efficiency of its own per class, shrunk
-towards one per unit and anchored on measured best-matmul rates), eps the sustained flops
-per joule of board power per generation (compute capability major) and precision class (what
-lets an RTX 6000 Ada at 300 W run no faster than an RTX 4090 at 450 W despite twice the listed
-fp32-accumulate peak),
-eff_bw per class plus a shrunk per-GPU correction, kappa (bytes per flop) and
-eta (host seconds per sample: the data pipeline and framework time that no GPU speeds up,
-written per flop of the family's fitted flops per sample; a workload never fitted takes the
-families' median per sample, since it was per flop a 10x heavier model paid 10x the data
-pipeline: leave-one-workload-out 12.7 -> 11.1 %) per model family
-and precision class, and mu, nu the same family's per-step bytes and host time (optimizer and
-weight traffic, kernel launches: paid once per step, so small batches run slower per sample).
-Each family's kappa, mu and nu are its signature's counted bytes, step bytes and kernel
+Single GPU (lambda_throughput_calibration.csv and lambda_throughput_families.csv, 1-GPU rows,
+one median per bench version, model, precision and GPU; versions are never compared with each
+other; Tacotron2's and WaveGlow's throughputs converted to clips and segments, ITEM_UNITS):
+time per sample is modelled as W * (1 / (peak_flops * eff * u) + 1 / (tdp * eps) + (kappa +
+mu / b) / (mem_bw * eff_bw) + eta + nu / b), u the row's tile utilisation at its batch (the
+signature's GEMM shapes on the GPU's SMs, translate.gemm_utilisation; recurrent cells at a
+fitted share of the GEMM efficiency), W the workload's flops per sample (one per version x
+model x precision, with a tight prior at its published flop count), b the per-device batch,
+eff per compute capability and precision class plus a shrunk per-GPU correction (a
+convolution's; the share of the flops in GEMM-like classes runs on tensor cores at a GEMM
+efficiency of its own per class, shrunk towards one per unit and anchored on measured
+best-matmul rates), eps the sustained flops per joule of board power per generation (compute
+capability major) and precision class (what lets an RTX 6000 Ada at 300 W run no faster than an
+RTX 4090 at 450 W despite twice the listed fp32-accumulate peak), eff_bw per class plus a shrunk
+per-GPU correction, kappa (bytes per flop) and eta (host seconds per sample: the data pipeline
+and framework time that no GPU speeds up, written per flop of the family's fitted flops per
+sample; a workload never fitted takes the families' median per sample, since it was per flop a
+10x heavier model paid 10x the data pipeline: leave-one-workload-out 12.7 -> 11.1 %) per model
+family and precision class, and mu, nu the same family's per-step bytes and host time (optimizer
+and weight traffic, kernel launches: paid once per step, so small batches run slower per
+sample). Each family's kappa, mu and nu are its signature's counted bytes, step bytes and kernel
 launches (gpucost/model/signatures.json, FIT_SIGNATURE) times global scales, with a per-family
-deviation shrunk by SIGMA_FAMILY: the scales are what a workload the fit never saw uses.
-The table's fp32 rows ran in NVIDIA's NGC containers with TF32 on for matmuls and
-convolutions, so they are fitted as "tf32" (on GPUs without TF32 units that is plain FP32).
-Least squares on log time with the residuals scaled by SIGMA_DATA against the priors,
-scipy.optimize.least_squares (trust-region reflective, the
-Jacobian's sparsity given). (A robust loss here did worse in leave-one-GPU-out: 11.9 %
-against 9.6 % mean error, before SIGMA_DATA and the power term took it to 7.4 %.)
+deviation shrunk by SIGMA_FAMILY: the scales are what a workload the fit never saw uses. The
+table's fp32 rows ran in NVIDIA's NGC containers with TF32 on for matmuls and convolutions, so
+they are fitted as "tf32" (on GPUs without TF32 units that is plain FP32). Least squares on log
+time with the residuals scaled by SIGMA_DATA against the priors, scipy.optimize.least_squares
+(trust-region reflective, the Jacobian's sparsity given). (A robust loss here did worse in
+leave-one-GPU-out: 11.9 % against 9.6 % mean error, before SIGMA_DATA and the power term took it
+to 7.4 %.)
 
 Scaling (sia_step_times_calibration.csv, multi-GPU rows): step = Pollux overlap of the measured
 1-GPU step with the hierarchical ring all-reduce (see gpucost/model/scaling.py). Link
@@ -82,9 +84,11 @@ from gpucost.model.translate import (  # noqa: E402
     PRECISION_CLASS,
     cuda_core_peak,
     device_class,
+    gemm_utilisation,
     generation,
     math_unit,
     peak_tflops,
+    signature_step_bytes_per_flop,
 )
 
 Vector = NDArray[np.float64]
@@ -99,20 +103,48 @@ FLOPS_PER_SAMPLE_PRIOR = {
     "ssd": 3 * 2 * 2 * 4.1e9 * (300 / 224) ** 2,  # ResNet-50 backbone at 300x300 plus heads (~2x)
     "bert_base_squad": 6 * 85e6 * 384 + 3 * 4 * 384**2 * 768 * 12,  # seq 384 + attention
     "bert_large_squad": 6 * 302e6 * 384 + 3 * 4 * 384**2 * 1024 * 24,
+    # Mask R-CNN R50-FPN at 1333x800: about 260 GMAC forward (backbone, FPN, RPN, box and mask
+    # heads; detectron2/mmdetection model-zoo complexity tables), rough.
+    "maskrcnn": 3 * 2 * 260e9,
+    # Per item as the throughput is converted (ITEM_UNITS): Tacotron2 an utterance of
+    # FRAMES_PER_UTTERANCE mel frames, its signature's flops per frame (linear in frames but
+    # for the attention). WaveGlow (a 16,000-sample segment, its signature's own shape) takes its
+    # signature's counted flops (flops_prior).
+    "tacotron2": 1.3e10 / 80 * 566,
 }
+# Published parameter counts of the calibration workloads (the papers' and NVIDIA
+# DeepLearningExamples' model cards): their once-per-step bytes (optimizer, weights) per flop.
+# SSD300 on ResNet-50 takes the detection signature's own definition's count.
+FAMILY_PARAMS = {"resnet50": 25.6e6, "ssd": 23.9e6, "bert_base_squad": 110e6,
+                 "bert_large_squad": 340e6, "maskrcnn": 44.4e6, "tacotron2": 28.2e6,
+                 "waveglow": 87.9e6}
+# LJSpeech (Tacotron2's and WaveGlow's data set): 13,100 clips, 23.9 h, 22,050 Hz, hop 256: a
+# mean clip of 6.57 s is 566 mel frames. WaveGlow trains on 16,000-sample segments (NVIDIA
+# DeepLearningExamples' --segment-length). Lambda reports these families in frames/s and audio
+# samples/s with the batch in clips / segments: throughput is divided by the units per item so
+# that a step is batch / throughput seconds, as for the other families.
+FRAMES_PER_UTTERANCE = 566
+ITEM_UNITS = {"tacotron2": FRAMES_PER_UTTERANCE, "waveglow": 16000}
 # How a profile's name or description selects a fitted family (first match wins).
 FAMILY_MATCH = {
     "bert_large_squad": ["bert-large", "bert_large", "bert large"],
     "bert_base_squad": ["bert"],
+    "maskrcnn": ["mask r-cnn", "mask-rcnn", "mask_rcnn", "maskrcnn", "mask rcnn"],
     "ssd": ["ssd"],
     "resnet50": ["resnet"],
+    "tacotron2": ["tacotron"],
+    "waveglow": ["waveglow"],
 }
 # The built-in signature (gpucost/model/signatures.json) each calibration workload is an
 # instance of, and its kernel launches relative to the signature's model (BERT-large has 24
 # layers to the signature's BERT-base 12).
 FIT_SIGNATURE = {"resnet50": ("cnn-classifier", 1.0), "ssd": ("detection", 1.0),
                  "bert_base_squad": ("encoder-only", 1.0),
-                 "bert_large_squad": ("encoder-only", 2.0)}
+                 "bert_large_squad": ("encoder-only", 2.0),
+                 "maskrcnn": ("detection", 1.0),
+                 # The decoder runs once per mel frame: 566 frames to the signature's 80.
+                 "tacotron2": ("conv-tts", FRAMES_PER_UTTERANCE / 80),
+                 "waveglow": ("flow-audio", 1.0)}
 # Prior spread (log units) of a fitted workload's bytes and host terms around what its signature
 # predicts at the global scales: a workload never fitted (leave-one-workload-out, a user's new
 # model) gets the signature's prediction itself.
@@ -131,13 +163,26 @@ SIGMA_MEMORY_CLASS = 0.10
 MEMORY_EFFICIENCY_BOUNDS = (0.6, 0.95)
 # Prior spread (log) of a calibration workload's flops per sample around FLOPS_PER_SAMPLE_PRIOR:
 # ResNet-50's and BERT's are exact counts, SSD300's head estimate is rough.
-SIGMA_WORK = {"resnet50": 0.05, "bert_base_squad": 0.05, "bert_large_squad": 0.05, "ssd": 0.3}
+SIGMA_WORK = {"resnet50": 0.05, "bert_base_squad": 0.05, "bert_large_squad": 0.05, "ssd": 0.3,
+              "maskrcnn": 0.5, "tacotron2": 0.5, "waveglow": 0.3}
 # Expected spread of one log throughput around the model (system, driver and container
 # differences between the table's runs): data residuals are divided by it so the priors above
 # weigh against the data as in a posterior. Without it (an implicit 1.0) the per-GPU
 # corrections were shrunk to nothing (|log| < 0.01) and leave-one-GPU-out error was 9.6 %;
 # 0.07-0.15 all give 7.4-7.6 %.
 SIGMA_DATA = 0.10
+
+
+def flops_prior(model_key: str) -> float:
+    """A calibration workload's flops per item: published, else its signature's count (the
+    signature profiled the same shape)."""
+    from gpucost.model.signature import builtin
+
+    if model_key in FLOPS_PER_SAMPLE_PRIOR:
+        return FLOPS_PER_SAMPLE_PRIOR[model_key]
+    counted = builtin()[FIT_SIGNATURE[model_key][0]].flops_per_sample
+    assert counted is not None, model_key
+    return counted
 
 
 def sha256_prefix(path: Path) -> str:
@@ -195,27 +240,42 @@ class Obs:
     batch_size: int
 
 
-def load_lambda(path: Path, resolve: Callable[[str], GpuSpec]) -> tuple[list[Obs], list[str]]:
-    """1-GPU medians per (version, model, precision, GPU); also the GPU names not resolved."""
+def lambda_paths(data: Path) -> tuple[Path, ...]:
+    """The Lambda benchmark tables under a reference-data folder (calibration and families)."""
+    bench = data / "benchmarks"
+    return tuple(p for p in (bench / "lambda_throughput_calibration.csv",
+                             bench / "lambda_throughput_families.csv") if p.exists())
+
+
+def load_lambda(paths: Path | Sequence[Path], resolve: Callable[[str], GpuSpec]
+                ) -> tuple[list[Obs], list[str]]:
+    """1-GPU medians per (version, model, precision, GPU); also the GPU names not resolved.
+    Rows without a batch are skipped; throughputs are per item (ITEM_UNITS)."""
     groups: dict[tuple[str, str, str, str], list[tuple[float, float]]] = defaultdict(list)
     unresolved: set[str] = set()
-    with path.open(newline="") as fh:
-        for row in csv.DictReader(fh):
-            try:
-                name = resolve(row["gpu"]).name
-            except UnknownGpuError:
-                unresolved.add(row["gpu"])
-                continue
-            if row["num_gpus"] != "1":
-                continue
-            # Lambda's runs use NVIDIA's NGC PyTorch containers, which set
-            # TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 (matmuls on TF32; the v0 containers' PyTorch
-            # < 1.12 did by default) on top of cuDNN's TF32 default: their fp32 is "tf32".
-            # (MONAI's docs/source/precision_accelerating.md states the container layer; the
-            # PyTorch 1.12 notes, pytorch#79537, the upstream default change.)
-            precision = "tf32" if row["precision"] == "fp32" else row["precision"]
-            key = (row["bench_version"], row["model_key"], precision, name)
-            groups[key].append((float(row["throughput"]), float(row["batch_size"])))
+    rows: list[dict[str, str]] = []
+    for path in [paths] if isinstance(paths, Path) else paths:
+        with path.open(newline="") as fh:
+            rows.extend(csv.DictReader(fh))
+    for row in rows:
+        if not row["batch_size"].strip():
+            continue
+        try:
+            name = resolve(row["gpu"]).name
+        except UnknownGpuError:
+            unresolved.add(row["gpu"])
+            continue
+        if row["num_gpus"] != "1":
+            continue
+        # Lambda's runs use NVIDIA's NGC PyTorch containers, which set
+        # TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 (matmuls on TF32; the v0 containers' PyTorch
+        # < 1.12 did by default) on top of cuDNN's TF32 default: their fp32 is "tf32".
+        # (MONAI's docs/source/precision_accelerating.md states the container layer; the
+        # PyTorch 1.12 notes, pytorch#79537, the upstream default change.)
+        precision = "tf32" if row["precision"] == "fp32" else row["precision"]
+        key = (row["bench_version"], row["model_key"], precision, name)
+        per_item = ITEM_UNITS.get(row["model_key"], 1)
+        groups[key].append((float(row["throughput"]) / per_item, float(row["batch_size"])))
     obs = [Obs(v, m, p, g, statistics.median(t for t, _ in vals),
                round(statistics.median(b for _, b in vals)))
            for (v, m, p, g), vals in sorted(groups.items())]
@@ -251,6 +311,7 @@ class SingleFit:
     gemm_gpu: dict[str, float]
     gemm_class: dict[str, float]
     gemm_default: dict[str, float]
+    recurrent_efficiency: float  # recurrent cells' share of a GEMM's tensor-core efficiency
     residual_rms_log: float
     residuals_pct: dict[str, float]
 
@@ -279,20 +340,24 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
     for tag, keys in (("p", gens), ("w", works), ("c", classes), ("g", gpus_p), ("m", mclasses),
                       ("b", gpus), ("k", fams), ("h", fams), ("u", fams), ("v", fams),
                       ("K", tclasses), ("H", tclasses), ("U", tclasses), ("V", tclasses),
-                      ("E", tc_units), ("e", tc_classes)):
+                      ("E", tc_units), ("e", tc_classes), ("R", ("recurrent",))):
         for key in keys:
             idx[(tag, key)] = len(idx)
 
-    def sig_log_terms(model_key: str) -> tuple[float, float, float]:
-        """log (bytes per flop, step bytes per flop, launches per flop of one sample)."""
+    def sig_log_terms(model_key: str, pclass: str) -> tuple[float, float, float]:
+        """log (bytes per flop, step bytes per flop, launches per flop of one sample) of a
+        calibration workload at a precision class: its signature's, the step bytes at the
+        workload's own parameters per flop (as a prediction computes them)."""
         name, launch_scale = FIT_SIGNATURE[model_key]
         sig = sigs[name]
-        return (math.log(sig.bytes_per_flop), math.log(sig.step_bytes_per_flop),
-                math.log(sig.launches_per_step * launch_scale / FLOPS_PER_SAMPLE_PRIOR[model_key]))
+        step = signature_step_bytes_per_flop(sig, pclass, FAMILY_PARAMS[model_key],
+                                             flops_prior(model_key))
+        return (math.log(sig.bytes_per_flop), math.log(step),
+                math.log(sig.launches_per_step * launch_scale / flops_prior(model_key)))
     n = len(idx)
     x0 = np.zeros(n)
     for w in works:
-        x0[idx[("w", w)]] = math.log(FLOPS_PER_SAMPLE_PRIOR[w[1]])
+        x0[idx[("w", w)]] = math.log(flops_prior(w[1]))
     for c in classes:
         x0[idx[("c", c)]] = math.log(0.4)
     for m in mclasses:
@@ -303,6 +368,7 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
     # global scales: bytes x K, step bytes x U, host seconds per launch V, host per flop H.
     for u in tc_units:
         x0[idx[("E", u)]] = math.log(0.6)
+    x0[idx[("R", "recurrent")]] = math.log(RECURRENT_EFFICIENCY_PRIOR)
     for t in tclasses:
         x0[idx[("K", t)]] = math.log(0.5)
         x0[idx[("U", t)]] = 0.0  # counted once-per-step bytes (weights, gradients, Adam state)
@@ -313,12 +379,15 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
         s = spec(o.gpu)
         pc = unit(o)
         tc = PRECISION_CLASS[o.precision]
-        lk, lu, lv = sig_log_terms(o.model)
+        lk, lu, lv = sig_log_terms(o.model, tc)
         # Share of the flops in GEMM-like classes, on tensor cores only (a GEMM efficiency apart
         # from the convolutions' is a tensor-core effect; CUDA cores run both alike).
         tensor_cores = not cuda_core_peak(s, pc)
-        gemm_share = sum(sigs[FIT_SIGNATURE[o.model][0]].share(c)
-                         for c in GEMM_LIKE) if tensor_cores else 0.0
+        fit_sig = sigs[FIT_SIGNATURE[o.model][0]]
+        gemm_share = sum(fit_sig.share(c) for c in GEMM_LIKE) if tensor_cores else 0.0
+        recurrent_share = fit_sig.share("recurrent") if tensor_cores else 0.0
+        # What the row's GEMMs and convolutions fill of the GPU's SMs at its batch.
+        utilisation = gemm_utilisation(fit_sig.gemm_shapes, float(o.batch_size), s.sm_count)
         rows.append((idx[("w", (o.version, o.model, o.precision))],
                      idx[("c", (device_class(s), pc))], idx[("g", (o.gpu, pc))],
                      idx[("m", device_class(s))], idx[("b", o.gpu)], idx[("k", (o.model, tc))],
@@ -329,12 +398,15 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
                      o.batch_size, math.log(1.0 / o.throughput), lk, lu, lv, gemm_share,
                      # unused (gemm_share 0) off tensor cores
                      idx[("E", pc)] if tensor_cores else 0,
-                     idx[("e", (device_class(s), pc))] if tensor_cores else 0))
+                     idx[("e", (device_class(s), pc))] if tensor_cores else 0,
+                     recurrent_share, utilisation))
     arr = np.array(rows)
     iw, ic, ig, im, ib, ik, ih, iu, iv, ip, iK, iH, iU, iV = (arr[:, j].astype(int)
                                                               for j in range(14))
     peak, bw, tdp, batch, y, sk, su, sv, gshare = (arr[:, j] for j in range(14, 23))
     iE, ie = arr[:, 23].astype(int), arr[:, 24].astype(int)
+    rshare, util = arr[:, 25], arr[:, 26]
+    iR = idx[("R", "recurrent")]
     # Measured best matmul rates (catalog mamf_bf16_tflops) anchor the GEMM efficiency on the
     # GPUs that have one: predicted GEMM rate = peak x GEMM efficiency, power-capped, against the
     # measurement (the table's workloads alone cannot tell GEMMs from convolutions when the
@@ -373,13 +445,16 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
         prior_sd[idx[("U", t)]] = 0.3
     for tcc in tc_classes:
         prior_sd[idx[("e", tcc)]] = SIGMA_GEMM_CLASS
+    prior_sd[iR] = SIGMA_RECURRENT
 
     def model(x: Vector) -> Vector:
         eff = np.exp(x[ic] + x[ig])
         eff_bw = np.exp(x[im] + x[ib])
         kappa = np.exp(x[iK] + x[ik] + sk) + np.exp(x[iU] + x[iu] + su) / batch
         gemm_eff = np.exp(x[iE] + x[ie] + x[ig])
-        compute = (1.0 - gshare) / (peak * eff) + gshare / (peak * gemm_eff)
+        # Recurrent cells run on the GEMM units at a share of their efficiency of their own.
+        gemm_time = gshare - rshare + rshare / np.exp(x[iR])
+        compute = ((1.0 - gshare) / (peak * eff) + gemm_time / (peak * gemm_eff)) / util
         device = compute + 1.0 / (tdp * np.exp(x[ip])) + kappa / (bw * eff_bw)
         # Host time per sample (the data pipeline's work is per sample, not per flop), over the
         # row's flops per sample to stand beside the device's per-flop terms.
@@ -397,6 +472,7 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
 
     lo = np.full(n, -np.inf)
     hi = np.full(n, np.inf)
+    lo[iR], hi[iR] = math.log(0.02), 0.0  # a share of a GEMM's efficiency
     for c in classes:
         # Shares of the spec-sheet peak (the flops per sample are pinned): at most all of it.
         lo[idx[("c", c)]], hi[idx[("c", c)]] = math.log(0.02), math.log(1.0)
@@ -406,6 +482,7 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
     sparsity = np.zeros((len(obs) + na + n, n), dtype=bool)
     for col in (iw, ic, ig, im, ib, ik, ih, iu, iv, ip, iK, iH, iU, iV, iE, ie):
         sparsity[np.arange(len(obs)), col] = True
+    sparsity[np.arange(len(obs)), iR] = True
     for col in (ac, ag, ap, agen):
         sparsity[len(obs) + np.arange(na), col] = True
     sparsity[len(obs) + na + np.arange(n), np.arange(n)] = True
@@ -425,7 +502,7 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
                  if cuda_core_peak(spec(g), p)]
     mcls = {m: math.exp(x[idx[("m", m)]]) for m in mclasses}
     kap = _by_family(fams, lambda f: math.exp(x[idx[("K", f[1])]] + x[idx[("k", f)]]
-                                              + sig_log_terms(f[0])[0]))
+                                              + sig_log_terms(*f)[0]))
     host_per_sample = _by_family(fams, lambda f: math.exp(x[idx[("H", f[1])]]
                                                           + x[idx[("h", f)]]))
 
@@ -434,9 +511,9 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
         return math.exp(statistics.mean(logs))
     host = _by_family(fams, lambda f: host_per_sample[f[0]][f[1]] / family_flops(f))
     step_bytes = _by_family(fams, lambda f: math.exp(x[idx[("U", f[1])]] + x[idx[("u", f)]]
-                                                     + sig_log_terms(f[0])[1]))
+                                                     + sig_log_terms(*f)[1]))
     step_host = _by_family(fams, lambda f: math.exp(x[idx[("V", f[1])]] + x[idx[("v", f)]]
-                                                    + sig_log_terms(f[0])[2]))
+                                                    + sig_log_terms(*f)[2]))
     scale = {t: {"bytes": math.exp(x[idx[("K", t)]]), "step_bytes": math.exp(x[idx[("U", t)]]),
                  "host_s_per_launch": math.exp(x[idx[("V", t)]])} for t in tclasses}
     return SingleFit(
@@ -466,6 +543,7 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
         gemm_class={f"{c}|{p}": math.exp(x[idx[("E", p)]] + x[idx[("e", (c, p))]])
                     for c, p in tc_classes},
         gemm_default={u: math.exp(x[idx[("E", u)]]) for u in tc_units},
+        recurrent_efficiency=math.exp(x[iR]),
         residual_rms_log=float(np.sqrt(np.mean(res**2))),
         residuals_pct={v: round(statistics.mean(r), 2) for v, r in sorted(by_version.items())},
     )
@@ -510,7 +588,8 @@ def single_calibration(fit: SingleFit) -> dict[str, Any]:
             for key in FAMILY_MATCH if key in fit.bytes_per_flop
         ],
         "signature_scale": {t: _sig(v) for t, v in sorted(fit.signature_scale.items())},
-        "class_efficiency": CLASS_EFFICIENCY,
+        "class_efficiency": {**CLASS_EFFICIENCY,
+                             "recurrent": round(fit.recurrent_efficiency, 4)},
         "gemm_efficiency_gpu": _rounded(fit.gemm_gpu),
         "gemm_efficiency_class": _rounded(fit.gemm_class),
         "gemm_efficiency_default": _rounded(fit.gemm_default),
@@ -525,13 +604,14 @@ def single_calibration(fit: SingleFit) -> dict[str, Any]:
 # Efficiency of each compute class on tensor cores (CUDA-core units: 1 for every class),
 # relative to a GEMM. GEMM-like classes run at their own fitted GEMM efficiency (the "E"/"e"
 # parameters, anchored on measured matmul rates, see SIGMA_ANCHOR), convolutions at the fitted
-# compute efficiency. Attention is a GEMM; recurrent cells are a
-# stated prior: the table has no recurrent workload. Recurrent
-# cells run one GEMM per time step with as many rows as the batch, one time step after another:
-# tensor-core tiles stay partly empty and the step's dependency chain leaves the units idle,
-# where CUDA cores, issuing narrower work, lose little. 0.25 is a stated prior, not a fit;
-# their per-step launches and weight re-reads are counted in the signature.
-CLASS_EFFICIENCY = {"gemm": 1.0, "conv": 1.0, "attention": 1.0, "recurrent": 0.25}
+# compute efficiency, every class at the step's tile utilisation (wave quantisation, from its
+# signature's GEMM shapes and the GPU's SMs). Attention is a GEMM. Recurrent cells run one GEMM
+# per time step, one after another: the dependency chain leaves the units idle between steps
+# beyond what their few tiles already cost. Their share is fitted (on the Tacotron2 rows, the
+# only recurrent family) around a stated prior of 0.25.
+CLASS_EFFICIENCY = {"gemm": 1.0, "conv": 1.0, "attention": 1.0}
+RECURRENT_EFFICIENCY_PRIOR = 0.25
+SIGMA_RECURRENT = 0.5
 GEMM_LIKE = ("gemm", "attention", "recurrent")
 SIGMA_ANCHOR = 0.10  # log spread of a measured best-matmul rate around the model's GEMM rate
 # cuBLAS reaches a similar share of the tensor-core peak on every GPU where cuDNN's convolutions
@@ -815,10 +895,10 @@ def main(argv: Iterable[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     ap.add_argument("--out", type=Path, default=REPO / "gpucost" / "model" / "calibration.json")
     args = ap.parse_args(list(argv) if argv is not None else None)
-    lam = args.data / "benchmarks" / "lambda_throughput_calibration.csv"
+    lams = lambda_paths(args.data)
     sia = args.data / "benchmarks" / "sia_step_times_calibration.csv"
     nccl = args.data / "nccl_busbw_reference.csv"
-    obs, unresolved = load_lambda(lam, get_gpu)
+    obs, unresolved = load_lambda(lams, get_gpu)
     single = fit_single(obs, get_gpu)
     rows = load_sia(sia)
     scale, jobs = fit_scaling(rows, get_gpu)
@@ -842,8 +922,8 @@ def main(argv: Iterable[str] | None = None) -> int:
             "written_by": "scripts/fit_calibration.py",
             "date": dt.date.today().isoformat(),
             "data": {
-                str(lam.name): {"sha256_prefix": sha256_prefix(lam), "rows_used": len(obs),
-                                "gpus_unresolved": unresolved},
+                **{str(lam.name): {"sha256_prefix": sha256_prefix(lam)} for lam in lams},
+                "lambda 1-GPU medians used": {"rows": len(obs), "gpus_unresolved": unresolved},
                 str(sia.name): {"sha256_prefix": sha256_prefix(sia), "rows_used": len(rows)},
                 str(nccl.name): {"sha256_prefix": sha256_prefix(nccl),
                                  "anchors": nv_used + lat_used + pcie_used + net_used,

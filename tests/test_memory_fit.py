@@ -105,5 +105,9 @@ def test_prediction_memory_uses_the_smallest_member() -> None:
     # By default the group runs the largest batch that fits its smallest member.
     pred = predict(p, gpus_per_node=2, member_gpus=["H100 SXM5 80GB", "L4"])
     assert pred.memory.gpu == "L4" and pred.memory.fits
-    assert pred.batch_reduced_from == p.batch_size and pred.batch_size == kept.memory.micro_batch
+    # ... split evenly: 32 on a GPU that holds 13 runs as 3 micro-steps of 11.
+    micro = kept.memory.micro_batch
+    assert micro is not None and pred.batch_reduced_from == p.batch_size
+    assert pred.grad_accum_steps == math.ceil(p.batch_size / micro)
+    assert pred.batch_size == math.ceil(p.batch_size / pred.grad_accum_steps) <= micro
     assert predict(p, gpu="H100 SXM5 80GB").memory.fits

@@ -3,11 +3,14 @@
 Peak per GPU = model states + activations. Model states with Adam are 16 bytes per parameter
 in both fp32 and mixed precision (weights 4 + gradients 4 + two Adam moments 8; mixed
 precision keeps fp32 master weights, and its fp16 copies are transient). Activations scale with
-the per-device batch: taken from the measured peak when the profile has one, else estimated
-from the flops per sample (a rough rule, good to about a factor of two: measure with the
-profiler for a firm answer). When it does not fit, the advice is a smaller micro-batch with
-gradient accumulation (same optimizer step), or sharding optimizer state and gradients across
-the group (ZeRO-2), or everything (FSDP / ZeRO-3).
+the per-device batch: taken from the measured peak when the profile has one, else from its
+workload signature (what the signature's model code keeps for the backward pass per sample,
+measured by ``scripts/build_signatures.py``, moved to the profile's size: see
+``activation_gb_per_sample``), else from the flops per sample by a rough rule. A profile with
+none of these has no activation estimate: its memory is "unknown", never "fits". When it does
+not fit, the advice is a smaller micro-batch with gradient accumulation (same optimizer step),
+or sharding optimizer state and gradients across the group (ZeRO-2), or everything (FSDP /
+ZeRO-3).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import math
 from dataclasses import dataclass
 
 from gpucost.catalog.spec import GpuSpec
+from gpucost.model.signature import Signature
+from gpucost.model.translate import gpu_spec, workload_signature
 from gpucost.profile import Profile
 
 STATE_BYTES_PER_PARAM = 16.0  # Adam: weights 4 + grads 4 + moments 8 (fp32 or mixed precision)
@@ -50,23 +55,56 @@ class MemoryFit:
         return None if self.peak_gb is None else self.usable_gb - self.peak_gb
 
 
+# Activations kept for backward are stored in the dtype the step computes in: autocast's half
+# precision for amp/fp16/bf16 (the signatures were measured in fp32 on CPU).
+_HALF = ("amp", "fp16", "bf16")
+
+
+def signature_activation_bytes(sig: Signature, param_count: float,
+                               flops_per_sample: float | None) -> float | None:
+    """fp32 activation bytes per sample of a model of ``param_count`` parameters (and
+    ``flops_per_sample``, when known) with ``sig``'s architecture; None when the signature
+    records none.
+
+    What a layer keeps is proportional to tokens (or pixels) x width x depth, its flops to
+    tokens x width^2 x depth and its parameters to width^2 x depth: activations are flops over
+    the width. Families grow width and depth together (depth about width / 64 for transformers,
+    so width ~ parameters^(1/3)), hence activations ~ flops / parameters^(1/3). Unknown flops
+    are the signature's at the same tokens per sample: flops ~ parameters.
+    """
+    if sig.activation_bytes_per_sample is None or not sig.flops_per_sample or not sig.params:
+        return None
+    size = max(param_count, 1.0) / sig.params
+    flops_ratio = (flops_per_sample / sig.flops_per_sample if flops_per_sample
+                   else size)
+    return float(sig.activation_bytes_per_sample * flops_ratio / size ** (1.0 / 3.0))
+
+
 def activation_gb_per_sample(profile: Profile) -> tuple[float | None, str]:
-    """Activation memory per sample (GB) and where the figure comes from."""
+    """Activation memory per sample (GB) and where the figure comes from: "measured" (the
+    profile's peak), "signature" (its workload signature's measured activations), "estimated"
+    (a rule on flops per parameter) or "states only" (no estimate: memory unknown)."""
     states_gb = profile.param_count * STATE_BYTES_PER_PARAM / 1e9
     if profile.peak_memory_gb is not None:
         return max(profile.peak_memory_gb - states_gb, 0.0) / profile.batch_size, "measured"
-    if profile.flops_per_sample is not None:
+    half = 0.5 if profile.precision in _HALF else 1.0
+    sig = workload_signature(profile)
+    kept = (signature_activation_bytes(sig, profile.param_count, profile.flops_per_sample)
+            if sig is not None else None)
+    if kept is not None:
+        per_sample, basis = kept * half / 1e9, "signature"
+    elif profile.flops_per_sample is not None:
         per_param = profile.flops_per_sample / profile.param_count
-        scale = 2.0 if profile.precision in ("fp32", "tf32") else 1.0
-        per_sample = ACTIVATION_BYTES_PER_FLOP_PER_PARAM * per_param * scale / 1e9
-        if profile.gpu != "CPU":
-            from gpucost.model.translate import gpu_spec
-
-            room = usable_gb(gpu_spec(profile.gpu)) - states_gb
-            if room > 0.0:
-                per_sample = min(per_sample, room / profile.batch_size)
-        return per_sample, "estimated"
-    return None, "states only"
+        per_sample = ACTIVATION_BYTES_PER_FLOP_PER_PARAM * per_param * 2.0 * half / 1e9
+        basis = "estimated"
+    else:
+        return None, "states only"
+    if profile.gpu != "CPU":
+        # The measured step ran there at its batch: it cannot have kept more than that room.
+        room = usable_gb(gpu_spec(profile.gpu)) - states_gb
+        if room > 0.0:
+            per_sample = min(per_sample, room / profile.batch_size)
+    return per_sample, basis
 
 
 def usable_gb(spec: GpuSpec) -> float:
@@ -88,10 +126,12 @@ def fit_memory(profile: Profile, spec: GpuSpec, *, group_gpus: int = 1,
     peak = None if activations is None else states + activations
     need = states if peak is None else peak
     if need <= usable:
-        note = "" if peak is not None else (
-            " (activations not estimated: add flops_per_sample or peak_memory_gb)")
+        advice = (f"fits: {need:.1f} of {usable:.1f} GB usable" if peak is not None else
+                  f"memory: unknown (model states {states:.1f} of {usable:.1f} GB usable; "
+                  "activations not estimated: add peak_memory_gb, flops_per_sample or a "
+                  "workload)")
         return MemoryFit(spec.name, spec.memory_gb, usable, peak, states, activations, basis, True,
-                         None, None, f"fits: {need:.1f} of {usable:.1f} GB usable{note}")
+                         None, None, advice)
     micro = None
     accum = None
     options: list[str] = []

@@ -164,7 +164,8 @@ def _source_parts(profile: Profile, gamma: float) -> tuple[float, float, float]:
         step = scaling.compute_given_step_s(step, sync, gamma)
     # No measured breakdown: split the step into device time and the calibrated host share.
     device_per_flop = translate.time_per_flop_s(
-        translate.device_rates(profile.gpu, profile.precision, translate.profile_mix(profile)),
+        translate.device_rates(profile.gpu, profile.precision, translate.profile_mix(profile),
+                               profile.batch_size),
         kappa)
     host = step * eta / (device_per_flop + eta)
     return step - host, 0.0, host
@@ -194,13 +195,13 @@ def _entry(profile: Profile, gamma: float) -> _CacheEntry:
 def _target_compute_s(profile: Profile, source_compute_s: float, gpu: str) -> float:
     """Device compute of one micro-step on ``gpu`` (canonical name)."""
     mix = translate.profile_mix(profile)
-    rates = translate.device_rates(gpu, profile.precision, mix)
+    rates = translate.device_rates(gpu, profile.precision, mix, profile.batch_size)
     kappa, _ = translate.workload_mix(profile)
     if profile.gpu == "CPU":
         return translate.compute_from_flops_s(profile, rates, kappa)
     if gpu == profile.gpu:
         return source_compute_s
-    source = translate.device_rates(profile.gpu, profile.precision, mix)
+    source = translate.device_rates(profile.gpu, profile.precision, mix, profile.batch_size)
     return source_compute_s * translate.compute_ratio(profile, source, rates, kappa)
 
 
@@ -210,9 +211,11 @@ def _at_batch(profile: Profile, gpu: str, parts: tuple[float, float, float],
     from ``parts`` at the profile's: data loading grows with the batch, device and host time
     with it less their per-step share (``translate.batch_step_factors``)."""
     compute, data, host = parts
+    mix = translate.profile_mix(profile)
     device_f, host_f = translate.batch_step_factors(
         translate.workload_terms(profile),
-        translate.device_rates(gpu, profile.precision, translate.profile_mix(profile)),
+        translate.device_rates(gpu, profile.precision, mix, profile.batch_size),
+        translate.device_rates(gpu, profile.precision, mix, batch_size),
         profile.batch_size, batch_size)
     return compute * device_f, data * batch_size / profile.batch_size, host * host_f
 
@@ -328,9 +331,15 @@ def predict(
     if batch_size is None and fit_batch != "keep":
         fitting = _batch_that_fits(profile, members, k * n)
         if fitting is not None and fitting < b:
-            reduced_from, b = b, fitting
+            reduced_from = b
             if fit_batch == "accumulate":
-                s *= math.ceil(reduced_from / fitting)
+                # The same optimizer step split evenly (as the planning core's memory rule
+                # does): 112 on a GPU that holds 30 runs as 28 x 4, not 30 x 4 = 120 samples.
+                steps = math.ceil(reduced_from / fitting)
+                s *= steps
+                b = math.ceil(reduced_from / steps)
+            else:
+                b = fitting
     slowest = members[0]
     compute = -1.0
     data, host = source_data, source_host

@@ -78,6 +78,13 @@ class Signature:
     flops_per_sample: float | None = None  # of the model the signature was profiled on
     match: tuple[str, ...] = ()  # name tokens that select it
     description: str = ""
+    # What the profiled model keeps for the backward pass per sample (fp32 bytes), and its
+    # parameter count: the activation estimate of a profile that measured no peak memory.
+    activation_bytes_per_sample: float | None = None
+    params: float | None = None
+    # The GEMM-like and convolution work as (rows per sample, output columns, share of those
+    # flops): how many output tiles a micro-batch gives a GPU (wave quantisation).
+    gemm_shapes: tuple[tuple[float, float, float], ...] = ()
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.flops_share) - set(COMPUTE_CLASSES))
@@ -110,6 +117,12 @@ def _from_entry(name: str, entry: Mapping[str, Any]) -> Signature:
                           else None),
         match=tuple(entry.get("match", ())),
         description=str(entry.get("description", "")),
+        activation_bytes_per_sample=(float(entry["activation_bytes_per_sample"])
+                                     if "activation_bytes_per_sample" in entry else None),
+        params=(float(entry["profiled"]["params"]) if "params" in entry.get("profiled", {})
+                else None),
+        gemm_shapes=tuple((float(r), float(c), float(w))
+                          for r, c, w in entry.get("gemm_shapes", ())),
     )
 
 

@@ -13,27 +13,32 @@ the workload's signature, ``gpucost.model.signature``), each on the unit that ru
 cores; tf32 runs both on TF32; amp/fp16/bf16 on the half-precision tensor cores), r_c a class's
 efficiency relative to a GEMM on tensor cores (recurrent cells fill them poorly); on tensor
 cores GEMM-like classes take a GEMM efficiency of their own for ``eff`` (``gemm_efficiency``),
-convolutions the fitted (convolution) one. What a step
-pays once whatever its batch b (optimizer and weight traffic, per-kernel launches) is spread
-over the batch: kappa = kappa_sample + mu / b and eta = eta_sample + nu / b, so a small batch
-runs slower per sample. ``eff`` and ``eff_bw`` are achievable fractions of the spec sheet,
-fitted per compute capability (GeForce apart) and unit on public training benchmarks
-(``calibration.json``, written by ``scripts/fit_calibration.py``), eps (sustained flops per
-joule) per generation (compute capability major) and unit; kappa (bytes per flop, the
-compute/memory mix) and eta, with their per-step parts, are fitted per model family of the
-benchmarks; any other workload takes them from its signature (counted bytes and kernel
+convolutions the fitted (convolution) one. Every compute class runs at the step's tile
+utilisation u(b) at its per-device batch b (``gemm_utilisation``: from the signature's GEMM
+shapes and the GPU's SM count, a small GEMM fills few SMs), so its rate is peak x eff x u(b).
+What a step pays once whatever its batch b (optimizer and weight traffic, per-kernel
+launches) is spread over the batch: kappa = kappa_sample + mu / b and eta = eta_sample + nu / b,
+so a small batch runs slower per sample; a workload never fitted takes mu from its
+signature's bytes per parameter at its own parameters per flop, plus mixed precision's casts
+and gradient scaling (``signature_step_bytes_per_flop``). ``eff`` and ``eff_bw`` are achievable
+fractions of the spec sheet, fitted per compute capability (GeForce apart) and unit on public
+training benchmarks (``calibration.json``, written by ``scripts/fit_calibration.py``), eps
+(sustained flops per joule) per generation (compute capability major) and unit; kappa (bytes per
+flop, the compute/memory mix) and eta, with their per-step parts, are fitted per model family of
+the benchmarks; any other workload takes them from its signature (counted bytes and kernel
 launches at fitted global scales), and kappa comes from the profile when it counts both flops
 and bytes. A profile that measured its host time (``breakdown``) uses that instead of eta; a
 CPU-measured one pays a GPU host's cost per launch (``host_s_per_step``). The device part of a
 measured step is translated by the ratio t(target) / t(source), so the same GPU reproduces the
-measurement exactly. With a per-operator table each operator is translated by what bounds it
-on each GPU (its arithmetic intensity against the GPU's ridge point, i.e. the larger of
-flops/rate and bytes/bandwidth, with a per-launch floor for small kernels).
+measurement exactly. With a per-operator table each operator is translated by what bounds it on
+each GPU (its arithmetic intensity against the GPU's ridge point, i.e. the larger of flops/rate
+and bytes/bandwidth, with a per-launch floor for small kernels).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache, lru_cache
@@ -249,6 +254,9 @@ class Mix:
     shares: tuple[tuple[str, float], ...] = (("gemm", 0.5), ("conv", 0.5))
     matmul_tf32: bool = False
     conv_tf32: bool = True
+    # (rows per sample, output columns, share of the flops) of the step's GEMMs and
+    # convolutions (``signature.Signature.gemm_shapes``); empty: shapes unknown, full tiles.
+    gemm_shapes: tuple[tuple[float, float, float], ...] = ()
 
 
 DEFAULT_MIX = Mix()
@@ -276,17 +284,70 @@ def gemm_efficiency(spec: GpuSpec, unit: str, cal: Mapping[str, Any] | None = No
     return None if eff is None else float(eff)
 
 
+# Output tiles cuBLAS and cuDNN choose between, with the share of the peak each sustains: a
+# tile's operand traffic per flop falls as (rows x columns) / (rows + columns) grows, and NVIDIA
+# states that 128x128 and larger tiles reach the peak where smaller ones, which it picks for
+# small problems to fill the SMs, reach less (Matrix Multiplication Background User's Guide,
+# "Typical Tile Dimensions In cuBLAS And Performance"). Below 128x128 the share is the tile's
+# operand reuse relative to 128x128's: 128x64 -> 42.7 / 64, 64x64 -> 32 / 64.
+GEMM_TILES: tuple[tuple[int, int, float], ...] = (
+    (256, 128, 1.0), (128, 128, 1.0), (128, 64, 2.0 / 3.0), (64, 64, 0.5))
+# Of a training step's three GEMMs per layer (forward, input gradient, weight gradient) two have
+# the forward's output shape (rows grow with the batch); the weight gradient's output is the
+# weight matrix, whose tiles the batch does not change (it is reduced over the batch).
+_BATCH_SHAPED = 2.0 / 3.0
+
+
+@lru_cache(maxsize=65536)
+def tile_utilisation(rows: float, cols: float, sm_count: int) -> float:
+    """Share of the tensor-core peak one GEMM with an output of ``rows`` x ``cols`` reaches on
+    a GPU of ``sm_count`` SMs: the best tile's rate times its tile quantisation (the padded
+    part of edge tiles is wasted work) times the share of SMs its tiles occupy (a GEMM with
+    fewer output tiles than SMs leaves the rest idle throughout). With a wave or more of tiles
+    the libraries balance the last wave (tile choice, split-K, stream-K), so no loss is
+    counted there: what a large GEMM misses of the peak is in its fitted efficiency."""
+    best = 0.0
+    m, n = max(rows, 1.0), max(cols, 1.0)
+    for tm, tn, rate in GEMM_TILES:
+        tiles_m, tiles_n = math.ceil(m / tm), math.ceil(n / tn)
+        padded = (m * n) / (tiles_m * tm * tiles_n * tn)
+        occupied = min(1.0, tiles_m * tiles_n / sm_count)
+        best = max(best, rate * padded * occupied)
+    return best
+
+
+@lru_cache(maxsize=65536)
+def gemm_utilisation(shapes: tuple[tuple[float, float, float], ...], batch_size: float,
+                     sm_count: int | None) -> float:
+    """Time-weighted share of the peak a step's GEMM-like work reaches at a per-device batch:
+    1 / sum(share / utilisation) over its shapes, each shape's utilisation that of its
+    batch-shaped GEMMs (rows = rows per sample x batch) and its weight gradient (full tiles).
+    1.0 when the shapes or the GPU's SM count are unknown."""
+    if not shapes or not sm_count:
+        return 1.0
+    total = sum(w for _, _, w in shapes)
+    seconds = 0.0
+    for rows, cols, share in shapes:
+        forward = tile_utilisation(rows * batch_size, cols, sm_count)
+        seconds += share / total * (_BATCH_SHAPED / forward + (1.0 - _BATCH_SHAPED))
+    return 1.0 / seconds
+
+
 def mixed_rates(spec: GpuSpec, precision: str, mix: Mix,
-                cal: Mapping[str, Any] | None = None) -> DeviceRates:
+                cal: Mapping[str, Any] | None = None, batch_size: float | None = None
+                ) -> DeviceRates:
     """Achievable rates of a step with ``mix`` on ``spec``: each class's flops at its own unit's
     rate (``math_unit``): on tensor cores GEMM-like classes at the fitted GEMM efficiency
     (``gemm_efficiency``) times the class's efficiency relative to a GEMM (``class_efficiency``:
     recurrent cells' per-time-step GEMMs, as many rows as the batch, fill them poorly),
     convolutions at the fitted (convolution) efficiency; each flop also pays the board-power
     term of its unit, as in the fit (1/rate = sum of shares over peak x efficiency + 1 / (TDP x
-    flops per joule))."""
+    flops per joule)). At a per-device ``batch_size`` the compute classes run at the step's
+    GEMM utilisation (``gemm_utilisation``: small GEMMs fill few SMs); None: full tiles."""
     cal = calibration() if cal is None else cal
     relative: Mapping[str, float] = cal.get("class_efficiency", {})
+    utilisation = (1.0 if batch_size is None else
+                   gemm_utilisation(mix.gemm_shapes, float(batch_size), spec.sm_count))
     seconds_per_flop = 0.0
     bytes_per_s = 0.0
     for cls, share in mix.shares:
@@ -298,16 +359,18 @@ def mixed_rates(spec: GpuSpec, precision: str, mix: Mix,
             eff = (gemm_efficiency(spec, unit, cal) or eff) * float(relative.get(cls, 1.0))
         per_joule = flops_per_joule(spec, unit, cal)
         power_s = 1.0 / (spec.tdp_w * per_joule) if per_joule is not None else 0.0
-        seconds_per_flop += share * (1.0 / (peak_tflops(spec, unit) * 1e12 * eff) + power_s)
+        seconds_per_flop += share * (1.0 / (peak_tflops(spec, unit) * 1e12 * eff * utilisation)
+                                     + power_s)
         bytes_per_s = spec.mem_bw_gbs * 1e9 * eff_bw
     return DeviceRates(flops_per_s=1.0 / seconds_per_flop, bytes_per_s=bytes_per_s)
 
 
-@lru_cache(maxsize=4096)
-def device_rates(gpu: str, precision: str, mix: Mix = DEFAULT_MIX) -> DeviceRates:
-    """Achievable rates of a catalog GPU at a precision for a step with ``mix``, under the
-    calibration in force."""
-    return mixed_rates(gpu_spec(gpu), precision, mix)
+@lru_cache(maxsize=16384)
+def device_rates(gpu: str, precision: str, mix: Mix = DEFAULT_MIX,
+                 batch_size: float | None = None) -> DeviceRates:
+    """Achievable rates of a catalog GPU at a precision for a step with ``mix`` at a per-device
+    batch (None: full tiles), under the calibration in force."""
+    return mixed_rates(gpu_spec(gpu), precision, mix, batch_size=batch_size)
 
 
 def workload_signature(profile: Profile) -> Signature | None:
@@ -357,7 +420,8 @@ def _profile_mix(profile: Profile) -> Mix:
     matmul_tf32 = str(env.get("float32_matmul_precision", "highest")) in ("high", "medium")
     conv_tf32 = bool(env.get("cudnn_allow_tf32", True))
     shares = DEFAULT_MIX.shares if sig is None else tuple(sorted(sig.flops_share.items()))
-    return Mix(shares=shares, matmul_tf32=matmul_tf32, conv_tf32=conv_tf32)
+    shapes = () if sig is None else sig.gemm_shapes
+    return Mix(shares=shares, matmul_tf32=matmul_tf32, conv_tf32=conv_tf32, gemm_shapes=shapes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -375,6 +439,31 @@ class WorkloadTerms:
         """(kappa, eta) per flop at a per-device batch."""
         return (self.bytes_per_flop + self.step_bytes_per_flop / batch_size,
                 self.host_s_per_flop + self.step_host_s_per_flop / batch_size)
+
+
+# Mixed precision's once-per-step traffic beyond fp32's (the signatures count an fp32 step):
+# autocast casts each fp32 weight to half once per micro-step (read 4 B, write 2 B), and the
+# gradient scaler unscales the gradients in place (read 4, write 4) and checks them for
+# infinities (read 4): 18 B per parameter.
+AMP_STEP_BYTES_PER_PARAM = 18.0
+
+
+def signature_step_bytes_per_flop(sig: Signature, precision: str, param_count: float | None,
+                                  flops_per_sample: float | None) -> float:
+    """Once-per-step bytes over flops per sample for a model of ``param_count`` parameters
+    and ``flops_per_sample`` with ``sig``'s architecture: the signature's counted bytes per
+    parameter (optimizer update, weight reads, gradient writes) times the model's parameters
+    per flop, plus mixed precision's casts and gradient scaling. Without both counts, or for a
+    signature without its own sizes, the model is taken to have the signature's parameters
+    per flop (the same tokens per sample)."""
+    per_param_flop = (sig.params / sig.flops_per_sample
+                      if sig.params and sig.flops_per_sample else None)
+    if per_param_flop is None:
+        return sig.step_bytes_per_flop
+    ratio = (param_count / flops_per_sample if param_count and param_count > 1.0
+             and flops_per_sample else per_param_flop)
+    amp = AMP_STEP_BYTES_PER_PARAM if PRECISION_CLASS[precision] in ("fp16", "bf16") else 0.0
+    return (sig.step_bytes_per_flop / per_param_flop + amp) * ratio
 
 
 # A workload's bytes and host terms at one precision class borrow these when unfitted (fp32
@@ -418,7 +507,8 @@ def workload_terms(profile: Profile, cal: Mapping[str, Any] | None = None) -> Wo
             mu = step_scale * once / profile.flops_per_sample
         elif sig is not None and scale is not None:
             kappa = bytes_scale * sig.bytes_per_flop
-            mu = step_scale * sig.step_bytes_per_flop
+            mu = step_scale * signature_step_bytes_per_flop(
+                sig, profile.precision, profile.param_count, profile.flops_per_sample)
         if scale is not None and flops:
             launches = profile.launches_per_step or (
                 sig.launches_per_step if sig is not None else None)
@@ -463,15 +553,16 @@ def workload_mix(profile: Profile, cal: Mapping[str, Any] | None = None) -> tupl
     return workload_terms(profile, cal).at_batch(profile.batch_size)
 
 
-def batch_step_factors(terms: WorkloadTerms, rates: DeviceRates, batch_size: float,
-                       new_batch_size: float) -> tuple[float, float]:
+def batch_step_factors(terms: WorkloadTerms, rates: DeviceRates, new_rates: DeviceRates,
+                       batch_size: float, new_batch_size: float) -> tuple[float, float]:
     """(device, host) time of one step at ``new_batch_size`` over that at ``batch_size``, on a
-    GPU with ``rates``: each part is per-sample work times the batch plus what the step pays
+    GPU with ``rates`` at the first batch and ``new_rates`` at the second (its GEMMs fill the
+    SMs differently): each part is per-sample work times the batch plus what the step pays
     once (a step of b samples costs F * (b * x_sample + x_step) for either part)."""
     kappa_old, eta_old = terms.at_batch(batch_size)
     kappa_new, eta_new = terms.at_batch(new_batch_size)
     grow = new_batch_size / batch_size
-    device = grow * time_per_flop_s(rates, kappa_new) / time_per_flop_s(rates, kappa_old)
+    device = grow * time_per_flop_s(new_rates, kappa_new) / time_per_flop_s(rates, kappa_old)
     host = grow * (eta_new / eta_old if eta_old > 0.0 else 1.0)
     return device, host
 
@@ -480,11 +571,11 @@ def batch_time_ratio(profile: Profile, gpu: str, batch_size: int) -> float:
     """Time per sample on ``gpu`` at per-device ``batch_size`` over that at the profile's batch:
     what changing the batch does to throughput (>1: slower per sample, a smaller batch)."""
     terms = workload_terms(profile)
-    rates = device_rates(gpu, profile.precision, profile_mix(profile))
+    mix = profile_mix(profile)
 
     def per_sample(b: float) -> float:
         kappa, eta = terms.at_batch(b)
-        return time_per_flop_s(rates, kappa) + eta
+        return time_per_flop_s(device_rates(gpu, profile.precision, mix, b), kappa) + eta
 
     return per_sample(batch_size) / per_sample(profile.batch_size)
 

@@ -78,6 +78,10 @@ def plan_memory(profile: Profile, spec: GpuSpec, group_gpus: int) -> MemoryPlan:
     batch = profile.batch_size
     usable = usable_gb(spec)
     per_sample, _ = activation_gb_per_sample(profile)
+    if per_sample is None and profile.param_count * STATE_BYTES_PER_PARAM / 1e9 <= usable:
+        # No activation estimate: the states fit, the batch may not; the peak stays unknown
+        # (NaN) so no output calls it a fit.
+        return MemoryPlan(True, math.nan, usable, batch, 1, "", "")
     stages = ("", "ZeRO-2", "FSDP") if group_gpus > 1 else ("",)
     for sharding in stages:
         states = _states_gb(profile, sharding, group_gpus)

@@ -1,0 +1,137 @@
+"""Throughput in the batch (#20): what a step pays whatever its batch, small GEMMs that leave
+SMs idle, and activation memory from a workload's signature, so that a batch that cannot fit is
+re-planned and a small batch is predicted slow."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import gpucost
+from gpucost.catalog import get_gpu
+from gpucost.model import signature, translate
+from gpucost.model.memory import (
+    activation_gb_per_sample,
+    fit_memory,
+    signature_activation_bytes,
+)
+from gpucost.profile import Profile
+
+# Transformer-XL large as published (Dai et al. 2019, WikiText-103): 285 M parameters, 384
+# tokens per training segment; forward + backward ~ 6 flops per parameter per token.
+TXL_PARAMS = 285e6
+TXL_FLOPS = 6 * TXL_PARAMS * 384
+
+
+def gnmt_on_a100() -> Profile:
+    """A GNMT-sized measurement (160 M parameters) at batch 1024 on an A100 80 GB."""
+    return Profile.from_measurement(gpu="A100 SXM4 80GB", throughput=25_000.0, batch_size=1024,
+                                    precision="amp", param_count=160e6, name="GNMT v2")
+
+
+def test_a_gnmt_measurement_is_replanned_on_an_8gb_card() -> None:
+    pred = gpucost.predict(gnmt_on_a100(), gpu="RTX 3070")
+    assert pred.batch_reduced_from == 1024
+    assert pred.batch_size < 1024 and pred.grad_accum_steps > 1
+    # The same optimizer step, split evenly: no more samples than the profile's batch needs.
+    assert 1024 <= pred.batch_size * pred.grad_accum_steps < 1024 + pred.grad_accum_steps
+    fit = fit_memory(gnmt_on_a100(), get_gpu("RTX 3070"), batch_size=pred.batch_size)
+    assert fit.fits and fit.basis == "signature"
+
+
+def test_predict_names_the_smaller_micro_batch(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from gpucost.cli import main
+
+    path = gnmt_on_a100().save(tmp_path / "gnmt.json")
+    assert main(["predict", "-p", str(path), "--gpu", "RTX 3070"]) == 0
+    out = capsys.readouterr().out
+    pred = gpucost.predict(gnmt_on_a100(), gpu="RTX 3070")
+    assert "batch 1024 does not fit RTX 3070" in out
+    assert f"{pred.batch_size} per device x {pred.grad_accum_steps} accumulation steps" in out
+
+
+def test_a_285m_transformer_at_batch_1_runs_at_most_half_its_batch_32_rate() -> None:
+    p = Profile.from_measurement(gpu="A100 SXM4 80GB", throughput=60.0, batch_size=32,
+                                 precision="amp", param_count=TXL_PARAMS,
+                                 flops_per_sample=TXL_FLOPS, name="transformer-xl large")
+    one = gpucost.predict(p, gpu="A100 SXM4 80GB", batch_size=1).throughput
+    assert one <= 0.5 * p.throughput
+    v100 = gpucost.predict(p, gpu="V100 SXM2 16GB", batch_size=1).throughput
+    v100_32 = gpucost.predict(p, gpu="V100 SXM2 16GB", batch_size=32, fit_batch="keep")
+    assert v100 <= 0.5 * v100_32.throughput
+
+
+def test_once_per_step_bytes_follow_the_models_parameters_per_flop() -> None:
+    sig = signature.builtin()["decoder-only"]
+    assert sig.params and sig.flops_per_sample
+    own = translate.signature_step_bytes_per_flop(sig, "tf32", sig.params, sig.flops_per_sample)
+    assert own == pytest.approx(sig.step_bytes_per_flop)
+    # A third of the tokens per sample: three times the parameters per flop.
+    short = translate.signature_step_bytes_per_flop(sig, "tf32", sig.params,
+                                                    sig.flops_per_sample / 3)
+    assert short == pytest.approx(3 * own)
+    # Mixed precision casts weights and scales gradients: more bytes per step than fp32.
+    assert translate.signature_step_bytes_per_flop(sig, "amp", sig.params,
+                                                   sig.flops_per_sample) > own
+
+
+# ---- small GEMMs ------------------------------------------------------------------------------
+def test_a_gemm_with_fewer_tiles_than_sms_leaves_the_rest_idle() -> None:
+    # 128 x 1024: eight 128x128 tiles, or sixteen 128x64 (at 2/3 rate), or thirty-two 64x64
+    # (half rate): on 108 SMs the best is 32/108 x 0.5.
+    assert translate.tile_utilisation(128, 1024, 108) == pytest.approx(32 / 108 * 0.5)
+    # Enough tiles for every SM: full rate.
+    assert translate.tile_utilisation(8192, 8192, 108) == pytest.approx(1.0)
+    # Rows that fill a tile only partly waste the rest of it.
+    assert translate.tile_utilisation(8192 + 1, 8192, 108) < 1.0
+
+
+def test_utilisation_grows_with_the_batch_and_falls_with_more_sms() -> None:
+    shapes = signature.builtin()["seq2seq-rnn"].gemm_shapes
+    utils = [translate.gemm_utilisation(shapes, b, 108) for b in (1, 8, 64, 512, 4096)]
+    assert utils == sorted(utils) and utils[0] < 0.5 * utils[-1]
+    assert translate.gemm_utilisation(shapes, 8, 132) < translate.gemm_utilisation(shapes, 8, 46)
+    assert translate.gemm_utilisation((), 1, 108) == 1.0  # shapes unknown: full tiles
+    assert translate.gemm_utilisation(shapes, 1, None) == 1.0  # SMs unknown
+
+
+# ---- activation memory ------------------------------------------------------------------------
+def test_activations_scale_with_flops_over_the_width() -> None:
+    sig = signature.builtin()["encoder-only"]
+    assert sig.activation_bytes_per_sample and sig.params and sig.flops_per_sample
+    same = signature_activation_bytes(sig, sig.params, sig.flops_per_sample)
+    assert same == pytest.approx(sig.activation_bytes_per_sample)
+    # Twice the tokens per sample: twice the flops and twice the activations.
+    assert signature_activation_bytes(sig, sig.params, 2 * sig.flops_per_sample) == \
+        pytest.approx(2 * same)
+    # Eight times the parameters at the same tokens: width x2, depth x2 -> activations x4.
+    assert signature_activation_bytes(sig, 8 * sig.params, None) == pytest.approx(4 * same)
+
+
+def test_half_precision_keeps_half_the_bytes_and_a_measured_peak_wins() -> None:
+    def bert(precision: str, peak: float | None = None) -> Profile:
+        return Profile(gpu="CPU", precision=precision, batch_size=8, step_time_s=1.0,
+                       param_count=110e6, name="bert-base", peak_memory_gb=peak)
+
+    fp32, basis = activation_gb_per_sample(bert("fp32"))
+    amp, _ = activation_gb_per_sample(bert("amp"))
+    assert basis == "signature" and fp32 is not None and amp == pytest.approx(fp32 / 2)
+    measured, basis = activation_gb_per_sample(bert("amp", peak=10.0))
+    assert basis == "measured" and measured == pytest.approx((10.0 - 110e6 * 16 / 1e9) / 8)
+
+
+def test_no_estimate_is_memory_unknown_never_fits(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from gpucost.cli import main
+
+    p = Profile.from_measurement(gpu="A100 SXM4 80GB", throughput=500.0, batch_size=64,
+                                 precision="amp", param_count=50e6, name="my-model")
+    fit = fit_memory(p, get_gpu("L4"))
+    assert fit.peak_gb is None and fit.advice.startswith("memory: unknown")
+    assert "fits" not in fit.advice
+    path = p.save(tmp_path / "mine.json")
+    assert main(["predict", "-p", str(path), "--gpu", "L4"]) == 0
+    out = capsys.readouterr().out
+    assert "memory: unknown" in out and "fits:" not in out
