@@ -258,3 +258,37 @@ def test_every_plan_in_a_grid_passes_preflight_or_fails_for_a_reason_it_states(
     assert {n for _, n, *_ in seen} == {1, 2}
     assert any(r for *_, r, _ in seen) and any(f for *_, f in seen)
     assert ("spot", 2, False, False) in seen or ("spot", 2, True, False) in seen
+
+
+def test_next_fastest_is_never_faster_than_the_fastest_pick() -> None:
+    """Was: "next fastest ... (-0.00 h)": the pick gives a near-tie in time to the cheaper plan,
+    and the quickest of the others could be a hair faster than the pick itself."""
+    import re
+
+    from gpucost.planning.api import plan
+
+    advice = plan(epochs=10, market="any")
+    assert advice.fastest is not None
+    lines = [r for r in advice.fastest.reasons if r.startswith("next fastest")]
+    assert lines, advice.fastest.reasons
+    assert re.search(r"\(\+", lines[0]) and "(-" not in lines[0]
+
+
+def test_the_disk_line_adds_up(capsys: pytest.CaptureFixture[str]) -> None:
+    """Was: "disk 113 GB per node = data 43 GB + 2 checkpoints x 2 GB + results 1 GB, plus 30 %
+    headroom", which is not 113: the OS and image's 50 GB were left out."""
+    import math
+    import re
+
+    from gpucost.model.economics import DISK_HEADROOM, SYSTEM_DISK_GB
+
+    _plan(capsys, Path("d.toml"), "--data-gb", "43", "--checkpoint-gb", "2")
+    assert main(["explain", "d.toml"]) == 0
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if "GB per node =" in ln)
+    numbers = [float(x) for x in re.findall(r"(\d+(?:\.\d+)?) GB", line)]
+    disk, system, data, checkpoint, results = numbers[:5]
+    kept = int(re.search(r"(\d+) checkpoints", line).group(1))  # type: ignore[union-attr]
+    assert system == SYSTEM_DISK_GB
+    # the headroom is on what the job writes; the OS and image are a fixed size
+    assert disk == math.ceil(system + (data + kept * checkpoint + results) * (1 + DISK_HEADROOM))

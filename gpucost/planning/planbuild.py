@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from gpucost.errors import InputError
 from gpucost.format import usd
 from gpucost.marketplace import search_for
-from gpucost.model.economics import breakeven, outlives_instance
+from gpucost.model.economics import DISK_HEADROOM, SYSTEM_DISK_GB, breakeven, outlives_instance
 from gpucost.planfile import (
     BUDGET_WARN_SHARE,
     AssumptionsSection,
@@ -122,9 +122,10 @@ def to_plan(
             f"{row.download_gbps:g} Gbit/s"
             + (" (assumed: the offer gives no bandwidth)" if row.bandwidth_assumed else "")
         ),
-        f"disk {row.disk_gb:g} GB per node = data {params.data_gb:g} GB + "
-        f"{params.checkpoints_kept} checkpoints x {params.checkpoint_gb:g} GB + results "
-        f"{params.results_gb:g} GB, plus 30 % headroom; billed by allocated size at "
+        f"disk {row.disk_gb:g} GB per node = {SYSTEM_DISK_GB:g} GB OS and image + (data "
+        f"{params.data_gb:g} GB + {params.checkpoints_kept} checkpoints x "
+        f"{params.checkpoint_gb:g} GB + results {params.results_gb:g} GB) plus "
+        f"{DISK_HEADROOM:.0%} headroom; billed by allocated size at "
         f"${row.storage_gb_month:g}/GB-month over {row.month_hours:g} h months"
         + (" (assumed: the offer gives no disk price)" if row.storage_price_assumed else ""),
         f"interruptions {row.interruption_rate:.4g}/h per node: {row.rate_source}",

@@ -80,11 +80,16 @@ def reasons(
             f"expected over {row.total_hours:.1f} h"
         )
     else:
-        scope = (
-            f"within the {usd(constraints.budget_usd, exact=True)} budget even at worst"
-            if constraints.budget_usd is not None
-            else "with no budget limit"
-        )
+        budget = constraints.budget_usd
+        if budget is None:
+            scope = "with no budget limit"
+        elif row.worst_usd <= budget:
+            scope = f"within the {usd(budget, exact=True)} budget even at worst"
+        else:
+            # No plan within the budget stays within it at worst: the pick falls back to the
+            # cheapest, and saying "even at worst" would be false.
+            scope = (f"within the {usd(budget, exact=True)} budget expected (none stays within "
+                     f"it at worst; this one may reach {usd(row.worst_usd, exact=True)})")
         out.append(
             f"fastest of {n:,} plans {scope}: {row.total_hours:.1f} h for "
             f"{usd(row.cost_usd, exact=True)} expected"
@@ -127,6 +132,10 @@ def reasons(
             )
     others = np.flatnonzero(mask)
     others = others[others != chosen]
+    if kind != "cheapest":
+        # the pick gives a near-tie in time to the cheaper plan, so a plan faster by a hair
+        # (and dearer) can exist: the next fastest is the quickest of those not faster
+        others = others[plans.total_hours[others] >= row.total_hours]
     if len(others):
         key = plans.cost_usd if kind == "cheapest" else plans.total_hours
         r = plans.row(int(others[np.argmin(key[others])]))
