@@ -405,5 +405,5 @@ def test_rates_table_is_sourced_and_shown(capsys: pytest.CaptureFixture[str]) ->
                         "--source", "skypilot-nebius"], capsys)
     assert code == 0
     rates = {r["provider"]: r for r in json.loads(out)["rates"]}
-    assert (rates["aws"]["storage_gb_month"], rates["aws"]["egress_gb"]) == (0.08, 0.09)
+    assert (rates["aws"]["storage_gb_month"], rates["aws"]["egress_usd_per_gb"]) == (0.08, 0.09)
     assert rates["nebius"]["storage_gb_month"] is None  # unknown stays unknown
