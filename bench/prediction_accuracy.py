@@ -33,6 +33,8 @@ Prints mean and median absolute percentage error for the model and the baselines
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import json
 import statistics
 import sys
 import time
@@ -46,7 +48,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 import fit_calibration as fitc  # noqa: E402
 
 import gpucost  # noqa: E402
-from gpucost.model import translate  # noqa: E402
+from gpucost.model import bands, translate  # noqa: E402
 from gpucost.model.perf import using_calibration  # noqa: E402
 
 
@@ -75,11 +77,41 @@ SOURCE_BATCH = "source batch, memory rule"
 TARGET_BATCH = "target's batch"
 SAME_BATCH = "same batch"
 QUESTIONS = (SOURCE_BATCH, TARGET_BATCH, SAME_BATCH)
+RATIOS = "measured over predicted"  # signed, for the error bands
 
 
-def _cross_validate(obs: list[Any], group_of: Any, label: str) -> dict[str, list[float]]:
+def band_table(samples: dict[str, list[float]], multi: list[float], data: Path
+               ) -> dict[str, Any]:
+    """The error-band table (gpucost.model.bands): 10th and 90th percentiles of measured over
+    predicted throughput per key, and for several GPUs on held-out clusters."""
+    def entry(ratios: list[float]) -> dict[str, float]:
+        deciles = statistics.quantiles(ratios, n=10)
+        return {"low": round(min(deciles[0], 1.0), 4), "high": round(max(deciles[-1], 1.0), 4),
+                "pairs": len(ratios)}
+
+    return {
+        "provenance": {
+            "written_by": "python bench/prediction_accuracy.py --write-bands",
+            "date": dt.date.today().isoformat(),
+            "data": [*sorted(p.name for p in fitc.lambda_paths(data)),
+                     "sia_step_times_calibration.csv"],
+            "method": "leave-one-workload-out predictions at the source's batch with the memory "
+                      "rule deciding (single GPU), leave-one-cluster-out step times at the same "
+                      "local batch (several GPUs); 10th and 90th percentiles of measured over "
+                      "predicted throughput (low is at most 1, high at least 1)",
+        },
+        "single_gpu": {k: entry(v) for k, v in sorted(samples.items()) if len(v) >= 10},
+        "multi_gpu": entry(multi),
+    }
+
+
+def _cross_validate(obs: list[Any], group_of: Any, label: str,
+                    band_samples: dict[str, list[float]] | None = None
+                    ) -> dict[str, list[float]]:
     """Hold out each group (all its rows out of the refit), predict each held-out row from every
-    other GPU's measurement of the same model, precision and bench version; errors per method."""
+    other GPU's measurement of the same model, precision and bench version; errors per method.
+    ``band_samples`` collects measured over predicted throughput at the source's batch by what
+    separates source and target (``bands`` keys)."""
     from gpucost.catalog import get_gpu
 
     errors: dict[str, list[float]] = {q: [] for q in QUESTIONS}
@@ -107,6 +139,10 @@ def _cross_validate(obs: list[Any], group_of: Any, label: str) -> dict[str, list
                     at_target = gpucost.predict(profile, gpu=tgt.gpu,
                                                 batch_size=tgt.batch_size).throughput
                 reduced += ruled.batch_reduced_from is not None
+                if band_samples is not None:
+                    key = (f"{bands.relation(source_spec, target_spec)}|"
+                           f"{bands.batch_key(src.batch_size, ruled.batch_size)}")
+                    band_samples.setdefault(key, []).append(tgt.throughput / ruled.throughput)
                 flops = src.throughput * (translate.peak_tflops(target_spec, src.precision)
                                           / translate.peak_tflops(source_spec, src.precision))
                 bandwidth = src.throughput * target_spec.mem_bw_gbs / source_spec.mem_bw_gbs
@@ -130,13 +166,26 @@ def _cross_validate(obs: list[Any], group_of: Any, label: str) -> dict[str, list
     return errors
 
 
-def single_gpu(data: Path) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
-    """(leave-one-workload-out, leave-one-GPU-out) errors."""
+def single_gpu_workload_out(data: Path, band_samples: dict[str, list[float]]
+                            ) -> dict[str, list[float]]:
+    """Leave-one-workload-out errors; its measured over predicted ratios go into
+    ``band_samples`` (the error bands' single-GPU part)."""
+    from gpucost.catalog import get_gpu
+
+    obs, _ = fitc.load_lambda(fitc.lambda_paths(data), get_gpu)
+    return _cross_validate(obs, lambda o: WORKLOAD_FAMILIES[o.model],
+                           "leave-one-workload-out (the accuracy to expect on a new model)",
+                           band_samples)
+
+
+def single_gpu(data: Path, band_samples: dict[str, list[float]]
+               ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """(leave-one-workload-out, leave-one-GPU-out) errors; the workload-out ratios go into
+    ``band_samples``."""
     from gpucost.catalog import get_gpu
 
     obs, unresolved = fitc.load_lambda(fitc.lambda_paths(data), get_gpu)
-    workload = _cross_validate(obs, lambda o: WORKLOAD_FAMILIES[o.model],
-                               "leave-one-workload-out (the accuracy to expect on a new model)")
+    workload = single_gpu_workload_out(data, band_samples)
     gpu = _cross_validate(obs, lambda o: o.gpu, "leave-one-GPU-out")
     print("  GPUs in the table the catalog does not resolve: "
           + (", ".join(unresolved) if unresolved else "none"))
@@ -306,7 +355,7 @@ def held_out_clusters(data: Path) -> dict[str, list[float]]:
     rows = [r for r in fitc.load_sia(path) if r.cluster in fitc.SIA_CLUSTERS]
     times = trace_times(path)
     errors: dict[str, list[float]] = {SAME_BATCH: [], TARGET_BATCH: [], "no communication": [],
-                                      "floor (true sync)": []}
+                                      "floor (true sync)": [], RATIOS: []}
     for held in sorted(fitc.SIA_CLUSTERS):
         cluster = fitc.SIA_CLUSTERS[held]
         singles: dict[str, dict[int, float]] = {}
@@ -322,6 +371,7 @@ def held_out_clusters(data: Path) -> dict[str, list[float]]:
             same = _cluster_step(r, cluster, r.local_bsz, r.single_step_s)
             moved = _cluster_step(r, cluster, *middle[r.model])
             errors[SAME_BATCH].append(abs(same / r.step_s - 1))
+            errors[RATIOS].append(same / r.step_s)  # measured over predicted throughput
             errors[TARGET_BATCH].append(abs(moved / r.step_s - 1))
             errors["no communication"].append(abs(r.single_step_s / r.step_s - 1))
             sync_s = times[(r.cluster, r.model, r.placement, r.local_bsz)][0]
@@ -331,7 +381,8 @@ def held_out_clusters(data: Path) -> dict[str, list[float]]:
     print(f"multi GPU on a held-out cluster (leave-one-cluster-out, uniform placements), "
           f"{len(errors[SAME_BATCH])} step times")
     for name, errs in errors.items():
-        print(f"  {name:<26} {_pct(errs)}")
+        if name != RATIOS:
+            print(f"  {name:<26} {_pct(errs)}")
     return errors
 
 
@@ -397,17 +448,29 @@ def predict_speed() -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
+    ap.add_argument("--write-bands", action="store_true",
+                    help=f"write the error-band table to {bands.BANDS_PATH.relative_to(REPO)}")
     args = ap.parse_args()
     if not (args.data / "benchmarks").is_dir():
         print(f"reference data not found under {args.data}; pass --data", file=sys.stderr)
         return 2
     t0 = time.perf_counter()
-    workload, single = single_gpu(args.data)
+    band_samples: dict[str, list[float]] = {}
+    workload, single = single_gpu(args.data, band_samples)
     from gpucost.catalog import get_gpu
 
     regret = decision_regret(fitc.load_lambda(fitc.lambda_paths(args.data), get_gpu)[0])
     multi = multi_gpu(args.data)
     clusters = held_out_clusters(args.data)
+    table = band_table(band_samples, clusters[RATIOS], args.data)
+    print("error bands (measured / predicted throughput, 10th-90th percentile):")
+    for key, entry in [*table["single_gpu"].items(), ("several GPUs", table["multi_gpu"])]:
+        print(f"  {key:<24} {entry['low']:.3f} - {entry['high']:.3f}  ({entry['pairs']} pairs)")
+    if args.write_bands:
+        from gpucost._io import atomic_write_text
+
+        atomic_write_text(bands.BANDS_PATH, json.dumps(table, indent=2) + "\n")
+        print(f"wrote {bands.BANDS_PATH}")
     nccl_anchors(args.data)
     predict_speed()
     ranked = [(m, h) for m, h in regret.values() if m]

@@ -25,6 +25,7 @@ from textual.pilot import Pilot
 
 from gpucost import paths
 from gpucost.catalog import get_gpu
+from gpucost.model.bands import NO_BAND
 from gpucost.planning.fit import MemoryPlan
 from gpucost.pricing.snapshot import Snapshot
 from gpucost.profile import Profile
@@ -42,7 +43,7 @@ def fixed_predict(profile: Profile, gpu: str, gpus_per_node: int = 1, nodes: int
         "bf16")
     efficiency = 1.0 / (1.0 + 0.12 * (nodes - 1))
     return SimpleNamespace(throughput=per_gpu * gpus_per_node * nodes * efficiency,
-                           efficiency=efficiency)
+                           efficiency=efficiency, band=NO_BAND)
 
 
 def fixed_memory(profile: Profile, spec: Any, group_gpus: int) -> MemoryPlan:

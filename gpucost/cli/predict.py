@@ -77,6 +77,7 @@ def register(sub: Any) -> None:
 
 def prediction_dict(pred: Prediction, transport: str) -> dict[str, Any]:
     mem = pred.memory
+    band = pred.band
     return {
         "profile": pred.profile.name,
         "source_gpu": pred.profile.gpu,
@@ -92,6 +93,8 @@ def prediction_dict(pred: Prediction, transport: str) -> dict[str, Any]:
         "sample_unit": pred.profile.sample_unit,
         "step_time_s": pred.step_time_s,
         "throughput": pred.throughput,
+        "throughput_band": {"low": pred.throughput * band.low,
+                            "high": pred.throughput * band.high, "basis": band.key},
         "single_gpu_throughput": pred.single_gpu_throughput,
         "efficiency": pred.efficiency,
         "breakdown_s": pred.breakdown.as_dict(),
@@ -123,6 +126,7 @@ def render_table(pred: Prediction, transport: str) -> str:
     accum = f" x {pred.grad_accum_steps} accumulation steps" if pred.grad_accum_steps > 1 else ""
     if pred.batch_size != prof.batch_size:
         accum = f" at batch {pred.batch_size}/GPU" + accum
+    band = pred.band
     lines = [
         f"{prof.name}: measured on {prof.device_count} x {prof.gpu}, {prof.precision}, "
         f"batch {prof.batch_size}/GPU -> {group}{accum}",
@@ -133,6 +137,10 @@ def render_table(pred: Prediction, transport: str) -> str:
         f"{pred.single_gpu_throughput:,.0f} {unit}/s; scaling efficiency "
         f"{100 * pred.efficiency:.0f} %)",
     ]
+    if band.low < band.high:
+        lines.append(f"  error band    {pred.throughput * band.low:,.0f}-"
+                     f"{pred.throughput * band.high:,.0f} {unit}/s for 8 in 10 held-out "
+                     f"predictions ({band.key})")
     if pred.batch_note:
         lines.append(f"  batch         {pred.batch_note}")
     if pred.gpu_count > 1:

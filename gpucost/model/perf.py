@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpucost.errors import InputError
 from gpucost.model import scaling, translate
+from gpucost.model.bands import Band, band_for
 
 if TYPE_CHECKING:
     from gpucost.model.memory import MemoryFit
@@ -109,6 +110,15 @@ class Prediction:
     @property
     def gpu_count(self) -> int:
         return self.gpus_per_node * self.nodes
+
+    @property
+    def band(self) -> Band:
+        """Measured over predicted throughput for about eight in ten held-out predictions like
+        this one (``gpucost.model.bands``): the throughput is likely within
+        ``throughput * band.low`` .. ``throughput * band.high``."""
+        source = None if self.profile.gpu == "CPU" else translate.gpu_spec(self.profile.gpu)
+        return band_for(source, translate.gpu_spec(self.gpu), self.profile.batch_size,
+                        self.batch_size, self.gpu_count)
 
     @property
     def samples_per_step(self) -> int:

@@ -39,6 +39,8 @@ class PlanRow:
     throughput: float
     hours: float
     cost_usd: float
+    cost_low_usd: float
+    cost_high_usd: float
     total_hours: float
     setup_hours: float
     setup_minutes: float
@@ -112,6 +114,8 @@ class Plans:
     throughput: Floats
     hours: Floats
     cost_usd: Floats
+    cost_low_usd: Floats
+    cost_high_usd: Floats
     total_hours: Floats
     setup_hours: Floats
     setup_minutes: Floats
@@ -204,6 +208,8 @@ PLAN_UNITS: dict[str, str] = {OUTPUT_NAMES.get(name, name): unit for name, unit 
     "throughput": "samples/s (whole group)",
     "hours": "h (compute)",
     "cost_usd": "USD (expected, whole job)",
+    "cost_low_usd": "USD (the throughput's error band, high end: about 1 in 10 lower)",
+    "cost_high_usd": "USD (the throughput's error band, low end: about 1 in 10 higher)",
     **COST_UNITS,
     "usd_per_hour_total": "USD/h (all nodes)",
     "efficiency": "fraction of linear scaling",

@@ -24,7 +24,9 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucost.errors import InputError, NoOffersError, UnknownProviderError
+from gpucost.format import usd
 from gpucost.limits import MAX_NODES, NODE_LIMITS, node_limit
+from gpucost.model.bands import NO_BAND, Band
 from gpucost.model.economics import job_costs, offer_terms
 from gpucost.planning.fit import MemoryPlan, cpu_memory_plan, plan_memory
 from gpucost.planning.plans import PLAN_UNITS, Plans
@@ -208,6 +210,7 @@ class _Config:
     throughput: float
     efficiency: float
     memory: MemoryPlan
+    band: Band  # measured over predicted throughput, 10th-90th percentile of held-out errors
 
 
 class _Predictor:
@@ -254,7 +257,7 @@ class _Predictor:
             # a machine without a GPU (``--include-local``) runs only a CPU-measured profile,
             # at its measured speed; NaN drops the row otherwise
             speed = profile.throughput if profile.gpu == "CPU" else math.nan
-            found = _Config(speed, 1.0, cpu_memory_plan(profile))
+            found = _Config(speed, 1.0, cpu_memory_plan(profile), NO_BAND)
         else:
             from gpucost.model.perf import predict
 
@@ -275,7 +278,7 @@ class _Predictor:
             if memory.extra_allreduce and pred.gpu_count > 1:
                 step = pred.step_time_s + memory.extra_allreduce * pred.allreduce_s
                 throughput = pred.samples_per_step / step
-            found = _Config(throughput, pred.efficiency, memory)
+            found = _Config(throughput, pred.efficiency, memory, pred.band)
         self.cache[key] = found
         return found
 
@@ -389,6 +392,8 @@ def _chunk_plans(
     inverse = inverse.reshape(-1)
     throughput = np.array([c.throughput for c in configs])[inverse] * fraction
     efficiency = np.array([c.efficiency for c in configs])[inverse]
+    band_low = np.array([c.band.low for c in configs])[inverse]
+    band_high = np.array([c.band.high for c in configs])[inverse]
     memory = [c.memory for c in configs]
     fits = np.array([m.fits for m in memory], dtype=bool)[inverse]
     peak = np.array([m.peak_gb for m in memory])[inverse]
@@ -438,6 +443,9 @@ def _chunk_plans(
         throughput=throughput,
         hours=hours,
         cost_usd=costs.cost_usd,
+        # compute hours scale with 1 / throughput: the band of the throughput bounds them
+        cost_low_usd=costs.cost_usd - costs.compute_usd * (1.0 - 1.0 / band_high),
+        cost_high_usd=costs.cost_usd + costs.compute_usd * (1.0 / band_low - 1.0),
         total_hours=costs.total_hours,
         setup_hours=costs.setup_hours,
         setup_minutes=costs.setup_minutes,
@@ -572,6 +580,7 @@ def rank(request: Request) -> Ranking:
             f"{', '.join(stale)}; run `gpucost prices refresh`"
         )
     notes += memory_notes(request.profile, plans, left_out)
+    notes += band_notes(plans)
     if filters.max_nodes > DENSE_NODE_COUNTS:
         notes.append(
             f"node counts above {DENSE_NODE_COUNTS} step about "
@@ -587,6 +596,23 @@ def _order(plans: Plans, rows: npt.NDArray[np.int64], sort: SortKey) -> npt.NDAr
     cost, wall = plans.cost_usd[rows], plans.total_hours[rows]
     keys = (wall, cost) if sort == "cost" else (cost, wall)  # lexsort: last key sorts first
     return np.lexsort(keys).astype(np.int64)
+
+
+def band_notes(plans: Plans, top: int = 5) -> list[str]:
+    """When the cheapest plan's cost band overlaps the next ones' (``gpucost.model.bands``),
+    say how many: their order is within the prediction's error."""
+    if len(plans) < 2:
+        return []
+    order = np.argsort(plans.cost_usd[:10 * top], kind="stable")[:top]
+    first = int(order[0])
+    close = [int(i) for i in order[1:]
+             if plans.cost_low_usd[i] <= plans.cost_high_usd[first]]
+    if not close:
+        return []
+    return [f"the cheapest plan's cost band ({usd(plans.cost_low_usd[first])}-"
+            f"{usd(plans.cost_high_usd[first])}, about 8 in 10 held-out predictions) overlaps "
+            f"the next {len(close)}: their order is within the prediction's error; measure "
+            "them before a long run"]
 
 
 def memory_notes(profile: Profile, plans: Plans, unfit: Plans) -> list[str]:

@@ -95,6 +95,10 @@ def reasons(
             f"{usd(row.cost_usd, exact=True)} expected"
         )
     out.append(f"$/job = {breakdown(row)}")
+    if row.cost_high_usd > row.cost_low_usd:
+        out.append(f"cost band {usd(row.cost_low_usd, exact=True)}-"
+                   f"{usd(row.cost_high_usd, exact=True)}: the throughput's spread over "
+                   "held-out predictions like this one (about 8 in 10 within)")
     out.append(
         f"{row.throughput:,.0f} {ranking.profile.sample_unit}/s predicted at "
         f"{usd(row.usd_per_hour_total, exact=True)}/h; the cost is per job, not per "

@@ -1,0 +1,108 @@
+"""Error bands: how far a prediction may be off, from what the held-out bench measured.
+
+``bench/prediction_accuracy.py --write-bands`` writes ``error_bands.json`` (dated, with the
+command and the data it read): for predictions of a workload the fit never saw, the 10th and
+90th percentiles of measured over predicted throughput, keyed by what separates the measurement
+from the prediction: the GPUs (the same GPU, the same device class, the same vendor, another
+vendor) and the batch (the same, smaller, larger than measured). Several GPUs add the held-out
+clusters' spread of step time. A prediction's band is its throughput times those two ratios:
+about eight in ten measurements fall inside.
+
+A key the bench never saw takes the widest band of the table (no pair crossed vendors: the
+table says nothing about that, so it claims nothing narrow). The same GPU at the measured batch
+is the measurement itself: no band.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from gpucost.catalog.spec import GpuSpec
+from gpucost.model.translate import device_class
+
+BANDS_PATH = Path(__file__).with_name("error_bands.json")
+SAME_GPU, SAME_CLASS, SAME_VENDOR, OTHER_VENDOR = ("same-gpu", "same-class", "same-vendor",
+                                                   "other-vendor")
+RELATIONS = (SAME_GPU, SAME_CLASS, SAME_VENDOR, OTHER_VENDOR)
+BATCHES = ("same", "smaller", "larger")
+
+
+@dataclass(frozen=True, slots=True)
+class Band:
+    """Measured over predicted throughput: ``low`` <= 1 <= ``high`` for about 80 % of
+    held-out predictions like this one (``key`` says which)."""
+
+    low: float
+    high: float
+    key: str
+
+    def overlaps(self, value: float, other_value: float, other: Band) -> bool:
+        """Whether ``value`` with this band and ``other_value`` with ``other`` could swap:
+        their intervals (value x [low, high]) intersect."""
+        return value * self.low <= other_value * other.high and \
+            other_value * other.low <= value * self.high
+
+
+NO_BAND = Band(1.0, 1.0, "the measurement itself")
+
+
+def relation(source: GpuSpec, target: GpuSpec) -> str:
+    """What separates a measurement on ``source`` from a prediction for ``target``."""
+    if source.name == target.name:
+        return SAME_GPU
+    if device_class(source) == device_class(target):
+        return SAME_CLASS
+    return SAME_VENDOR if source.vendor == target.vendor else OTHER_VENDOR
+
+
+def batch_key(source_batch: float, batch: float) -> str:
+    if batch == source_batch:
+        return "same"
+    return "smaller" if batch < source_batch else "larger"
+
+
+@cache
+def shipped_bands() -> Mapping[str, Any]:
+    """The table of ``error_bands.json``, loaded once."""
+    with BANDS_PATH.open(encoding="utf-8") as fh:  # shipped with the package, like calibration.json
+        data: dict[str, Any] = json.load(fh)
+    return data
+
+
+def _ratio_pair(entry: Mapping[str, Any]) -> tuple[float, float]:
+    return float(entry["low"]), float(entry["high"])
+
+
+def band_for(source: GpuSpec | None, target: GpuSpec, source_batch: float, batch: float,
+             gpu_count: int, table: Mapping[str, Any] | None = None) -> Band:
+    """The band of a prediction for ``gpu_count`` x ``target`` at per-device ``batch`` from a
+    measurement on ``source`` (None: a CPU profile, translated from counted flops: the widest
+    single-GPU band) at ``source_batch``."""
+    table = shipped_bands() if table is None else table
+    single: Mapping[str, Any] = table["single_gpu"]
+    rel = OTHER_VENDOR if source is None else relation(source, target)
+    how = batch_key(source_batch, batch)
+    if rel == SAME_GPU and how == "same":
+        low = high = 1.0
+        key = NO_BAND.key
+    else:
+        # The bench never predicts a GPU from itself: at another batch, the same GPU is held to
+        # the same class's band for that batch (what is left is the batch model's error).
+        found = single.get(f"{SAME_CLASS if rel == SAME_GPU else rel}|{how}")
+        if found is None:
+            widest = min(single.values(), key=lambda e: float(e["low"]) / float(e["high"]))
+            low, high = _ratio_pair(widest)
+            key = f"{rel}, batch {how}: not measured, the widest band"
+        else:
+            low, high = _ratio_pair(found)
+            key = f"{rel}, batch {how} ({int(found['pairs']):,} held-out pairs)"
+    if gpu_count > 1:
+        multi_low, multi_high = _ratio_pair(table["multi_gpu"])
+        low, high = low * multi_low, high * multi_high
+        key += f"; {gpu_count} GPUs (held-out clusters)"
+    return Band(low, high, key)

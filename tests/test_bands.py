@@ -1,0 +1,95 @@
+"""Error bands (#23 item 1): every prediction carries the spread the held-out bench measured,
+read from gpucost/model/error_bands.json (written by the bench), never hard-coded."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import gpucost
+from gpucost.catalog import get_gpu
+from gpucost.model import bands
+from gpucost.model.bands import band_for
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data"
+
+TABLE: dict[str, Any] = {
+    "single_gpu": {
+        "same-class|same": {"low": 0.9, "high": 1.1, "pairs": 50},
+        "same-vendor|same": {"low": 0.8, "high": 1.3, "pairs": 90},
+        "same-vendor|smaller": {"low": 0.7, "high": 1.5, "pairs": 40},
+    },
+    "multi_gpu": {"low": 0.5, "high": 1.0, "pairs": 30},
+}
+
+
+def test_a_band_is_looked_up_by_what_separates_source_and_target() -> None:
+    a100_40, a100_80, v100 = (get_gpu(g) for g in ("A100 SXM4 40GB", "A100 SXM4 80GB", "V100"))
+    same = band_for(a100_80, a100_80, 64, 64, 1, TABLE)
+    assert (same.low, same.high) == (1.0, 1.0)  # the measurement itself
+    assert (band_for(a100_40, a100_80, 64, 64, 1, TABLE).low,
+            band_for(a100_40, a100_80, 64, 64, 1, TABLE).high) == (0.9, 1.1)
+    other = band_for(v100, a100_80, 64, 32, 1, TABLE)
+    assert (other.low, other.high) == (0.7, 1.5) and "smaller" in other.key
+    # A key the bench never measured (a batch larger than measured) takes the widest band.
+    wide = band_for(v100, a100_80, 64, 128, 1, TABLE)
+    assert (wide.low, wide.high) == (0.7, 1.5) and "not measured" in wide.key
+    # Several GPUs add the held-out clusters' spread.
+    group = band_for(v100, a100_80, 64, 64, 8, TABLE)
+    assert (group.low, group.high) == pytest.approx((0.8 * 0.5, 1.3 * 1.0))
+
+
+def test_predict_reads_the_shipped_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "bands.json"
+    path.write_text(json.dumps(TABLE), encoding="utf-8")
+    monkeypatch.setattr(bands, "BANDS_PATH", path)
+    bands.shipped_bands.cache_clear()
+    try:
+        p = gpucost.Profile.from_measurement(gpu="V100 SXM2 16GB", throughput=1200.0,
+                                             batch_size=256, precision="amp",
+                                             param_count=25.6e6, name="resnet50")
+        pred = gpucost.predict(p, gpu="H100 SXM5 80GB")
+        assert (pred.band.low, pred.band.high) == (0.8, 1.3)
+    finally:
+        bands.shipped_bands.cache_clear()
+
+
+def test_compare_carries_cost_bands_and_says_when_the_top_plans_overlap() -> None:
+    from gpucost.planning.ranking import rank
+    from gpucost.planning.request import build_request
+
+    ranking = rank(build_request(None))
+    plans = ranking.plans
+    assert np.all(plans.cost_low_usd <= plans.cost_usd + 1e-9)
+    assert np.all(plans.cost_usd <= plans.cost_high_usd + 1e-9)
+    assert np.any(plans.cost_high_usd > plans.cost_usd)
+    top = int(np.argmin(plans.cost_usd))
+    overlapping = int(np.count_nonzero(plans.cost_low_usd <= plans.cost_high_usd[top])) - 1
+    notes = [n for n in ranking.notes if "cost band" in n]
+    assert (len(notes) == 1) == (overlapping > 0)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (DATA / "benchmarks").is_dir(), reason="reference data not present")
+def test_the_shipped_table_is_what_the_bench_measures() -> None:
+    """The committed table is the bench's output for the model as it is: rerun
+    `python bench/prediction_accuracy.py --write-bands` after a change to the model."""
+    sys.path.insert(0, str(REPO / "bench"))
+    sys.path.insert(0, str(REPO / "scripts"))
+    import prediction_accuracy as bench
+
+    samples: dict[str, list[float]] = {}
+    bench.single_gpu_workload_out(DATA, samples)
+    clusters = bench.held_out_clusters(DATA)
+    table = bench.band_table(samples, clusters[bench.RATIOS], DATA)
+    shipped = bands.shipped_bands()
+    assert table["single_gpu"].keys() == shipped["single_gpu"].keys()
+    for key, entry in table["single_gpu"].items():
+        assert entry == pytest.approx(shipped["single_gpu"][key], abs=1e-3), key
+    assert table["multi_gpu"] == pytest.approx(shipped["multi_gpu"], abs=1e-3)
