@@ -362,9 +362,14 @@ def predict(
 ) -> Prediction:
     """``gpucost.predict``: :func:`gpucost.model.perf.predict` (same arguments), started from
     the workload's own stored measurements where there are any (:func:`source_for`); a mixed
-    group (``member_gpus``) starts from the profile as given."""
+    group (``member_gpus``) starts from the profile as given. Between nodes it assumes what
+    `gpucost predict` does: TCP, the transport of a fabric no offer publishes, unless
+    ``inter_node_transport`` names one."""
+    from gpucost.model.fabrics import check_transport, default_transport
     from gpucost.model.perf import predict as model_predict
 
+    # the model's own default is RDMA: the API and the CLI would answer one question twice
+    inter_node_transport = check_transport(inter_node_transport) or default_transport()
     if member_gpus is None:
         profile = source_for(profile, gpu).profile
     return model_predict(profile, gpu, gpus_per_node, nodes, intra_node_gbps, inter_node_gbps,
