@@ -135,3 +135,39 @@ def test_no_estimate_is_memory_unknown_never_fits(tmp_path: Path,
     assert main(["predict", "-p", str(path), "--gpu", "L4"]) == 0
     out = capsys.readouterr().out
     assert "memory: unknown" in out and "fits:" not in out
+
+
+# ---- groups -----------------------------------------------------------------------------------
+def test_a_mixed_group_is_measured_against_its_fastest_member() -> None:
+    """Was: 100 % on one node: efficiency was against the slowest member, whose pace the group
+    runs at, so an A100 waiting on a T4 looked perfectly used."""
+    from gpucost.profile import resolve_profile
+
+    p = resolve_profile("bert-large-a100-fp16")
+    mixed = gpucost.predict(p, gpus_per_node=2, member_gpus=["A100 SXM4 80GB", "T4"],
+                            batch_size=16, fit_batch="keep")
+    fast_alone = gpucost.predict(p, gpu="A100 SXM4 80GB", batch_size=16, fit_batch="keep")
+    assert mixed.efficiency == pytest.approx(
+        mixed.throughput / (2 * fast_alone.single_gpu_throughput), rel=1e-9)
+    assert mixed.efficiency < 0.5
+    same = gpucost.predict(p, gpus_per_node=2, member_gpus=["A100 SXM4 80GB"] * 2,
+                           batch_size=16, fit_batch="keep")
+    assert same.efficiency == pytest.approx(
+        same.throughput / (2 * same.single_gpu_throughput), rel=1e-9)
+
+
+def test_scale_shows_efficiency_falling_at_small_per_gpu_batches(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from gpucost.cli import main
+
+    assert main(["scale", "-p", "resnet50-v100-amp", "--gpu", "T4", "-k", "4", "-N", "2",
+                 "--batch", "16", "--batch", "64", "--batch", "128", "--format", "json"]) == 0
+    points = json.loads(capsys.readouterr().out)["batch_efficiency"]
+    two = {p["batch"]: p["efficiency"] for p in points if p["nodes"] == 2}
+    assert two[16] < two[64] < two[128] <= 1.0
+    assert two[16] < 0.85  # a batch of 16 leaves little compute to hide the sync behind
+    assert main(["scale", "-p", "resnet50-v100-amp", "--gpu", "T4", "-k", "4", "-N", "2",
+                 "--batch", "16"]) == 0
+    assert "scaling efficiency by per-GPU batch" in capsys.readouterr().out

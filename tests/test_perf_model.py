@@ -229,7 +229,10 @@ def test_a_bigger_batch_never_lowers_throughput(src: str, dst: str, name: str, b
     assert big.throughput >= small.throughput * (1 - 1e-12)
     assert big.single_gpu_throughput >= small.single_gpu_throughput * (1 - 1e-12)
     assert big.step_time_s >= small.step_time_s * (1 - 1e-12)
-    assert big.efficiency >= small.efficiency * (1 - 1e-12)  # more compute to hide the sync
+    if len(big.member_gpus) == 1:  # more compute to hide the sync behind
+        assert big.efficiency >= small.efficiency * (1 - 1e-12)
+    # (A mixed group's efficiency is against its fastest member, which may gain more from a
+    # bigger batch than the slowest that sets the pace.)
     assert big.allreduce_s == small.allreduce_s
 
 

@@ -15,7 +15,7 @@ from gpucost.cli.numbers import count, positive
 from gpucost.cli.predict import add_group_arguments
 from gpucost.envelope import add_format_argument, print_document
 from gpucost.limits import MAX_EPOCHS, MAX_JOB_SAMPLES, MAX_NODES, MAX_PRICE_HR_USD, node_limit
-from gpucost.planning.scaling import KNEE_TIME_CUT
+from gpucost.planning.scaling import KNEE_TIME_CUT, BatchPoint
 
 if TYPE_CHECKING:
     from gpucost.planning.plans import PlanRow, Plans
@@ -58,6 +58,9 @@ def register(sub: Any) -> None:
     job.add_argument("--epochs", type=positive(MAX_EPOCHS),
                      help="epochs of the profile's dataset_size")
     p.add_argument("--plot", metavar="FILE.png", help="also draw the curve into a PNG file")
+    p.add_argument("--batch", type=count(1, 1 << 20), action="append", metavar="B",
+                   help="also show scaling efficiency at this per-GPU batch (repeat: --batch 16 "
+                   "--batch 64); a small batch leaves less compute to hide the gradient sync")
     add_format_argument(p)
     econ = p.add_argument_group("job economics (as in compare)")
     add_economics(econ)
@@ -350,8 +353,36 @@ def plot(scaling: Scaling, path: str, title: str) -> None:
     atomic_write_bytes(path, buf.getvalue())
 
 
+def _batch_points(args: argparse.Namespace, request: Request, scaling: Scaling
+                  ) -> tuple[BatchPoint, ...]:
+    """Efficiency at each --batch over the curve's node counts (one GPU type per node)."""
+    from gpucost.errors import InputError
+    from gpucost.planning.scaling import batch_efficiency
+
+    if not args.batch:
+        return ()
+    if request.node_gpus:
+        raise InputError("--batch takes a node of one GPU type",
+                         hint="drop --batch, or name one --gpu")
+    nodes = tuple(p.nodes for p in scaling.points)
+    return batch_efficiency(request.profile, scaling.points[0].row, nodes,
+                            tuple(dict.fromkeys(args.batch)), network_gbps=args.network_gbps,
+                            transport=args.transport)
+
+
+def render_batches(points: tuple[BatchPoint, ...]) -> str:
+    nodes = sorted({p.nodes for p in points})
+    lines = ["scaling efficiency by per-GPU batch (the same model; no memory re-plan):",
+             f"{'batch':>7} " + " ".join(f"{str(n) + ' n':>6}" for n in nodes)]
+    for batch in dict.fromkeys(p.batch for p in points):
+        row = {p.nodes: p.efficiency for p in points if p.batch == batch}
+        lines.append(f"{batch:>7} " + " ".join(f"{100 * row[n]:>5.0f}%" for n in nodes))
+    return "\n".join(lines)
+
+
 def run(args: argparse.Namespace) -> int:
     request, scaling, label, notes = build_curve(args)
+    batches = _batch_points(args, request, scaling)
     first = scaling.points[0].row
     if args.plot:
         plot(scaling, args.plot,
@@ -378,9 +409,14 @@ def run(args: argparse.Namespace) -> int:
                         "peak_gb": p.row.record()["peak_gb"],
                         "memory_note": p.row.memory_note,
                         "inter_node_fabric": p.row.inter_node_fabric} for p in scaling.points],
+            "batch_efficiency": [{"batch": p.batch, "nodes": p.nodes,
+                                  "throughput": p.throughput, "efficiency": p.efficiency}
+                                 for p in batches],
         })
     else:
         print(render(request, scaling, label, notes))
+        if batches:
+            print(render_batches(batches))
         if args.plot:
             print(f"plot written to {args.plot}")
     return 0

@@ -82,7 +82,9 @@ class Prediction:
     step_time_s: float  # one optimizer step
     throughput: float  # samples/s over the whole group
     single_gpu_throughput: float  # samples/s of one target GPU alone
-    efficiency: float  # throughput / (GPUs x single-GPU throughput), 1.0 = linear scaling
+    # throughput / (GPUs x the fastest member's throughput alone), 1.0 = linear scaling of the
+    # fastest GPU (a mixed group scores under 1.0 on one node: its pace is the slowest's)
+    efficiency: float
     breakdown: TimeBreakdown
     allreduce_s: float  # full gradient all-reduce time before overlap with backward
     intra_busbw_gbs: float  # GB/s all-reduce bus bandwidth inside a node
@@ -351,6 +353,7 @@ def predict(
             else:
                 b = fitting
     slowest = members[0]
+    fastest_micro_s = math.inf  # the fastest member's micro-step alone
     compute = -1.0
     data, host = source_data, source_host
     links: scaling.Links | None = None
@@ -366,6 +369,7 @@ def predict(
                 parts = _at_batch(profile, member, (c, d, h), b)
                 per_batch[(member, b)] = parts
             c, d, h = parts
+        fastest_micro_s = min(fastest_micro_s, d + h + c)
         if c > compute:
             compute, slowest, data, host = c, member, d, h
         member_links = _links(member, k, intra_node_gbps, inter_node_gbps, intra_node_link,
@@ -390,7 +394,9 @@ def predict(
         step_time_s=step,
         throughput=throughput,
         single_gpu_throughput=single,
-        efficiency=throughput / (k * n * single),
+        # Against the fastest member alone: a mixed group paced by its slowest member is
+        # not "100 % efficient" on one node (its fast GPUs wait).
+        efficiency=throughput / (k * n * b / fastest_micro_s),
         breakdown=TimeBreakdown(compute_s=s * compute, communication_s=synced - compute,
                                 data_s=s * data, host_s=s * host),
         allreduce_s=sync,

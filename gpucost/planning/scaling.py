@@ -18,6 +18,7 @@ from gpucost.limits import node_limit
 if TYPE_CHECKING:
     from gpucost.planning.plans import PlanRow, Plans
     from gpucost.planning.request import Request
+    from gpucost.profile import Profile
 
 KNEE_TIME_CUT = 0.25  # doubling the nodes must cut the job's time by at least this fraction
 SCALING_MAX_NODES = 16
@@ -104,3 +105,37 @@ def scaling_curve(request: Request, row: PlanRow, *,
                            cpu_arch=request.filters.cpu_arch)
     full = rank(replace(request, snapshots=mine, filters=filters))
     return offer_curve(full.plans, row, max_nodes)
+
+
+@dataclass(frozen=True)
+class BatchPoint:
+    """The offer's group at one per-GPU batch and node count."""
+
+    batch: int  # per GPU per step
+    nodes: int
+    throughput: float  # samples/s, whole group
+    efficiency: float  # fraction of linear scaling at this batch
+
+
+def batch_efficiency(profile: Profile, row: PlanRow, nodes: tuple[int, ...],
+                     batches: tuple[int, ...], *, network_gbps: float | None = None,
+                     transport: str | None = None) -> tuple[BatchPoint, ...]:
+    """How scaling efficiency moves with the per-GPU batch on ``row``'s offer: a small batch
+    leaves less compute to hide the gradient sync behind (seed 003: 8 T4s at batch 16 are
+    sync-bound, at 64-128 they balance). The same predict the curve's plans use, over the
+    offer's fabric (or the network given), at each batch as given (no memory re-plan: the
+    question is the batch itself)."""
+    from gpucost.model.fabrics import fabric_for
+    from gpucost.model.perf import predict
+
+    fabric = fabric_for(row.provider, row.instance_type)
+    gbps = fabric.gbps if network_gbps is None else network_gbps
+    how = fabric.transport if transport is None else transport
+    points = []
+    for batch in batches:
+        for n in nodes:
+            pred = predict(profile, gpu=row.gpu, gpus_per_node=int(row.gpu_count), nodes=n,
+                           inter_node_gbps=gbps, inter_node_transport=how, batch_size=batch,
+                           fit_batch="keep")
+            points.append(BatchPoint(batch, n, pred.throughput, pred.efficiency))
+    return tuple(points)
