@@ -45,6 +45,13 @@ VERSION = 1
 SOURCES = ("profile", "on-arrival")
 MAX_BYTES = 4 * 1024 * 1024
 MAX_RECORDS = 10_000
+# The most samples per second one device can train, whatever the model. A training step
+# launches tens of kernels at a few microseconds each, so even a tiny model takes ~100 us a
+# step: 1e9 samples/s would need 1e5 samples in every device's step; and at the fastest GPUs'
+# dense peak (~2e15 flop/s) it leaves 2e6 flops per sample, a model of ~3e5 parameters (6 flops
+# per parameter per sample). Real runs report 1e2-1e4 images/s and up to ~1e6 tokens/s per GPU,
+# so this is 1,000x above them, yet far below what prices a job at nothing (1e300).
+MAX_SAMPLES_PER_S_PER_DEVICE = 1e9
 
 
 class MeasurementStoreError(InputError):

@@ -41,7 +41,23 @@ from typing import Any
 from gpucost._io import atomic_write_text, parse_toml, read_text
 from gpucost.errors import PlanFileError
 from gpucost.jobname import NAME_HINT, job_name_problem
-from gpucost.limits import MAX_GPUS_PER_NODE, MAX_NODES, MAX_PLAN_BYTES, MAX_PRICE_HR_USD
+from gpucost.limits import (
+    MAX_BUDGET_USD,
+    MAX_DATA_GB,
+    MAX_DEADLINE_HOURS,
+    MAX_EPOCHS,
+    MAX_GPU_MEMORY_GB,
+    MAX_GPUS_PER_NODE,
+    MAX_GRAD_ACCUM,
+    MAX_INTERRUPTIONS_PER_HR,
+    MAX_JOB_SAMPLES,
+    MAX_NETWORK_GBPS,
+    MAX_NODES,
+    MAX_PLAN_BYTES,
+    MAX_PRICE_HR_USD,
+    MAX_STORAGE_USD_GB_MONTH,
+)
+from gpucost.measurements import MAX_SAMPLES_PER_S_PER_DEVICE
 
 SCHEMA = "gpucost-plan"
 SCHEMA_VERSION = 2  # 2 added [marketplace]; a plan without it is written as version 1
@@ -53,6 +69,11 @@ VERIFY_ACTIONS = ("warn", "stop")
 IDLE_POLICIES = ("stop", "destroy")
 FALLBACKS = ("on-demand", "none")
 MARKETPLACES = ("vast", "runpod")  # providers whose plans record a search, not a machine
+# A disk holds the data, checkpoints and results (each at most MAX_DATA_GB) with headroom.
+MAX_DISK_GB = 4 * MAX_DATA_GB
+# Samples in one device's step: a million is past any batch that fits a GPU's memory, and the
+# measurement store's own bound.
+MAX_BATCH_PER_DEVICE = 1_000_000
 
 
 def _m(
@@ -73,16 +94,24 @@ class JobSection:
     command: list[str] = field(metadata=_m(doc='an argv list, e.g. ["python", "train.py"]'))
     workdir: str = "."  # relative to the plan file
     entry_script: str | None = None  # the training script, for the __main__-guard check
-    epochs: float | None = field(default=None, metadata=_m(gt=0))
-    dataset_size: float | None = field(default=None, metadata=_m(gt=0))  # samples per epoch
-    samples: float | None = field(default=None, metadata=_m(gt=0))  # epochs x dataset_size
-    steps: float | None = field(default=None, metadata=_m(gt=0))  # steps of the global batch
-    data_gb: float = field(default=0.0, metadata=_m(ge=0))  # dataset downloaded and kept
+    # Every number below is bounded by the planner's own input limits (gpucost.limits): a plan
+    # past them is a damaged or hand-edited file, and the launch would overflow on it (1e308
+    # epochs ran one epoch and then failed on inf) after explain and preflight had passed it.
+    epochs: float | None = field(default=None, metadata=_m(gt=0, le=MAX_EPOCHS))
+    dataset_size: float | None = field(  # samples per epoch
+        default=None, metadata=_m(gt=0, le=MAX_JOB_SAMPLES))
+    samples: float | None = field(  # epochs x dataset_size
+        default=None, metadata=_m(gt=0, le=MAX_JOB_SAMPLES))
+    steps: float | None = field(  # steps of the global batch
+        default=None, metadata=_m(gt=0, le=MAX_JOB_SAMPLES))
+    data_gb: float = field(  # dataset downloaded and kept
+        default=0.0, metadata=_m(ge=0, le=MAX_DATA_GB))
     dataset_region: str | None = None
-    checkpoint_gb: float = field(default=0.0, metadata=_m(ge=0))  # one checkpoint
-    results_gb: float = field(default=0.0, metadata=_m(ge=0))  # copied off at the end
-    deadline_hours: float | None = field(default=None, metadata=_m(gt=0))
-    budget_usd: float | None = field(default=None, metadata=_m(gt=0))
+    checkpoint_gb: float = field(default=0.0, metadata=_m(ge=0, le=MAX_DATA_GB))  # one
+    results_gb: float = field(  # copied off at the end
+        default=0.0, metadata=_m(ge=0, le=MAX_DATA_GB))
+    deadline_hours: float | None = field(default=None, metadata=_m(gt=0, le=MAX_DEADLINE_HOURS))
+    budget_usd: float | None = field(default=None, metadata=_m(gt=0, le=MAX_BUDGET_USD))
     spot: bool = False  # whether spot capacity was allowed when planning
 
 
@@ -105,24 +134,27 @@ class OfferSection:
     on_demand_price_hr: float | None = field(  # spot fallback
         default=None, metadata=_m(gt=0, le=MAX_PRICE_HR_USD)
     )
-    network_gbps: float | None = field(default=None, metadata=_m(gt=0))
+    network_gbps: float | None = field(default=None, metadata=_m(gt=0, le=MAX_NETWORK_GBPS))
 
 
 @dataclass(frozen=True)
 class WorkloadSection:
+    # per device, the measurements' bound (gpucost.measurements): checked with the group's size
     throughput: float = field(metadata=_m(gt=0, doc="predicted samples/s, whole group"))
     profile: str = ""  # profile path or embedded example name
     profile_gpu: str = ""
     precision: str | None = field(default=None, metadata=_m(choices=PRECISIONS))
-    batch_size: int | None = field(default=None, metadata=_m(ge=1))  # per device
+    batch_size: int | None = field(  # per device
+        default=None, metadata=_m(ge=1, le=MAX_BATCH_PER_DEVICE))
     sample_unit: str = "samples"
     throughput_source: str = ""
-    peak_memory_gb: float | None = field(default=None, metadata=_m(gt=0))  # per GPU
+    peak_memory_gb: float | None = field(  # per GPU
+        default=None, metadata=_m(gt=0, le=MAX_GPU_MEMORY_GB))
     torch_version: str | None = None
     # How the batch fits the GPU (gpucost.planning.fit): per device per micro-step, micro-steps
     # per optimizer step, and "" (data parallel), "ZeRO-2" or "FSDP".
-    micro_batch: int | None = field(default=None, metadata=_m(ge=1))
-    grad_accum_steps: int = field(default=1, metadata=_m(ge=1))
+    micro_batch: int | None = field(default=None, metadata=_m(ge=1, le=MAX_BATCH_PER_DEVICE))
+    grad_accum_steps: int = field(default=1, metadata=_m(ge=1, le=MAX_GRAD_ACCUM))
     sharding: str = field(default="", metadata=_m(choices=("", "ZeRO-2", "FSDP")))
 
 
@@ -133,8 +165,10 @@ BUDGET_WARN_SHARE = 0.8
 
 @dataclass(frozen=True)
 class SafetySection:
-    timeout_hours: float = field(metadata=_m(gt=0, doc="the executor's hard wall-clock limit"))
-    budget_cap_usd: float = field(metadata=_m(gt=0, doc="the executor stops the run when spent"))
+    timeout_hours: float = field(metadata=_m(gt=0, le=MAX_DEADLINE_HOURS,
+                                             doc="the executor's hard wall-clock limit"))
+    budget_cap_usd: float = field(metadata=_m(gt=0, le=MAX_BUDGET_USD,
+                                              doc="the executor stops the run when spent"))
     verify_margin_pct: float = field(default=25.0, metadata=_m(ge=0, le=100))
     verify_action: str = field(default="warn", metadata=_m(choices=VERIFY_ACTIONS))
 
@@ -142,45 +176,56 @@ class SafetySection:
 @dataclass(frozen=True)
 class CheckpointSection:
     enabled: bool = False
-    every_epochs: float | None = field(default=None, metadata=_m(gt=0))
-    interval_minutes: float | None = field(default=None, metadata=_m(gt=0))  # Young/Daly
+    every_epochs: float | None = field(default=None, metadata=_m(gt=0, le=MAX_EPOCHS))
+    interval_minutes: float | None = field(  # Young/Daly
+        default=None, metadata=_m(gt=0, le=MAX_DEADLINE_HOURS * 60))
     target: str = "local:checkpoints"  # local:<dir> | s3://bucket/prefix
     resume: bool = True
 
 
 @dataclass(frozen=True)
 class SpotSection:
-    interruption_rate_per_hr: float = field(default=0.0, metadata=_m(ge=0))
+    interruption_rate_per_hr: float = field(default=0.0,
+                                            metadata=_m(ge=0, le=MAX_INTERRUPTIONS_PER_HR))
     rate_source: str = ""
-    max_wait_capacity_hours: float = field(default=0.0, metadata=_m(ge=0))
+    max_wait_capacity_hours: float = field(default=0.0,
+                                           metadata=_m(ge=0, le=MAX_DEADLINE_HOURS))
     fallback: str = field(default="on-demand", metadata=_m(choices=FALLBACKS))
 
 
 @dataclass(frozen=True)
 class DiskSection:
-    size_gb: float = field(default=0.0, metadata=_m(ge=0))  # allocated, billed as such
-    storage_gb_month: float = field(default=0.0, metadata=_m(ge=0))  # USD per GB-month
-    month_hours: float = field(default=730.0, metadata=_m(gt=0))  # billing month: 730 or 720
+    size_gb: float = field(  # allocated, billed as such
+        default=0.0, metadata=_m(ge=0, le=MAX_DISK_GB))
+    storage_gb_month: float = field(  # USD per GB-month
+        default=0.0, metadata=_m(ge=0, le=MAX_STORAGE_USD_GB_MONTH))
+    month_hours: float = field(  # billing month: 730 or 720 (744: 31 days)
+        default=730.0, metadata=_m(gt=0, le=744))
 
 
 @dataclass(frozen=True)
 class IdleSection:
     policy: str = field(default="destroy", metadata=_m(choices=IDLE_POLICIES))
-    expected_return_hours: float | None = field(default=None, metadata=_m(ge=0))
+    expected_return_hours: float | None = field(default=None,
+                                                metadata=_m(ge=0, le=MAX_DEADLINE_HOURS))
+    # computed (rebuild cost / storage per hour): cheap storage makes it long, so only finite
     breakeven_hours: float | None = field(default=None, metadata=_m(ge=0))
 
 
 @dataclass(frozen=True)
 class EstimateSection:
-    hours: float = field(metadata=_m(gt=0, doc="wall-clock hours, setup included"))
-    cost_usd: float = field(metadata=_m(ge=0, doc="expected USD, the sum of the *_usd terms"))
-    compute_usd: float = field(default=0.0, metadata=_m(ge=0))
-    setup_usd: float = field(default=0.0, metadata=_m(ge=0))
-    storage_usd: float = field(default=0.0, metadata=_m(ge=0))
-    egress_usd: float = field(default=0.0, metadata=_m(ge=0))
-    ingress_usd: float = field(default=0.0, metadata=_m(ge=0))
-    checkpoint_usd: float = field(default=0.0, metadata=_m(ge=0))
-    spot_rework_usd: float = field(default=0.0, metadata=_m(ge=0))
+    # below [safety]'s limits, which must cover them
+    hours: float = field(metadata=_m(gt=0, le=MAX_DEADLINE_HOURS,
+                                     doc="wall-clock hours, setup included"))
+    cost_usd: float = field(metadata=_m(ge=0, le=MAX_BUDGET_USD,
+                                        doc="expected USD, the sum of the *_usd terms"))
+    compute_usd: float = field(default=0.0, metadata=_m(ge=0, le=MAX_BUDGET_USD))
+    setup_usd: float = field(default=0.0, metadata=_m(ge=0, le=MAX_BUDGET_USD))
+    storage_usd: float = field(default=0.0, metadata=_m(ge=0, le=MAX_BUDGET_USD))
+    egress_usd: float = field(default=0.0, metadata=_m(ge=0, le=MAX_BUDGET_USD))
+    ingress_usd: float = field(default=0.0, metadata=_m(ge=0, le=MAX_BUDGET_USD))
+    checkpoint_usd: float = field(default=0.0, metadata=_m(ge=0, le=MAX_BUDGET_USD))
+    spot_rework_usd: float = field(default=0.0, metadata=_m(ge=0, le=MAX_BUDGET_USD))
 
     def terms(self) -> dict[str, float]:
         return {
@@ -202,11 +247,12 @@ class MarketplaceSection:
     it at launch and records which machine it got. The GPU is [offer] gpu."""
 
     gpu_count: int = field(metadata=_m(ge=1, doc="GPUs per machine"))
-    max_price_hr: float = field(metadata=_m(gt=0, doc="USD/h per machine, at most"))
+    max_price_hr: float = field(metadata=_m(gt=0, le=MAX_PRICE_HR_USD,
+                                            doc="USD/h per machine, at most"))
     region: str = ""  # country code, e.g. "US"; empty = anywhere
     min_reliability: float = field(default=0.0, metadata=_m(ge=0, le=1))
-    min_inet_down_mbps: float = field(default=0.0, metadata=_m(ge=0))
-    min_disk_gb: float = field(default=0.0, metadata=_m(ge=0))
+    min_inet_down_mbps: float = field(default=0.0, metadata=_m(ge=0, le=MAX_NETWORK_GBPS * 1000))
+    min_disk_gb: float = field(default=0.0, metadata=_m(ge=0, le=MAX_DISK_GB))
 
 
 _SECTIONS: dict[str, type[Any]] = {
@@ -485,9 +531,12 @@ def _check_field(section: Any, f: dataclasses.Field[Any], where: str) -> None:
                 continue
             ok = value >= limit if key == "ge" else value > limit if key == "gt" else value <= limit
             if not ok:
+                allowed = " and ".join(f"{w} {meta[k]:g}" for k, w in (
+                    ("ge", ">="), ("gt", ">"), ("le", "<=")) if meta.get(k) is not None)
+                doc = meta.get("doc")
                 raise PlanFileError(
                     f"{where} = {_short(value)} is out of range (must be {words} {limit:g})",
-                    hint=meta.get("doc") or None,
+                    hint=f"allowed: {allowed}" + (f"; {doc}" if doc else ""),
                 )
     choices = meta.get("choices")
     if choices and value not in choices:
@@ -514,6 +563,19 @@ def _validate_plan(plan: Plan, *, origin: str) -> None:
         raise PlanFileError(
             f"{origin}: [job] has no job size",
             hint="give samples, or epochs with dataset_size, or steps with [workload] batch_size",
+        )
+    if plan.total_samples > MAX_JOB_SAMPLES:
+        raise PlanFileError(
+            f"{origin}: [job] size is {plan.total_samples:.3g} samples, over the "
+            f"{MAX_JOB_SAMPLES:g} a plan may hold",
+            hint="the largest published training runs are ~1.5e13 tokens: check the job size",
+        )
+    most = MAX_SAMPLES_PER_S_PER_DEVICE * plan.total_gpus
+    if plan.workload.throughput > most:
+        raise PlanFileError(
+            f"{origin}: [workload] throughput = {plan.workload.throughput:.3g} is out of range "
+            f"(must be <= {most:g} for {plan.total_gpus:g} GPU(s))",
+            hint=f"allowed: > 0 and <= {MAX_SAMPLES_PER_S_PER_DEVICE:g} samples/s per GPU",
         )
     target = plan.checkpoint.target
     if not (target.startswith("local:") or target.startswith("s3://")):

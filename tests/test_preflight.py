@@ -282,7 +282,7 @@ def test_installed_torch_is_used_when_not_pinned(fx: Path,
 
 def test_local_disk_check_uses_free_space(fx: Path, capsys: pytest.CaptureFixture[str]) -> None:
     text = (REPO_ROOT / "examples" / "plan.toml").read_text()
-    Path("huge_local.toml").write_text(text.replace("data_gb = 0.0", "data_gb = 1e9"))
+    Path("huge_local.toml").write_text(text.replace("data_gb = 0.0", "data_gb = 1e6"))
     code, report = _run(capsys, "huge_local.toml")
     assert code == 1
     assert "free at" in str(_failed(report)["disk-size"]["message"])
