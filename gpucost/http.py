@@ -42,6 +42,14 @@ _WATCH_INTERVAL_S = 0.1  # how often a watchdog looks at the clock and the cance
 _SECRET_NAMES = re.compile(r"(api[_-]?key|key|token|secret|password|signature|authorization|"
                            r"credential|access[_-]?key)", re.IGNORECASE)
 _BEARER = re.compile(r"(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+", re.IGNORECASE)
+# What a server that echoes the request sends back: an Authorization header (AWS SigV4 names the
+# access key id in Credential=), a signature or session token, or a bare AWS access key id.
+_AUTH_HEADER = re.compile(r"(authorization|x-amz-security-token|x-api-key|cookie)"
+                          r"(['\"]?\s*[:=]\s*['\"]?)((?:Bearer|Basic|AWS4-HMAC-SHA256)\s+)?"
+                          r"[^\r\n'\"]+", re.IGNORECASE)
+_AWS_SIGV4 = re.compile(r"(Credential|Signature|X-Amz-Credential|X-Amz-Signature|"
+                        r"X-Amz-Security-Token)=[^\s,&'\"]+", re.IGNORECASE)
+_AWS_KEY_ID = re.compile(r"\b(?:AKIA|ASIA|AIDA|AROA)[A-Z0-9]{12,}\b")
 REDACTED = "REDACTED"
 
 
@@ -55,8 +63,12 @@ def redact_url(url: str) -> str:
 
 
 def redact_text(text: str, secrets: tuple[str, ...] = ()) -> str:
-    """``text`` with bearer tokens and each known secret value replaced."""
+    """``text`` with bearer tokens, authorization headers, AWS signatures and access key ids,
+    and each known secret value replaced."""
     out = _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
+    out = _AUTH_HEADER.sub(lambda m: f"{m.group(1)}{m.group(2)}{m.group(3) or ''}{REDACTED}", out)
+    out = _AWS_SIGV4.sub(lambda m: f"{m.group(1)}={REDACTED}", out)
+    out = _AWS_KEY_ID.sub(REDACTED, out)
     for secret in secrets:
         if secret:
             out = out.replace(secret, REDACTED)
@@ -264,14 +276,14 @@ class RetryingHttp:
                                     f"{response.status_code}", self.secrets),
                         hint="check the API key this source reads")
                 if response.status_code in RETRY_STATUSES:
-                    last = f"HTTP {response.status_code}: {_snippet(response.text, 60)}"
+                    last = f"HTTP {response.status_code}: {snippet(response.text, 60)}"
                     asked = retry_after_s(response.headers.get("Retry-After"))
                     delay = (min(asked, self.max_backoff_s) if asked is not None
                              else self._backoff(attempt))
                 elif response.status_code >= 400 and not return_client_errors:
                     raise HttpStatusError(
                         redact_text(f"{self.source}: {method} {shown} answered HTTP "
-                                    f"{response.status_code}: {_snippet(response.text)}",
+                                    f"{response.status_code}: {snippet(response.text)}",
                                     self.secrets), status_code=response.status_code)
                 else:
                     return response, shown
@@ -352,6 +364,7 @@ class RetryingHttp:
         return float(min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1)))
 
 
-def _snippet(text: str, limit: int = 200) -> str:
+def snippet(text: str, limit: int = 200) -> str:
+    """``text`` on one line, cut to ``limit`` characters (what an error quotes of an answer)."""
     one_line = " ".join(text.split())
     return one_line if len(one_line) <= limit else one_line[:limit] + "..."

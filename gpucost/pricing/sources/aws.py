@@ -17,6 +17,12 @@
   price per instance type and availability zone; an offer's spot price is the cheapest zone's.
 
 Spot prices are not in the Price List. boto3 retries throttling itself (standard mode).
+
+boto3 reads an answer whole before parsing it, so a hostile or broken endpoint could make it hold
+any amount: every client :meth:`AwsSource.open_client` makes sends through :func:`bounded_send`,
+which reads the answer in chunks under the same size cap and per-request deadline as the HTTP
+sources (:mod:`gpucost.http`). Error messages carry at most a redacted snippet of what the
+server said, never the whole body nor the request's signature or access key id.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import math
 import os
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -36,6 +43,8 @@ from typing import Any
 
 from gpucost.errors import CredentialsError, ProviderError
 from gpucost.extras import install_hint, installed
+from gpucost.http import redact_text, snippet
+from gpucost.limits import HTTP_READ_TIMEOUT_S, HTTP_REQUEST_DEADLINE_S, MAX_ANSWER_BYTES
 from gpucost.pricing.rates import offer_rates
 from gpucost.pricing.snapshot import Snapshot
 from gpucost.pricing.sources.base import (
@@ -68,6 +77,55 @@ ON_DEMAND_FILTERS: dict[str, str] = {
 GP3_FILTERS: dict[str, str] = {"productFamily": "Storage", "volumeApiName": "gp3"}
 LINUX_SPOT = ("Linux/UNIX", "Linux/UNIX (Amazon VPC)")
 MAX_PAGES = 10_000
+_CHUNK = 64 << 10  # bytes read at a time from an answer
+
+
+class _Body:
+    """An answer already read (under the cap), handed back to botocore as its raw stream."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def stream(self, *_: Any, **__: Any) -> Iterator[bytes]:
+        yield self._data
+
+
+def bounded_send(client: Any, *, source: str, max_bytes: int = MAX_ANSWER_BYTES,
+                 deadline_s: float = HTTP_REQUEST_DEADLINE_S) -> None:
+    """Make ``client`` (a boto3 client) read each answer in chunks, refusing one longer than
+    ``max_bytes`` or slower than ``deadline_s`` before holding more of it (botocore's
+    ``before-send`` hook: a response returned there is used instead of botocore's own send)."""
+    from botocore.awsrequest import AWSResponse
+
+    session = client._endpoint.http_session  # botocore's own: same proxies, TLS and timeouts
+
+    def send(request: Any, **_: Any) -> Any:
+        deadline = time.monotonic() + deadline_s
+        # Asked to stream, botocore's session leaves the body unread for the loop below.
+        request.stream_output = True
+        response = session.send(request)
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            for chunk in response.raw.stream(_CHUNK):
+                size += len(chunk)
+                if size > max_bytes:
+                    raise ProviderError(
+                        f"{source}: {request.method} {request.url.split('?', 1)[0]} answered "
+                        f"more than {max_bytes / 2**20:g} MiB; stopped reading it",
+                        hint="no price API answers that much: the server or the URL is wrong")
+                if time.monotonic() > deadline:
+                    raise ProviderError(
+                        f"{source}: {request.method} {request.url.split('?', 1)[0]} did not "
+                        f"finish within its {deadline_s:g} s deadline",
+                        hint="the server is stalled or far too slow; try again later")
+                chunks.append(chunk)
+        finally:
+            response.raw.close()  # a refused answer's connection is dropped, not drained
+        return AWSResponse(response.url, response.status_code, response.headers,
+                           _Body(b"".join(chunks)))
+
+    client.meta.events.register("before-send", send)
 
 
 @dataclass
@@ -118,8 +176,10 @@ def _aws_errors(source: str, what: str) -> Iterator[None]:
                                hint=SOURCE.credentials_hint) from None
     except ClientError as exc:
         error = exc.response.get("Error", {})
-        code = str(error.get("Code", "?"))
-        message = str(error.get("Message", ""))
+        # The server's own words, cut and redacted: one that echoes the request would otherwise
+        # print its Authorization header (the access key id) or a body of any size.
+        code = _said(str(error.get("Code", "?")), 60)
+        message = _said(str(error.get("Message", "")), 200)
         if code in ("AccessDeniedException", "UnauthorizedOperation", "AuthFailure",
                     "InvalidClientTokenId", "SignatureDoesNotMatch", "ExpiredToken"):
             raise CredentialsError(f"{source}: {what} was refused ({code}: {message})",
@@ -128,7 +188,14 @@ def _aws_errors(source: str, what: str) -> Iterator[None]:
                                    ) from None
         raise ProviderError(f"{source}: {what} failed ({code}: {message})") from None
     except BotoCoreError as exc:
-        raise ProviderError(f"{source}: {what} failed ({type(exc).__name__}: {exc})") from None
+        raise ProviderError(f"{source}: {what} failed ({type(exc).__name__}: "
+                            f"{_said(str(exc), 200)})") from None
+
+
+def _said(text: str, limit: int) -> str:
+    """What an AWS answer or botocore said, on one line, cut to ``limit`` and with the request's
+    credentials (signature, access key id, session token) removed."""
+    return snippet(redact_text(text), limit)
 
 
 class AwsSource(PriceSource[AwsClients]):
@@ -163,16 +230,19 @@ class AwsSource(PriceSource[AwsClients]):
         import boto3
         from botocore.config import Config
 
-        config = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=10,
-                        read_timeout=60)
+        config = Config(retries={"mode": "standard", "max_attempts": 5},
+                        connect_timeout=HTTP_READ_TIMEOUT_S, read_timeout=HTTP_READ_TIMEOUT_S)
         pricing_url = None if base_url == self.default_base_url else base_url
         # One override (a replay server, a proxy) serves every AWS call unless EC2 has its own.
         ec2_url = os.environ.get(self.ec2_url_env_var) or pricing_url
         pricing = boto3.client("pricing", region_name=PRICING_REGION, endpoint_url=pricing_url,
                                config=config)
+        bounded_send(pricing, source=self.name, max_bytes=MAX_ANSWER_BYTES)
 
         def ec2(region: str) -> Any:
-            return boto3.client("ec2", region_name=region, endpoint_url=ec2_url, config=config)
+            client = boto3.client("ec2", region_name=region, endpoint_url=ec2_url, config=config)
+            bounded_send(client, source=self.name, max_bytes=MAX_ANSWER_BYTES)
+            return client
 
         yield AwsClients(pricing=pricing, ec2_for_region=ec2)
 
