@@ -8,6 +8,9 @@ Inside a gpucost run (``GPUCOST_RUN_DIR`` set by the launcher) it appends the re
 ``metrics.jsonl``, replaces ``progress.json`` atomically and, when the plan asks for it every N
 epochs, ships ``checkpoint`` to the plan's checkpoint target (local folder or S3). Outside a run
 it does nothing and costs a dictionary lookup, so scripts can call it unconditionally.
+Under SkyPilot (``GPUCOST_REPORT_TO_LOG=1``, set by the task) each report is also printed to
+stdout as one marker line (:mod:`gpucost.executor.markers`): the log streams home, the node's
+run folder does not.
 """
 
 from __future__ import annotations
@@ -45,8 +48,6 @@ def report(*, epoch: int | None = None, metrics: Mapping[str, float] | None = No
 
 
 def _record(run_dir: Path, epoch: Any, metrics: Any, checkpoint: Any, throughput: Any) -> None:
-    from gpucost._io import atomic_write_json
-    from gpucost.executor.rundir import RunDir, append_line
     from gpucost.executor.runfiles import Report, problem
 
     if metrics is not None and not isinstance(metrics, Mapping):
@@ -76,9 +77,22 @@ def _record(run_dir: Path, epoch: Any, metrics: Any, checkpoint: Any, throughput
             entry["checkpoint"] = _ship(Path(checkpoint), entry["epoch"])
         except Exception as err:  # the report is still worth recording
             _warn_once("checkpoint", f"checkpoint not shipped ({type(err).__name__}: {err})")
+    write_report(run_dir, entry)
+    from gpucost.executor.markers import MARKER_ENV, format_marker
+
+    if os.environ.get(MARKER_ENV) == "1":
+        print(format_marker(entry), flush=True)
+
+
+def write_report(run_dir: Path, entry: Mapping[str, Any]) -> None:
+    """Append one checked report to the run folder's metrics.jsonl and make it progress.json:
+    the job does it on its node, the SkyPilot launcher for each marker its log brings home."""
+    from gpucost._io import atomic_write_json
+    from gpucost.executor.rundir import RunDir, append_line
+
     rd = RunDir(run_dir)
     append_line(rd.metrics_path, json.dumps(entry, allow_nan=False))
-    atomic_write_json(rd.progress_path, entry)
+    atomic_write_json(rd.progress_path, dict(entry))
 
 
 def _number(value: Any) -> Any:

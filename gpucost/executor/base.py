@@ -144,6 +144,14 @@ class Provider(abc.ABC):
     def supports(self, operation: str) -> bool:
         return operation not in self.unsupported
 
+    def status_fields(self) -> dict[str, Any]:
+        """What only the provider measures, for status.json (SkyPilot: the log's throughput)."""
+        return {}
+
+    def stop_reason(self) -> str | None:
+        """Why the run must stop now, by what only the provider measures (None: it need not)."""
+        return None
+
 
 # Run on arrival, before the job: a real matrix multiply on the GPU, so that a torch wheel built
 # for another CUDA architecture fails here (it reports CUDA available and dies at the first

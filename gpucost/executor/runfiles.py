@@ -82,6 +82,8 @@ class RunStatusFile(BaseModel):
     reason: str | None = None  # why the run ended, when its launcher could not say (the guard)
     # said once the spend passes planfile.BUDGET_WARN_SHARE of budget_cap_usd (the launcher)
     budget_warning: str | None = None
+    # the measured throughput outside the prediction's band (a SkyPilot run's launcher)
+    throughput_warning: str | None = None
 
 
 def read_status(path: Path) -> dict[str, Any] | None:

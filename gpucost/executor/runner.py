@@ -400,6 +400,9 @@ class Runner:
                 if not check.within_margin and safety.verify_action == "stop":
                     self._say("verify_action = stop: stopping the run")
                     return "verify-failed"
+            if (why := self.provider.stop_reason()) is not None:
+                self._say(why)
+                return "verify-failed"
             self._status("running", progress=progress, job_started=job_started)
             if state not in ("running", "pending", "unknown"):
                 code = self.provider.exit_code(job)
@@ -460,7 +463,7 @@ class Runner:
             "epoch": None, "epochs": self.plan.job.epochs, "eta_s": None, "metrics": {},
             "throughput": None, "planned_throughput": self.plan.workload.throughput,
             "launcher_pid": os.getpid(), "final": final,
-            "budget_warning": self._budget_warning,
+            "budget_warning": self._budget_warning, **self.provider.status_fields(),
         }
         if progress is None:
             progress = self.run_dir.read_progress()

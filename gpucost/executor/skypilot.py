@@ -10,7 +10,11 @@ gpucost keeps what is its own: the ledger (the cluster or managed-job name is th
 token, so `gpucost cleanup` finds what a killed launcher started), status.json, the budget cap
 and the hard timeout (the runner cancels the job and downs the cluster when one is reached, and
 so does the run's watchdog, :func:`gpucost.executor.guard.watch`, when the launcher is dead),
-and verify on arrival (the matmul at the top of the task's ``run``).
+and verify on arrival (the matmul at the top of the task's ``run``). The job's reports come home
+in its log (:mod:`gpucost.executor.markers`): :class:`ThroughputWatch` writes each into the run
+folder's metrics.jsonl and progress.json as the job's own gpucost.report() does on a local run
+(so the runner's status.json and verify on arrival see them), records the measured throughput,
+and checks it against the prediction's error band.
 
 Every SDK call goes through :class:`SkyClient`, the one boundary with SkyPilot; in SkyPilot
 0.10+ each call returns a request id whose result :func:`sky.get` waits for.
@@ -19,13 +23,18 @@ Every SDK call goes through :class:`SkyClient`, the one boundary with SkyPilot; 
 from __future__ import annotations
 
 import io
+import statistics
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from gpucost.errors import CapacityError, CredentialsError, InputError, ProviderError
+from gpucost.errors import CapacityError, CredentialsError, GpuCostError, InputError, ProviderError
 from gpucost.executor.base import JobSpec, Provider, ProvisionRequest, Resource, ResourceState
+from gpucost.executor.markers import parse_marker
+from gpucost.executor.rundir import RunDir
 from gpucost.executor.skypilot_task import (
     IDLE_MINUTES,
     cloud_of,
@@ -34,8 +43,10 @@ from gpucost.executor.skypilot_task import (
     task_yaml,
 )
 from gpucost.extras import installed
+from gpucost.format import usd_text
 
 if TYPE_CHECKING:
+    from gpucost.model.bands import Band
     from gpucost.planfile import Plan
 
 # SkyPilot's status names -> the ledger's states.
@@ -55,6 +66,126 @@ _MANAGED_STATES: dict[str, ResourceState] = {
     "FAILED_NO_RESOURCE": "failed", "FAILED_CONTROLLER": "failed",
 }
 CLUSTER, JOB, MANAGED = "cluster", "job", "managed-job"
+FIRST_CHECK_AFTER = 3  # throughput markers: the median of three is past one slow first epoch
+RECHECK_S = 300.0  # then the throughput since the last check, every five minutes
+MAX_PENDING_CHARS = 1 << 16  # a partial line longer than this is no marker: dropped
+
+
+def plan_band(plan: Plan) -> Band:
+    """The plan's prediction band, recomputed (a plan file does not carry it): its profile's
+    GPU to its offer's GPU at its per-device batch. The profile's own batch is not in the file;
+    it is taken as the plan's, whose band is the wider one when the plan's batch was reduced."""
+    from gpucost.model.bands import NO_BAND, band_for
+    from gpucost.model.translate import gpu_spec
+
+    work, offer = plan.workload, plan.offer
+    devices = max(1, round(offer.gpu_count)) * offer.nodes
+    batch = float(work.batch_size or 1)
+    try:
+        target = gpu_spec(offer.gpu)
+        source = None if work.profile_gpu in ("", "CPU") else gpu_spec(work.profile_gpu)
+    except GpuCostError:  # a GPU this catalog does not know (a hand-edited plan): the plan's
+        return NO_BAND  # verify margin alone, which the watch widens every band to
+    return band_for(source, target, batch, batch, devices)
+
+
+class ThroughputWatch:
+    """The reports a SkyPilot job's log brings home, written into the run folder and checked.
+
+    After the first :data:`FIRST_CHECK_AFTER` throughput markers, and then every
+    :data:`RECHECK_S`, the median throughput since the last check is recorded in
+    measurements.json and compared with the plan's prediction and its band (never narrower
+    than the plan's verify margin: a measurement predicting itself still varies run to run).
+    Outside it, one line in launcher.log when it leaves the band and :attr:`warning` for
+    status.json; under ``verify_action = "stop"``, :attr:`stop_reason` asks the runner to stop.
+    """
+
+    def __init__(self, plan: Plan, run_dir: RunDir, *,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.plan = plan
+        self.run_dir = run_dir
+        self.band = plan_band(plan)
+        self._clock = clock
+        self._lock = threading.Lock()  # the log threads of a spot fallback may overlap
+        self._since_check: list[float] = []
+        self._checked_at: float | None = None
+        self.warning: str | None = None
+        self.stop_reason: str | None = None
+
+    def line(self, text: str) -> None:
+        """One line of the job's log (never raises into the log stream)."""
+        report = parse_marker(text)
+        if report is None:
+            return
+        from gpucost.reporting import write_report
+
+        with self._lock:
+            try:
+                write_report(self.run_dir.path, report)
+            except OSError as err:
+                self._note(f"report not written to the run folder: {err}")
+            if report["throughput"] is None:
+                return
+            self._since_check.append(float(report["throughput"]))
+            now = self._clock()
+            if (len(self._since_check) >= FIRST_CHECK_AFTER if self._checked_at is None
+                    else now - self._checked_at >= RECHECK_S):
+                self._check(now)
+
+    def _check(self, now: float) -> None:
+        from gpucost.executor.verify import verify_throughput
+        from gpucost.measurements import record_on_arrival
+
+        measured = statistics.median(self._since_check)
+        self._since_check, self._checked_at = [], now
+        record_on_arrival(self.plan, measured)  # teaches later predictions
+        planned, margin = self.plan.workload.throughput, self.plan.safety.verify_margin_pct
+        low = planned * min(self.band.low, 1.0 - margin / 100.0)
+        high = planned * max(self.band.high, 1.0 + margin / 100.0)
+        if low <= measured <= high:
+            self.warning = None
+            return
+        check = verify_throughput(self.plan, measured)
+        warning = (f"throughput: measured {measured:.1f} samples/s vs predicted {planned:.1f} "
+                   f"({check.deviation_pct:+.0f}%), outside the prediction's band "
+                   f"{low:.1f}-{high:.1f}; re-estimated $/job "
+                   f"{usd_text(check.reestimated_cost_usd)} over "
+                   f"{check.reestimated_hours:.3g} h")
+        if self.warning is None:
+            self._note(warning)
+        self.warning = warning
+        if self.plan.safety.verify_action == "stop" and self.stop_reason is None:
+            self.stop_reason = f"{warning}; verify_action = stop: stopping the run"
+
+    def _note(self, message: str) -> None:
+        with suppress(OSError):  # the run folder is gone: nothing left to tell
+            self.run_dir.note(message)
+
+
+class LogTee(io.TextIOBase):
+    """The stream SkyPilot writes a job's log to: every write goes on to train.log, and every
+    complete line to ``on_line``."""
+
+    def __init__(self, out: io.TextIOBase, on_line: Callable[[str], None]) -> None:
+        super().__init__()
+        self._out = out
+        self._on_line = on_line
+        self._pending = ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self._out.write(text)
+        *lines, self._pending = (self._pending + text).split("\n")
+        if len(self._pending) > MAX_PENDING_CHARS:
+            self._pending = ""
+        for line in lines:
+            self._on_line(line)
+        return len(text)
+
+    def flush(self) -> None:
+        self._out.flush()
 
 
 def _machine(handle: Any) -> str:
@@ -157,8 +288,6 @@ class SkyPilotProvider(Provider):
     unsupported: ClassVar[Mapping[str, str]] = {
         "stop-spot": "a managed (spot) job cannot be stopped, only cancelled; its cluster is "
                      "released when it ends",
-        "progress": "throughput and epochs stay on the nodes; the log streams back to the run "
-                    "folder",
     }
 
     needs_watchdog = True
@@ -175,6 +304,7 @@ class SkyPilotProvider(Provider):
         self._log_path: Path | None = None
         self._idle_down = True
         self._log_threads: list[threading.Thread] = []
+        self.watch: ThroughputWatch | None = None
 
     @property
     def sdk(self) -> SkyClient:
@@ -203,6 +333,13 @@ class SkyPilotProvider(Provider):
         self._yaml = task_yaml(plan, plan_path, run_id=run_id)
         self._log_path = log_path
         self._token = f"gpucost-{run_id}"
+        self.watch = ThroughputWatch(plan, RunDir(log_path.parent))
+
+    def status_fields(self) -> dict[str, Any]:
+        return {"throughput_warning": None if self.watch is None else self.watch.warning}
+
+    def stop_reason(self) -> str | None:
+        return None if self.watch is None else self.watch.stop_reason
 
     def check_ready(self) -> None:
         self.sdk  # noqa: B018 (imports SkyPilot, or says how to install it)
@@ -265,7 +402,7 @@ class SkyPilotProvider(Provider):
         def stream() -> None:
             try:
                 with open(log_path, "a", encoding="utf-8") as out:
-                    tail(*args, out)
+                    tail(*args, out if self.watch is None else LogTee(out, self.watch.line))
             except Exception as err:  # the run goes on without its log
                 with open(log_path, "a", encoding="utf-8") as out:
                     out.write(f"gpucost: log streaming stopped: {err}\n")

@@ -247,7 +247,8 @@ def task_config(plan: Plan, plan_path: str | Path | None = None, *,
                                  "down": plan.idle.policy == "destroy"}
     run_id = run_id or plan.job.name
     envs = {"GPUCOST_RUN_ID": run_id, "GPUCOST_RUN_DIR": REMOTE_RUN_DIR,
-            "GPUCOST_CHECKPOINT_DIR": f"{REMOTE_RUN_DIR}/checkpoints"}
+            "GPUCOST_CHECKPOINT_DIR": f"{REMOTE_RUN_DIR}/checkpoints",
+            "GPUCOST_REPORT_TO_LOG": "1"}  # reports come home as log markers (executor.markers)
     config: dict[str, Any] = {"name": plan.job.name}
     # SkyPilot syncs a local workdir to every node; a path that is not a folder here is not one.
     workdir = plan.workdir(plan_path) if plan_path is not None else None
