@@ -13,7 +13,11 @@ from pathlib import Path
 import pytest
 from hostile_server import HostileServer
 
-from gpucost.errors import ProviderError
+from gpucost.cli import main
+from gpucost.cli.runs import LOG_TAIL_BYTES
+from gpucost.errors import ExecutorError, ProviderError
+from gpucost.executor.ledger import Ledger
+from gpucost.executor.rundir import RunDir
 from gpucost.pricing.sources import aws
 from gpucost.pricing.sources.aws import SOURCE as AWS
 
@@ -79,3 +83,54 @@ def test_a_server_echoing_the_request_does_not_get_the_aws_key_id_printed(
     assert "ValidationException" in message and "bad request" in message
     assert KEY_ID not in message and "Signature=" not in message.replace("Signature=REDACTED", "")
     assert "\n" not in message
+
+
+def _run(tmp_path: Path) -> RunDir:
+    rd = RunDir(tmp_path / "run").create()
+    with Ledger() as ledger:
+        ledger.create_run(run_id="io-1", name="io", plan_path="p", provider="local",
+                          run_dir=str(rd.path), price_hr=0.01, nodes=1, budget_cap_usd=1.0)
+    return rd
+
+
+def test_logs_prints_only_the_tail_of_a_long_log(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    rd = _run(tmp_path)
+    with open(rd.log_path, "wb") as log:
+        log.write(b"x" * (3 * LOG_TAIL_BYTES))
+        log.write(b"\nthe last line\n")
+    assert main(["logs", "io-1"]) == 0
+    out, err = capsys.readouterr()
+    assert out.endswith("the last line\n") and len(out) == LOG_TAIL_BYTES
+    assert "bytes are left out" in err
+
+
+def test_logs_refuses_a_linked_or_odd_train_log(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    rd = _run(tmp_path)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("a file outside GPUCOST_HOME\n")
+    rd.log_path.unlink()
+    rd.log_path.symlink_to(outside)
+    assert main(["logs", "io-1"]) == 2
+    out, err = capsys.readouterr()
+    assert "outside GPUCOST_HOME" not in out and "symbolic link" in err
+    rd.log_path.unlink()
+    rd.log_path.mkdir()  # not a regular file (nor would a FIFO or /dev/zero be)
+    assert main(["logs", "io-1"]) == 2
+    assert "not a regular file" in capsys.readouterr().err
+
+
+def test_run_logs_planted_as_links_are_not_written_through(tmp_path: Path) -> None:
+    rd = RunDir(tmp_path / "run").create()
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep\n")
+    rd.log_path.unlink()
+    rd.log_path.symlink_to(outside)
+    with pytest.raises(ExecutorError, match="symbolic link"):
+        rd.create()  # a reused run folder
+    rd.log_path.unlink()
+    rd.launcher_log_path.symlink_to(outside)
+    with pytest.raises(OSError):
+        rd.note("launcher decided something")
+    assert outside.read_text() == "keep\n"

@@ -13,8 +13,10 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import selectors
+import stat
 import subprocess
 import sys
 import time
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpucost.envelope import add_format_argument, print_document
+from gpucost.errors import InputError
 from gpucost.format import amount
 
 if TYPE_CHECKING:
@@ -253,6 +256,33 @@ def _status(args: argparse.Namespace) -> int:
     return 0
 
 
+# `logs` prints at most this much of a log: the end, where a failure is; the whole file is in
+# the run folder. -f then reads what is appended, this much at a time.
+LOG_TAIL_BYTES = 1 << 20
+
+
+def _open_run_file(path: Path) -> int | None:
+    """A read descriptor on ``path``, a regular file in its run folder; None if it is absent.
+
+    O_NOFOLLOW: a link planted in a reused run folder is not followed out of it; O_NONBLOCK so a
+    FIFO there cannot hang the open; a device (/dev/zero) or FIFO is refused by its type."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise InputError(f"{path} is a symbolic link; gpucost reads run files only inside "
+                             "the run folder",
+                             hint="remove the link; the run writes its log there itself") from None
+        raise InputError(f"cannot read {path}: {err.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise InputError(f"{path} is not a regular file",
+                         hint="remove it; the run writes its log there itself")
+    return fd
+
+
 def _logs(args: argparse.Namespace) -> int:
     from gpucost.executor.ledger import Ledger
     from gpucost.executor.rundir import RunDir
@@ -260,17 +290,26 @@ def _logs(args: argparse.Namespace) -> int:
     with Ledger() as ledger:
         run = ledger.run(args.run)
     rd = RunDir(run.run_dir)
-    pos = 0
+    pos: int | None = None  # None: not opened yet; the first read starts at the tail
     while True:
-        try:
-            with open(rd.log_path, "rb") as log:
-                log.seek(pos)
-                chunk = log.read()
-        except FileNotFoundError:
-            chunk = b""
-        pos += len(chunk)
+        fd = _open_run_file(rd.log_path)
+        chunk = b""
+        if fd is not None:
+            try:
+                size = os.fstat(fd).st_size
+                if pos is None or pos > size:  # the first read, or the log was replaced
+                    pos = max(0, size - LOG_TAIL_BYTES)
+                    if pos:
+                        _err(f"{rd.log_path}: the first {pos} bytes are left out; "
+                             f"the last {LOG_TAIL_BYTES >> 20} MiB follow")
+                chunk = os.pread(fd, LOG_TAIL_BYTES, pos)
+            finally:
+                os.close(fd)
+            pos += len(chunk)
         sys.stdout.write(chunk.decode("utf-8", errors="replace"))
         sys.stdout.flush()
+        if len(chunk) == LOG_TAIL_BYTES:
+            continue  # more is there already: print it before sleeping
         if not args.follow:
             return 0
         status = rd.read_status() or {}
@@ -288,7 +327,6 @@ def _stop(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
-    from gpucost.errors import InputError
     from gpucost.executor.control import down_many
     from gpucost.executor.ledger import Ledger
 

@@ -151,7 +151,15 @@ class LocalProvider(Provider):
         token = resources[0].token if resources else ""
         env = {**os.environ, **job.env, "GPUCOST_TOKEN": token, "PYTHONUNBUFFERED": "1"}
         job.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(job.log_path, "ab") as log:
+        # O_NOFOLLOW: a train.log link planted in a reused run folder is not written through.
+        try:
+            fd = os.open(job.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW,
+                         0o644)
+        except OSError as err:
+            raise ExecutorError(f"cannot open {job.log_path}: {err.strerror}",
+                                hint="remove it if it is a link; the run writes its log there "
+                                     "itself") from None
+        with open(fd, "ab") as log:
             try:
                 proc = subprocess.Popen([*guard, "--", *argv], cwd=job.workdir, env=env,
                                         stdout=log, stderr=subprocess.STDOUT,

@@ -20,6 +20,7 @@ from typing import Any
 
 from gpucost import paths
 from gpucost._io import atomic_write_json
+from gpucost.errors import ExecutorError
 from gpucost.executor import runfiles
 
 
@@ -64,7 +65,12 @@ class RunDir:
     def create(self) -> RunDir:
         paths.writable_dir(self.path)
         self.scratch_checkpoints.mkdir(exist_ok=True)
-        self.log_path.touch()
+        for log in (self.log_path, self.launcher_log_path):
+            if log.is_symlink():  # planted in a reused run folder: its target is outside it
+                raise ExecutorError(f"{log} is a symbolic link; a run writes its logs only "
+                                    "inside its run folder", hint="remove the link and launch "
+                                    "again")
+        os.close(os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644))
         return self
 
     def write_status(self, status: dict[str, Any]) -> None:
@@ -93,7 +99,7 @@ class RunDir:
 
 def append_line(path: Path, line: str) -> None:
     """Append one line with a single write(2) on an O_APPEND descriptor (never interleaved)."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     try:
         os.write(fd, (line.rstrip("\n") + "\n").encode("utf-8"))
     finally:
