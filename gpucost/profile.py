@@ -290,6 +290,10 @@ def _positive(name: str, value: object, *, allow_none: bool = False) -> None:
         raise ProfileError(f"{name} must be a positive number, got {value!r}")
 
 
+# The longest a profile's text fields may be, characters.
+_TEXT_LIMITS = {"name": 200, "description": 2000, "source": 2000, "sample_unit": 64}
+
+
 def _validate(p: Profile) -> None:
     from gpucost.catalog import resolve_gpu_name
 
@@ -337,6 +341,12 @@ def _validate(p: Profile) -> None:
     for name in ("name", "description", "source", "sample_unit"):
         if not isinstance(getattr(p, name), str):
             raise ProfileError(f"{name} must be a string, got {type(getattr(p, name)).__name__}")
+        # Every plan's notes and table cells repeat these: a 100,000-character unit made compare
+        # quadratic. The bounds are far above any real unit, name or citation.
+        if len(getattr(p, name)) > _TEXT_LIMITS[name]:
+            raise ProfileError(f"{name} is {len(getattr(p, name)):,} characters; at most "
+                               f"{_TEXT_LIMITS[name]:,} are allowed",
+                               hint=f"shorten the profile's {name}")
     if p.measured_at is not None and not isinstance(p.measured_at, str):
         raise ProfileError("measured_at must be an ISO 8601 string")
     if not isinstance(p.partial, bool):

@@ -15,11 +15,12 @@ from hostile_server import HostileServer
 
 from gpucost.cli import main
 from gpucost.cli.runs import LOG_TAIL_BYTES
-from gpucost.errors import ExecutorError, ProviderError
+from gpucost.errors import ExecutorError, ProfileError, ProviderError
 from gpucost.executor.ledger import Ledger
 from gpucost.executor.rundir import RunDir
 from gpucost.pricing.sources import aws
 from gpucost.pricing.sources.aws import SOURCE as AWS
+from gpucost.profile import Profile, resolve_profile
 
 KEY_ID = "AKIAHOSTILETEST12345"
 
@@ -134,3 +135,28 @@ def test_run_logs_planted_as_links_are_not_written_through(tmp_path: Path) -> No
     with pytest.raises(OSError):
         rd.note("launcher decided something")
     assert outside.read_text() == "keep\n"
+
+
+@pytest.mark.parametrize(("field", "length"), [("sample_unit", 65), ("name", 201),
+                                               ("description", 2001), ("source", 2001)])
+def test_a_profile_text_field_past_its_bound_is_refused_at_load(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, length: int) -> None:
+    doc = resolve_profile("resnet50-v100-amp").to_dict()
+    doc[field] = "u" * length
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ProfileError, match=f"{field} is {length:,} characters"):
+        Profile.load(path)
+    assert main(["compare", "--profile", str(path), "-n", "3"]) == 2
+    err = capsys.readouterr().err
+    assert f"{field} is {length:,} characters" in err and len(err.splitlines()) <= 2
+
+
+def test_compare_limit_0_is_refused_for_a_table_and_lists_all_in_csv(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", "--limit", "0"]) == 2
+    assert "--limit must be >= 1 for a table" in capsys.readouterr().err
+    assert main(["compare", "--limit", "0", "--format", "csv", "--gpu", "A100"]) == 0
+    everything = capsys.readouterr().out.splitlines()
+    assert main(["compare", "--limit", "5", "--format", "csv", "--gpu", "A100"]) == 0
+    assert len(everything) > len(capsys.readouterr().out.splitlines()) == 6
