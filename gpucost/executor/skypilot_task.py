@@ -38,6 +38,7 @@ from gpucost.executor.torchrun import script_args
 from gpucost.format import usd_text
 from gpucost.limits import node_limit
 from gpucost.planfile import Plan
+from gpucost.terminal import printable
 
 # Catalog names whose SkyPilot accelerator name is not derived by the rule in skypilot_gpu().
 _SKYPILOT_GPU = {"A100 SXM4 80GB": "A100-80GB", "A100 PCIe 80GB": "A100-80GB",
@@ -315,4 +316,7 @@ def task_yaml(plan: Plan, plan_path: str | Path | None = None, *,
         header.append("# spot: submit as a managed job (`sky jobs launch`), which recovers from "
                       "preemptions")
     header += [f"# {line}" for line in not_enforced(plan)]
+    # The header quotes plan values (the price source, a path, a region): a line break in one
+    # would end the comment and start a top-level key of the task, so each stays one line.
+    header = [printable(line, keep="") for line in header]
     return "\n".join(header + _yaml(task_config(plan, plan_path, run_id=run_id), "")) + "\n"
