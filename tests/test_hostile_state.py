@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import tomli_w
 
 import gpucost
 from gpucost.cli import main
+from gpucost.executor.ledger import Ledger, LedgerError
 from gpucost.profile import resolve_profile
 
 WORKLOAD = "resnet50-v100-amp"  # an embedded example: measured on a V100 at batch 256, amp
@@ -69,3 +71,72 @@ def test_every_door_refuses_a_plan_number_past_its_bound(
     assert err.count("\n") == 1 and err.startswith("gpucost: error: "), err
     assert f"[{section}] {key} = 1e+308 is out of range" in err and allowed in err, err
     assert not (_isolated_home / "runs").exists()  # nothing ran
+
+
+# ---- ledger errors that are not a damaged ledger ----------------------------------------------
+def _one_run(ledger: Ledger, run_id: str) -> None:
+    ledger.create_run(run_id=run_id, name="tiny", plan_path="plan.toml", provider="local",
+                      run_dir=f"/tmp/{run_id}", price_hr=0.01, nodes=1, budget_cap_usd=1.0)
+
+
+class _FullDisk:
+    """A connection on a full disk: reads work, every write fails as SQLite says it."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        if sql.lstrip().upper().startswith(("INSERT", "UPDATE")):
+            raise sqlite3.OperationalError("database or disk is full")
+        return self._db.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._db, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:  # row_factory is the connection's
+        if name == "_db":
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._db, name, value)
+
+
+def test_a_full_disk_says_so_and_keeps_the_ledger(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        tmp_path: Path) -> None:
+    with Ledger() as ledger:
+        _one_run(ledger, "kept-1")
+    shutil.copy(ROOT / "examples" / "train_tiny.py", tmp_path / "train_tiny.py")
+    shutil.copy(LOCAL_PLAN, tmp_path / "plan.toml")
+    connect = sqlite3.connect
+    with monkeypatch.context() as full:
+        full.setattr(sqlite3, "connect", lambda *a, **k: _FullDisk(connect(*a, **k)))
+        with Ledger() as ledger, pytest.raises(LedgerError) as caught:
+            _one_run(ledger, "new-1")
+        text = str(caught.value)
+        assert "disk holding the ledger" in text and "is full" in text
+        assert "free some space" in text and "move it aside with" not in text
+        # the same through a launch: one line, exit 2, no advice to throw the ledger away
+        assert main(["launch", str(tmp_path / "plan.toml")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "is full" in err and "mv " not in err, err
+    with Ledger() as ledger:  # what it recorded is all there
+        assert [r.run_id for r in ledger.runs()] == ["kept-1"]
+
+
+def test_a_reused_run_id_says_so_and_keeps_the_ledger() -> None:
+    with Ledger() as ledger:
+        _one_run(ledger, "run-7")
+        with pytest.raises(LedgerError) as caught:
+            _one_run(ledger, "run-7")
+        text = str(caught.value)
+        assert "run id 'run-7' is already in the ledger" in text
+        assert "gpucost status run-7" in text and "mv " not in text
+        assert [r.run_id for r in ledger.runs()] == ["run-7"]
+
+
+def test_only_a_damaged_ledger_is_told_to_be_moved_aside(_isolated_home: Path) -> None:
+    with Ledger() as ledger:
+        path = ledger.path
+    path.write_bytes(b"not a database, just bytes" * 100)
+    with pytest.raises(LedgerError, match=r"is unreadable .*move it aside with `mv "):
+        Ledger()

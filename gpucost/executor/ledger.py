@@ -7,13 +7,16 @@ what it created, if anything) or a row with the resource id: `gpucost cleanup` c
 destroy it. The launcher's pid and process start time identify the owner, so cleanup never
 touches a run that is still being supervised.
 
-A ledger that cannot be read (not a database, truncated, someone else's tables, no permission)
-is a :class:`LedgerError`: one line naming the file and how to move it aside, never a traceback.
+A ledger that cannot be read or written is a :class:`LedgerError`: one line naming the file, what
+went wrong and what to do, never a traceback. Only a damaged file (not a database, truncated,
+someone else's tables) is told to be moved aside: a full disk, a busy or unwritable file and a
+reused run id leave an intact ledger, and moving it aside would lose what it recorded.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import json
 import os
 import sqlite3
@@ -78,14 +81,53 @@ _Row = TypeVar("_Row")
 
 
 class LedgerError(InputError):
-    """The ledger file cannot be opened or read as gpucost's ledger (exit 2)."""
+    """The ledger file cannot be opened, read or written (exit 2). Without ``message``: it is
+    damaged, and the hint is to move it aside."""
 
-    def __init__(self, path: Path, problem: object) -> None:
-        super().__init__(
-            f"the ledger {path} is unreadable ({problem})",
-            hint=f"move it aside with `mv {path} {path}.broken` and run again; what it recorded "
-                 "is then unknown to gpucost: check your providers' consoles for machines it "
-                 "started")
+    def __init__(self, path: Path, problem: object, *, message: str | None = None,
+                 hint: str | None = None) -> None:
+        if message is None:
+            message = f"the ledger {path} is unreadable ({problem})"
+            hint = (f"move it aside with `mv {path} {path}.broken` and run again; what it "
+                    "recorded is then unknown to gpucost: check your providers' consoles for "
+                    "machines it started")
+        super().__init__(message, hint=hint)
+
+
+_KEEP = "the ledger is intact: do not move it aside"
+
+
+def ledger_error(path: Path, err: sqlite3.Error | OSError) -> LedgerError:
+    """What went wrong, told apart: only a damaged file is advised to be moved aside."""
+    if isinstance(err, OSError):
+        reason = err.strerror or str(err)
+        if err.errno == errno.ENOSPC:
+            return _disk_full(path, reason)
+        return LedgerError(path, reason, message=f"the ledger {path} cannot be used ({reason})",
+                           hint=f"check the file's and its folder's permissions; {_KEEP}")
+    # Python sets the error's name from SQLite's result code; errors raised without one (a
+    # wrapper, a test) carry only SQLite's message, so both are read.
+    name = getattr(err, "sqlite_errorname", None) or ""
+    text = str(err)
+    if name == "SQLITE_FULL" or "disk is full" in text:
+        return _disk_full(path, text)
+    if name.startswith("SQLITE_IOERR") or "disk I/O error" in text:
+        return LedgerError(path, text, message=f"the ledger {path} could not be written ({text})",
+                           hint=f"check the disk holding it and its free space; {_KEEP}")
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text:
+        return LedgerError(path, text, message=f"the ledger {path} is busy ({text}): another "
+                           f"gpucost kept it locked for over {LOCK_TIMEOUT_S:g} s",
+                           hint=f"run again when it is done; {_KEEP}")
+    if (name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM"))
+            or "readonly" in text or "unable to open" in text):
+        return LedgerError(path, text, message=f"the ledger {path} cannot be written ({text})",
+                           hint=f"check the file's and its folder's permissions; {_KEEP}")
+    return LedgerError(path, text)
+
+
+def _disk_full(path: Path, reason: str) -> LedgerError:
+    return LedgerError(path, reason, message=f"the disk holding the ledger {path} is full "
+                       f"({reason})", hint=f"free some space and run again; {_KEEP}")
 
 
 _COLUMNS = {
@@ -267,10 +309,8 @@ class Ledger:
         """SQLite's and the file system's errors become one LedgerError naming the file."""
         try:
             yield
-        except sqlite3.Error as err:
-            raise LedgerError(self.path, err) from None
-        except OSError as err:
-            raise LedgerError(self.path, err.strerror or err) from None
+        except (sqlite3.Error, OSError) as err:
+            raise ledger_error(self.path, err) from None
         except UnicodeDecodeError:  # a damaged page: text that is not UTF-8
             raise LedgerError(self.path, "it holds text that is not UTF-8") from None
 
@@ -304,9 +344,16 @@ class Ledger:
         pid = os.getpid()
         start = process_start(pid) or f"{pid}:?"
         with self._tx() as db:
-            db.execute("INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,NULL)",
-                       (run_id, name, plan_path, provider, run_dir, pid, start, "starting",
-                        price_hr, nodes, budget_cap_usd, time.time()))
+            try:
+                db.execute("INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,NULL)",
+                           (run_id, name, plan_path, provider, run_dir, pid, start, "starting",
+                            price_hr, nodes, budget_cap_usd, time.time()))
+            except sqlite3.IntegrityError:  # run_id is the primary key: the id is taken
+                raise LedgerError(
+                    self.path, "run id taken",
+                    message=f"run id {run_id!r} is already in the ledger {self.path}",
+                    hint=f"pick another run id, or follow the existing run with `gpucost status "
+                         f"{run_id}`; {_KEEP}") from None
         return self.run(run_id)
 
     def set_run_state(self, run_id: str, state: str, *, ended: bool = False) -> None:
