@@ -83,19 +83,25 @@ def store_path() -> Path:
     return home() / "measurements.json"
 
 
-_REPAIR = "run `gpucost calibrate forget --all` to start a new store"
+# A measured rate above the GPU's dense peak for the workload's flops is impossible; flops per
+# sample are often estimated (a multiply-add counted as one flop or two, backward as twice the
+# forward), so up to twice the peak is let through rather than refuse a real run.
+PEAK_FACTOR = 2.0
 
 
-def _check(raw: Any, where: str) -> Measurement:
+def problem(raw: Any, *, flops_per_sample: float | None = None) -> str | None:
+    """Why ``raw`` is not a measurement gpucost may learn from, or None: its fields, and its
+    throughput finite, positive and physically possible (at most
+    :data:`MAX_SAMPLES_PER_S_PER_DEVICE` per device and, with the workload's flops per sample,
+    :data:`PEAK_FACTOR` x the GPU's peak)."""
     if not isinstance(raw, dict):
-        raise MeasurementStoreError(f"{where} is not an object", hint=_REPAIR)
+        return "is not an object"
     names = {f.name for f in dataclasses.fields(Measurement)}
     required = {f.name for f in dataclasses.fields(Measurement)
                 if f.default is dataclasses.MISSING}
     unknown, missing = sorted(set(raw) - names), sorted(required - set(raw))
     if unknown or missing:
-        raise MeasurementStoreError(f"{where} has unknown fields {unknown} or lacks {missing}",
-                                    hint=_REPAIR)
+        return f"has unknown fields {unknown} or lacks {missing}"
     m = Measurement(**raw)
     text_ok = all(isinstance(v, str) and v and len(v) <= 200 for v in (
         m.id, m.workload, m.gpu, m.precision, m.source, m.recorded_at, m.sample_unit))
@@ -104,67 +110,158 @@ def _check(raw: Any, where: str) -> Measurement:
     number_ok = (isinstance(m.throughput, int | float) and not isinstance(m.throughput, bool)
                  and math.isfinite(m.throughput) and m.throughput > 0)
     if not (text_ok and ints_ok and number_ok and m.source in SOURCES):
-        raise MeasurementStoreError(f"{where} has a wrong value (workload {raw.get('workload')!r})",
-                                    hint=_REPAIR)
-    return m
+        return f"has a wrong value (workload {str(raw.get('workload'))[:60]!r})"
+    most = MAX_SAMPLES_PER_S_PER_DEVICE * m.device_count
+    if m.throughput > most:
+        return (f"has throughput {m.throughput:.3g} {m.sample_unit}/s on {m.device_count} "
+                f"device(s), over the {MAX_SAMPLES_PER_S_PER_DEVICE:g} per device any GPU can "
+                "train")
+    if flops_per_sample and m.gpu != "CPU":
+        from gpucost.catalog import get_gpu, try_resolve_gpu_name
+
+        gpu = try_resolve_gpu_name(m.gpu)
+        if gpu is not None and m.precision in ("fp32", "tf32", "fp16", "bf16", "amp"):
+            peak = get_gpu(gpu).tflops(m.precision) * 1e12 * m.device_count  # type: ignore[arg-type]
+            if m.throughput * flops_per_sample > PEAK_FACTOR * peak:
+                return (f"has throughput {m.throughput:.3g} {m.sample_unit}/s: at "
+                        f"{flops_per_sample:.3g} flops per sample that is "
+                        f"{m.throughput * flops_per_sample / peak:.3g}x the peak of "
+                        f"{m.device_count} x {gpu} at {m.precision}")
+    return None
 
 
-def read_all(path: Path | None = None) -> tuple[Measurement, ...]:
-    """Every stored measurement, oldest first; none when the store does not exist."""
+def _check(raw: Any, where: str, *, flops_per_sample: float | None = None) -> Measurement:
+    found = problem(raw, flops_per_sample=flops_per_sample)
+    if found is not None:
+        raise MeasurementStoreError(f"{where} {found}")
+    return Measurement(**raw)
+
+
+@dataclass(frozen=True, slots=True)
+class Store:
+    """What the store holds: the good measurements, and the records skipped with why."""
+
+    measurements: tuple[Measurement, ...]
+    skipped: tuple[tuple[str, str], ...]  # (id, what is wrong with it)
+    raw: tuple[Any, ...]  # every record as stored, good or not (forget works on these)
+
+
+def _record_id(raw: Any, index: int) -> str:
+    """A record's id as `calibrate list` shows it and `forget` takes it: its own, or its place
+    ("#3") when it has none."""
+    rid = raw.get("id") if isinstance(raw, dict) else None
+    return rid if isinstance(rid, str) and rid and len(rid) <= 200 else f"#{index + 1}"
+
+
+_WARNED: set[tuple[str, str]] = set()
+
+
+def _warn(path: Path, key: str, message: str) -> None:
+    """One line on stderr, once per process for each record or file."""
+    if (str(path), key) not in _WARNED:
+        _WARNED.add((str(path), key))
+        print(f"gpucost: warning: {message}", file=sys.stderr)
+
+
+def read_store(path: Path | None = None) -> Store:
+    """The store, record by record: a bad record is skipped with one warning naming it (its id
+    is what `gpucost calibrate forget` takes). A file that is not a store at all (cut off, not
+    JSON) is moved aside to ``measurements.json.damaged-<time>``, never deleted, and said so;
+    one from a newer gpucost is left alone and not used."""
     from gpucost._io import parse_json, read_text
 
     path = path or store_path()
     if not path.exists():
-        return ()
+        return Store((), (), ())
     text = read_text(path, what="measurement store", error=MeasurementStoreError,
                      max_bytes=MAX_BYTES)
-    hint = _REPAIR
     try:  # the guarded parse: also deep nesting, NaN and text that is not Unicode
         doc = parse_json(text, origin=f"measurement store {path}", error=MeasurementStoreError)
     except MeasurementStoreError as err:
-        raise MeasurementStoreError(err.message, hint=hint) from None
+        return _set_aside(path, err.message)
+    if isinstance(doc, dict) and doc.get("format") == FORMAT and isinstance(
+            doc.get("version"), int) and doc["version"] > VERSION:
+        raise MeasurementStoreError(
+            f"measurement store {path} is version {doc['version']}, newer than this gpucost "
+            f"reads ({VERSION})", hint="upgrade gpucost; the file is left as it is")
     if not (isinstance(doc, dict) and doc.get("format") == FORMAT
             and doc.get("version") == VERSION and isinstance(doc.get("measurements"), list)):
-        raise MeasurementStoreError(f"measurement store {path} is not a {FORMAT} v{VERSION} file",
-                                    hint=hint)
+        return _set_aside(path, f"measurement store {path} is not a {FORMAT} v{VERSION} file")
     records = doc["measurements"]
     if len(records) > MAX_RECORDS:
-        raise MeasurementStoreError(f"measurement store {path} holds over {MAX_RECORDS} records",
-                                    hint=hint)
-    return tuple(_check(r, f"measurement store {path} record {i + 1}")
-                 for i, r in enumerate(records))
+        return _set_aside(path, f"measurement store {path} holds over {MAX_RECORDS} records")
+    good: list[Measurement] = []
+    skipped: list[tuple[str, str]] = []
+    for i, raw in enumerate(records):
+        found = problem(raw)
+        if found is None:
+            good.append(Measurement(**raw))
+            continue
+        rid = _record_id(raw, i)
+        skipped.append((rid, found))
+        _warn(path, rid, f"skipped record {rid} of {path}: it {found} "
+                         f"(`gpucost calibrate forget {rid}` removes it)")
+    return Store(tuple(good), tuple(skipped), tuple(records))
 
 
-def _write(records: Sequence[Measurement], path: Path) -> None:
+def _set_aside(path: Path, reason: str) -> Store:
+    """Move a damaged store out of the way (a rename keeps every byte) and say where."""
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    aside = path.with_name(f"{path.name}.damaged-{stamp}")
+    try:
+        os.rename(path, aside)
+    except OSError as err:
+        raise MeasurementStoreError(
+            f"{reason}; it could not be moved aside ({err.strerror or err})",
+            hint=f"move it aside by hand (`mv {path} {path}.damaged`); a new store then starts "
+                 "with the next measurement") from None
+    _CACHE.clear()
+    _warn(path, "file", f"{reason}: moved aside to {aside} (nothing deleted; its measurements "
+                        "are not used) and a new store starts with the next measurement")
+    return Store((), (), ())
+
+
+def read_all(path: Path | None = None) -> tuple[Measurement, ...]:
+    """Every good stored measurement, oldest first; none when the store does not exist."""
+    return read_store(path).measurements
+
+
+def _write(records: Sequence[Any], path: Path) -> None:
     from gpucost._io import atomic_write_json
 
     _CACHE.clear()
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(path, {"format": FORMAT, "version": VERSION,
-                             "measurements": [dataclasses.asdict(m) for m in records]})
+    atomic_write_json(path, {"format": FORMAT, "version": VERSION, "measurements": [
+        dataclasses.asdict(m) if isinstance(m, Measurement) else m for m in records]})
 
 
 def record(*, workload: str, gpu: str, precision: str, batch_size: int, device_count: int,
            throughput: float, source: str, sample_unit: str = "samples",
-           now: dt.datetime | None = None, path: Path | None = None) -> Measurement | None:
-    """Add one measurement; returns it, or None when it could not be stored (said on stderr).
-    A measurement equal to a stored one (same workload, GPU, precision, batch, devices and
-    throughput) is not stored twice."""
+           flops_per_sample: float | None = None, now: dt.datetime | None = None,
+           path: Path | None = None) -> Measurement | None:
+    """Add one measurement; returns it, or None when it was refused or could not be stored
+    (said on stderr in one line: a run's launcher log). A measurement equal to a stored one
+    (same workload, GPU, precision, batch, devices and throughput) is not stored twice."""
     path = path or store_path()
     when = (now or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
     key = f"{workload}|{gpu}|{precision}|{batch_size}|{device_count}|{throughput:.6g}"
     try:
-        existing = read_all(path)
-        for m in existing:
-            if (f"{m.workload}|{m.gpu}|{m.precision}|{m.batch_size}|{m.device_count}|"
-                    f"{m.throughput:.6g}") == key:
-                return m
         new = _check({"id": hashlib.sha256(f"{key}|{when}".encode()).hexdigest()[:8],
                       "workload": workload, "gpu": gpu, "precision": precision,
                       "batch_size": batch_size, "device_count": device_count,
                       "throughput": float(throughput), "source": source,
-                      "recorded_at": when, "sample_unit": sample_unit}, "new measurement")
-        _write([*existing, new][-MAX_RECORDS:], path)
+                      "recorded_at": when, "sample_unit": sample_unit},
+                     "measurement refused: it", flops_per_sample=flops_per_sample)
+    except (InputError, OverflowError) as err:
+        print(f"gpucost: warning: {err} (not kept in {path})", file=sys.stderr)
+        return None
+    try:
+        store = read_store(path)
+        for m in store.measurements:
+            if (f"{m.workload}|{m.gpu}|{m.precision}|{m.batch_size}|{m.device_count}|"
+                    f"{m.throughput:.6g}") == key:
+                return m
+        _write([*store.raw, new][-MAX_RECORDS:], path)
         return new
     except (OSError, InputError) as err:
         reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
@@ -179,7 +276,7 @@ def record_profile(profile: Profile) -> Measurement | None:
     return record(workload=profile.name, gpu=profile.gpu, precision=profile.precision,
                   batch_size=profile.batch_size, device_count=profile.device_count,
                   throughput=profile.throughput, source="profile",
-                  sample_unit=profile.sample_unit)
+                  sample_unit=profile.sample_unit, flops_per_sample=profile.flops_per_sample)
 
 
 def record_on_arrival(plan: Plan, throughput: float) -> Measurement | None:
@@ -195,29 +292,43 @@ def record_on_arrival(plan: Plan, throughput: float) -> Measurement | None:
     name = PurePath(work.profile).stem if work.profile.endswith(".json") else work.profile
     return record(workload=name, gpu=offer.gpu, precision=work.precision,
                   batch_size=work.batch_size, device_count=devices, throughput=throughput,
-                  source="on-arrival", sample_unit=work.sample_unit)
+                  source="on-arrival", sample_unit=work.sample_unit,
+                  flops_per_sample=_flops_per_sample(work.profile))
+
+
+def _flops_per_sample(ref: str) -> float | None:
+    """The plan's profile's flops per sample, for the peak check; None when it cannot be read
+    (moved, damaged): the per-device bound still applies."""
+    from gpucost.profile import resolve_profile
+
+    try:
+        profile = resolve_profile(ref)
+    except (InputError, OSError):
+        return None
+    return profile.flops_per_sample
 
 
 def forget(ids: Sequence[str] = (), *, everything: bool = False,
-           path: Path | None = None) -> tuple[Measurement, ...]:
-    """Remove the measurements with these ids (or all); returns what was removed."""
+           path: Path | None = None) -> tuple[dict[str, Any], ...]:
+    """Remove the records with these ids (as `gpucost calibrate list` shows them, bad ones
+    included), or all; returns the records removed, each with its id. A damaged store was
+    moved aside on reading, so this never deletes one."""
     path = path or store_path()
+    store = read_store(path)
+    have = [_record_id(r, i) for i, r in enumerate(store.raw)]
+    gone = [({**r, "id": rid} if isinstance(r, dict) else {"id": rid, "record": r})
+            for r, rid in zip(store.raw, have, strict=True) if everything or rid in ids]
     if everything:
-        try:
-            records = read_all(path)
-        except MeasurementStoreError:
-            records = ()  # a damaged store is what --all is for
         if path.exists():
             path.unlink()
         _CACHE.clear()
-        return records
-    records = read_all(path)
-    missing = sorted(set(ids) - {m.id for m in records})
+        return tuple(gone)
+    missing = sorted(set(ids) - set(have))
     if missing:
         raise InputError(f"no stored measurement with id {', '.join(missing)}",
                          hint="`gpucost calibrate list` shows the ids")
-    _write([m for m in records if m.id not in ids], path)
-    return tuple(m for m in records if m.id in ids)
+    _write([r for r, rid in zip(store.raw, have, strict=True) if rid not in ids], path)
+    return tuple(gone)
 
 
 # ------------------------------------------------------------------ use in predictions --
@@ -301,10 +412,21 @@ def stored() -> tuple[Measurement, ...]:
     else:
         try:
             found = read_all(path)
-        except InputError:
+        except InputError as err:  # a newer version's, or one that could not be moved aside
+            _warn(path, "file", f"{err}; its measurements are not used")
             found = ()
     _CACHE[key] = (now, stamp, found)
     return found
+
+
+def _possible(m: Measurement, flops_per_sample: float | None) -> bool:
+    """Whether ``m`` passes the store's check with the workload's flops known (it was stored
+    without them); one warning naming it when not."""
+    found = problem(dataclasses.asdict(m), flops_per_sample=flops_per_sample)
+    if found is not None:
+        _warn(store_path(), m.id, f"skipped record {m.id} of {store_path()}: it {found} "
+                                  f"(`gpucost calibrate forget {m.id}` removes it)")
+    return found is None
 
 
 def source_for(profile: Profile, gpu: str | None,
@@ -319,7 +441,8 @@ def source_for(profile: Profile, gpu: str | None,
 
     mine = [m for m in measurements if m.workload == profile.name
             and m.precision == profile.precision and m.device_count == 1
-            and m.gpu != "CPU" and try_resolve_gpu_name(m.gpu) == m.gpu]
+            and m.gpu != "CPU" and try_resolve_gpu_name(m.gpu) == m.gpu
+            and _possible(m, profile.flops_per_sample)]
     target = try_resolve_gpu_name(gpu) if gpu is not None else profile.gpu
     if not mine or target is None or target == "CPU":
         return Source(profile, (), "profile")

@@ -15,7 +15,9 @@ import pytest
 import tomli_w
 
 import gpucost
+from gpucost import measurements
 from gpucost.cli import main
+from gpucost.errors import InputError
 from gpucost.executor.ledger import Ledger, LedgerError
 from gpucost.profile import resolve_profile
 
@@ -140,3 +142,69 @@ def test_only_a_damaged_ledger_is_told_to_be_moved_aside(_isolated_home: Path) -
     path.write_bytes(b"not a database, just bytes" * 100)
     with pytest.raises(LedgerError, match=r"is unreadable .*move it aside with `mv "):
         Ledger()
+
+
+# ---- measurements the planner learns from ------------------------------------------------------
+def _bad(rid: str, throughput: float) -> dict[str, Any]:
+    return {"id": rid, "workload": WORKLOAD, "gpu": "A100 SXM4 40GB", "precision": "amp",
+            "batch_size": 256, "device_count": 1, "throughput": throughput,
+            "source": "on-arrival", "recorded_at": "2026-11-30T20:00:00Z"}
+
+
+def test_an_impossible_throughput_is_refused_at_the_door(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """gpucost.report(throughput=1e300) on arrival was stored and priced ResNet-50 at $0.08."""
+    assert measurements.record(workload=WORKLOAD, gpu="A100 SXM4 40GB", precision="amp",
+                               batch_size=256, device_count=1, throughput=1e300,
+                               source="on-arrival") is None
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "measurement refused" in err and "1e+300" in err, err
+    assert not measurements.store_path().exists()
+    # with the workload's flops known, over twice the GPU's peak is refused too
+    flops = resolve_profile(WORKLOAD).flops_per_sample
+    assert flops
+    assert measurements.record(workload=WORKLOAD, gpu="A100 SXM4 40GB", precision="amp",
+                               batch_size=256, device_count=1, throughput=2.1 * 312e12 / flops,
+                               source="profile", flops_per_sample=flops) is None
+    assert "the peak of 1 x A100 SXM4 40GB" in capsys.readouterr().err
+    with pytest.raises(InputError):  # exit 2 where it is asked for directly
+        measurements._check(_bad("a", 1e300), "measurement")
+
+
+def test_a_bad_stored_record_is_skipped_named_and_forgotten_alone(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    good = measurements.record(workload=WORKLOAD, gpu="T4", precision="amp", batch_size=256,
+                               device_count=1, throughput=250.0, source="profile")
+    assert good is not None
+    path = measurements.store_path()
+    doc = json.loads(path.read_text())
+    doc["measurements"] += [_bad("deadbeef", 1e308), _bad("cafef00d", 1e300)]
+    path.write_text(json.dumps(doc))
+    capsys.readouterr()
+    # compare ran and priced with them; now each is skipped with one line naming it
+    assert main(["compare", "-p", WORKLOAD, "--gpu", "A100", "-n", "3"]) == 0
+    err = capsys.readouterr().err
+    for rid in ("deadbeef", "cafef00d"):
+        line, = [x for x in err.splitlines() if rid in x]
+        assert str(path) in line and f"gpucost calibrate forget {rid}" in line
+    assert measurements.read_all() == (good,)
+    assert main(["calibrate", "list"]) == 0
+    assert "skipped deadbeef" in capsys.readouterr().out
+    assert main(["calibrate", "forget", "deadbeef"]) == 0
+    left = [r["id"] for r in json.loads(path.read_text())["measurements"]]
+    assert left == [good.id, "cafef00d"]
+
+
+def test_a_damaged_store_is_moved_aside_not_deleted(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    path = measurements.store_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"format": "gpucost-measurements", "version": 1, "measurements": [')
+    assert main(["calibrate", "list"]) == 0
+    err = capsys.readouterr().err
+    aside, = path.parent.glob("measurements.json.damaged-*")
+    assert err.count("\n") == 1 and str(aside) in err and "nothing deleted" in err, err
+    assert aside.read_text().endswith('"measurements": [') and not path.exists()
+    assert measurements.record(workload=WORKLOAD, gpu="T4", precision="amp", batch_size=256,
+                               device_count=1, throughput=250.0, source="profile") is not None
+    assert len(measurements.read_all()) == 1  # a new store started

@@ -33,13 +33,19 @@ def register(sub: Any) -> None:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from gpucost.measurements import read_all, store_path
+    from gpucost.measurements import read_store, store_path
 
-    found = [m for m in read_all() if args.workload in (None, m.workload)]
+    store = read_store()
+    found = [m for m in store.measurements if args.workload in (None, m.workload)]
     if args.format == "json":
         print_document("calibrate", {"store": str(store_path()),
-                                     "measurements": [_record(m) for m in found]})
+                                     "measurements": [_record(m) for m in found],
+                                     "skipped": [{"id": i, "problem": p}
+                                                 for i, p in store.skipped]})
         return 0
+    # records skipped as bad are listed by id, so that `forget ID` can remove them
+    for rid, why in store.skipped:
+        print(f"skipped {rid}: it {why} (`gpucost calibrate forget {rid}` removes it)")
     if not found:
         print(f"no measurements stored in {store_path()}")
         return 0
@@ -67,7 +73,7 @@ def run_forget(args: argparse.Namespace) -> int:
                          hint="`gpucost calibrate list` shows the ids")
     gone = forget(args.ids, everything=args.all)
     if args.format == "json":
-        print_document("calibrate-forget", {"forgotten": [_record(m) for m in gone]})
+        print_document("calibrate-forget", {"forgotten": list(gone)})
     else:
         print(f"forgot {len(gone)} measurement(s)")
     return 0
