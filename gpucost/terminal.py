@@ -26,3 +26,11 @@ def printable(text: object, *, keep: str = "\n\t") -> str:
     as ``\\xNN`` (``\\uNNNN`` for the Unicode separators). ``keep=""``: one line, for a
     comment or a table cell."""
     return _CONTROL.sub(lambda m: m.group() if m.group() in keep else _escape(m), str(text))
+
+
+def rich_text(text: object) -> str:
+    """:func:`printable` on one line, with rich markup escaped: for a value (a profile name, a
+    region) printed through rich, where ``[red]`` in it would be read as a style."""
+    from rich.markup import escape
+
+    return escape(printable(text, keep=""))

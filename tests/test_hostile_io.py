@@ -181,3 +181,35 @@ def test_a_line_break_in_a_plan_value_stays_in_the_task_header_comment(tmp_path:
     header = [line for line in text.splitlines() if line.startswith("#")]
     assert any("skypilot-aws\\x0afile_mounts:" in line for line in header)
     assert "/root/.aws" not in str(yaml.safe_load(text).get("file_mounts"))
+
+
+ESC = "\x1b]0;owned\x07\x1b[2J"
+
+
+def test_status_and_ps_print_no_escape_sequence_a_job_wrote(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rd = _run(tmp_path)
+    rd.status_path.write_text(json.dumps({
+        "run_id": "io-1", "name": "io", "state": f"running{ESC}", "provider": "local",
+        "elapsed_s": 1.0, "epoch": 1, "epochs": 2.0, "metrics": {f"loss{ESC}\nforged": 0.5},
+        "checkpoint": "/ck/e1.pt\x9b2J", "final": True, "reason": "done\u2028forged"}))
+    assert main(["status", "io-1"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "\x9b" not in out
+    assert "running\\x1b]0;owned\\x07" in out and "\\x0aforged" in out
+    assert not any(line.startswith("forged") for line in out.splitlines())
+    assert main(["ps", "--all"]) == 0
+    assert "\x1b" not in capsys.readouterr().out
+
+
+def test_compare_prints_a_profile_name_and_region_without_escapes_or_markup(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = resolve_profile("resnet50-v100-amp").to_dict()
+    doc["name"] = f"[red]evil{ESC}"
+    doc["sample_unit"] = "img\x1b[5m"
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(doc))
+    assert main(["compare", "--profile", str(path), "-n", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b]0;" not in out and "\x07" not in out and "\x1b[5m" not in out
+    assert "[red]evil\\x1b]0;owned" in out and "img\\x1b[5m/s" in out

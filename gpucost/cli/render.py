@@ -7,6 +7,7 @@ import math
 from typing import TYPE_CHECKING, TextIO
 
 from gpucost.format import hours, rate, usd
+from gpucost.terminal import rich_text
 
 if TYPE_CHECKING:
     from gpucost.planning.plans import Plans
@@ -32,13 +33,14 @@ def print_ranking(ranking: Ranking, total: int, *, show_unfit: bool = False) -> 
     console = Console()
     profile = ranking.profile
     console.print(
-        f"[bold]{profile.name}[/]: {profile.throughput:,.1f} {profile.sample_unit}/s on "
-        f"{profile.device_count}x {profile.gpu} ({profile.precision}, batch {profile.batch_size}"
-        f"/device)  job: {ranking.job.description}"
+        f"[bold]{rich_text(profile.name)}[/]: {profile.throughput:,.1f} "
+        f"{rich_text(profile.sample_unit)}/s on {profile.device_count}x {rich_text(profile.gpu)} "
+        f"({profile.precision}, batch {profile.batch_size}/device)  "
+        f"job: {rich_text(ranking.job.description)}"
     )
     by_date: dict[str, list[str]] = {}
     for src in ranking.sources:
-        label = src.source + (" [red](stale)[/]" if src.stale else "")
+        label = rich_text(src.source) + (" [red](stale)[/]" if src.stale else "")
         by_date.setdefault(src.date, []).append(label)
     dates = "; ".join(f"{', '.join(names)} dated {date}" for date, names in sorted(by_date.items()))
     console.print(f"prices: {dates}", highlight=False)
@@ -62,7 +64,8 @@ def print_ranking(ranking: Ranking, total: int, *, show_unfit: bool = False) -> 
         table.add_column("GPUs", no_wrap=True, overflow="ellipsis", min_width=8, max_width=22)
         table.add_column("market", no_wrap=True, overflow="ellipsis", min_width=8, max_width=9)
         if wide:
-            table.add_column(f"{profile.sample_unit}/s", justify="right", no_wrap=True)
+            table.add_column(f"{rich_text(profile.sample_unit)}/s", justify="right",
+                             no_wrap=True)
         for name, width in (("provider", 9), ("region", 16), ("instance", 22)):
             table.add_column(name, no_wrap=True, overflow="ellipsis", min_width=3,
                              max_width=width)
@@ -77,9 +80,9 @@ def print_ranking(ranking: Ranking, total: int, *, show_unfit: bool = False) -> 
                 _gpus(row.gpu, row.gpu_count, row.nodes),
                 _market(row.market, row.risk),
                 *speed,
-                row.provider,
-                row.region,
-                row.instance_type,
+                rich_text(row.provider),
+                rich_text(row.region),
+                rich_text(row.instance_type),
             )
         return table
 
@@ -96,9 +99,9 @@ def print_ranking(ranking: Ranking, total: int, *, show_unfit: bool = False) -> 
                       highlight=False)
         console.print(table_of(ranking.unfit))
         for note in sorted(set(ranking.unfit.memory_note.tolist())):
-            console.print(f"  {note}", highlight=False)
+            console.print(f"  {rich_text(note)}", highlight=False)
     for note in ranking.notes:
-        console.print(f"[yellow]note:[/] {note}", highlight=False)
+        console.print(f"[yellow]note:[/] {rich_text(note)}", highlight=False)
 
 
 def write_csv(plans: Plans, out: TextIO, *, header: bool = True) -> None:

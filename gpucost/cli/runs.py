@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from gpucost.envelope import add_format_argument, print_document
 from gpucost.errors import InputError
 from gpucost.format import amount
+from gpucost.terminal import printable
 
 if TYPE_CHECKING:
     from gpucost.executor.control import Sweep
@@ -160,6 +161,7 @@ def _detached_ready() -> None:
 
 
 def _table(rows: list[list[str]]) -> str:
+    rows = [[printable(cell, keep="") for cell in row] for row in rows]  # ids, states: any text
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
                      for r in rows)
@@ -252,7 +254,9 @@ def _status(args: argparse.Namespace) -> int:
         lines.append(f"reason    {status['reason']}")
     if "orphaned" in str(status.get("state")):
         lines.append("hint      run `gpucost cleanup` to release its resources")
-    print("\n".join(lines))
+    # status.json and the metric names are the job's own writing: no escape sequence reaches
+    # the terminal, and a newline in a value cannot forge a line.
+    print("\n".join(printable(line, keep="") for line in lines))
     return 0
 
 
