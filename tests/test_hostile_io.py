@@ -213,3 +213,43 @@ def test_compare_prints_a_profile_name_and_region_without_escapes_or_markup(
     out = capsys.readouterr().out
     assert "\x1b]0;" not in out and "\x07" not in out and "\x1b[5m" not in out
     assert "[red]evil\\x1b]0;owned" in out and "img\\x1b[5m/s" in out
+
+
+SECRET_SCRIPT = '''
+import pathlib, sys
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+pathlib.Path("argv.txt").write_text("\\n".join(sys.argv[1:]))
+loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8)
+model = nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(20):
+    for x, y in loader:
+        opt.zero_grad()
+        nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+'''
+SECRET_ARGS = ["--hf-token", "hf_abcdefghijklmnop", "--api-key=sekrit-1", "WANDB_API_KEY=w-123",
+               "--db-password", "hunter2", "--lr", "0.1", "--resume", "https://me:pw-9@host/ck",
+               "ghp_0123456789abcdefghij"]
+
+
+def test_a_profile_keeps_no_secret_from_the_scripts_command_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text(SECRET_SCRIPT)
+    assert main(["profile", "train.py", "--steps", "3", "--warmup", "1", "--",
+                 *SECRET_ARGS]) == 0
+    assert (tmp_path / "argv.txt").read_text().splitlines() == SECRET_ARGS  # the script's own
+    saved = (tmp_path / "profiles" / "train.json").read_text() + capsys.readouterr().out
+    for secret in ("hf_abcdefghijklmnop", "sekrit-1", "w-123", "hunter2", "pw-9",
+                   "ghp_0123456789abcdefghij"):
+        assert secret not in saved
+    source = Profile.load(tmp_path / "profiles" / "train.json").source
+    assert source == ("gpucost profile train.py --hf-token REDACTED --api-key=REDACTED "
+                      "WANDB_API_KEY=REDACTED --db-password REDACTED --lr 0.1 --resume "
+                      "https://me:REDACTED@host/ck REDACTED")

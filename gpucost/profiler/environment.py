@@ -10,13 +10,17 @@ verdict can place the step against this device's ridge point:
   (Python, autograd, dispatch, kernel launch), microseconds.
 
 On CPU the first is also stored as ``cpu_matmul_gflops``. Each takes about 0.1-0.2 s.
+
+:func:`redact_args` is what of a script's command line a profile may keep.
 """
 
 from __future__ import annotations
 
 import os
 import platform
+import re
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -148,3 +152,36 @@ def _measured(measure: Any) -> float | None:
         return float(measure())
     except (torch.cuda.OutOfMemoryError, MemoryError):
         return None
+
+
+# Command-line arguments recorded in a profile's source: a profile is shared and committed, and
+# tokens are often passed on the command line. A value is replaced when its name looks secret
+# (--hf-token=..., --api-key ..., WANDB_API_KEY=...) or the value itself looks like a credential.
+_SECRET_NAME = re.compile(r"token|key|secret|passw(or)?d|pwd|auth|credential", re.IGNORECASE)
+_SECRET_VALUE = re.compile(r"(hf_|ghp_|gho_|ghs_|github_pat_|glpat-|sk-|sk_live_|xox[abpr]-|"
+                           r"AKIA|ASIA)[A-Za-z0-9_\-]{8,}|eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-.]+")
+_USERINFO = re.compile(r"(://[^/@:\s]*:)[^/@\s]+@")
+REDACTED = "REDACTED"
+
+
+def redact_args(args: Sequence[str]) -> list[str]:
+    """``args`` with the values of secret-looking options and assignments replaced, for the
+    profile's record: ``--token=v``, ``--api-key v``, ``HF_TOKEN=v``, a bare ``hf_...`` or
+    ``AKIA...`` value, and a URL's password."""
+    out: list[str] = []
+    secret_next = False
+    for arg in args:
+        if secret_next and not arg.startswith("-"):
+            out.append(REDACTED)
+            secret_next = False
+            continue
+        secret_next = False
+        name, eq, _value = arg.partition("=")
+        if eq and _SECRET_NAME.search(name):
+            out.append(f"{name}={REDACTED}")
+        elif arg.startswith("-") and _SECRET_NAME.search(arg):
+            out.append(arg)
+            secret_next = True  # --token VALUE
+        else:
+            out.append(_USERINFO.sub(rf"\1{REDACTED}@", _SECRET_VALUE.sub(REDACTED, arg)))
+    return out

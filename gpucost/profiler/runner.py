@@ -34,6 +34,7 @@ from typing import Any
 
 from gpucost.errors import InputError
 from gpucost.profiler.core import ProfilingComplete, StepProfiler, driving, sigterm_raises
+from gpucost.profiler.environment import redact_args
 
 OUTCOMES = ("complete", "ended", "crashed", "interrupted")
 
@@ -100,7 +101,7 @@ def run_script(script: str | os.PathLike[str], args: Sequence[str] = (), *,
     prof = StepProfiler(name=name or path.stem, steps=steps, warmup=warmup,
                         trace_steps=trace_steps, batch_size=batch_size, precision=precision,
                         sample_unit=sample_unit, stop_when_done=True,
-                        source=" ".join(["gpucost profile", path.name, *args]))
+                        source=" ".join(["gpucost profile", path.name, *redact_args(args)]))
     run = ScriptRun(profiler=prof, outcome="ended")
     prof.hook_all_optimizers()
     prof.start()
