@@ -8,11 +8,16 @@ import dataclasses
 import http.server
 import json
 import threading
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
+from api_replay import ReplayServer, Reply
 from hostile_server import HostileServer
+from hypothesis import given
+from hypothesis import strategies as st
 from test_executor_export import plan_file
 
 from gpucost.cli import main
@@ -21,10 +26,12 @@ from gpucost.errors import ExecutorError, ProfileError, ProviderError
 from gpucost.executor.ledger import Ledger
 from gpucost.executor.rundir import RunDir
 from gpucost.executor.skypilot_task import task_yaml
+from gpucost.http import RetryingHttp
 from gpucost.planfile import load_plan
 from gpucost.pricing.sources import aws
 from gpucost.pricing.sources.aws import SOURCE as AWS
 from gpucost.profile import Profile, resolve_profile
+from gpucost.terminal import printable
 
 KEY_ID = "AKIAHOSTILETEST12345"
 
@@ -253,3 +260,27 @@ def test_a_profile_keeps_no_secret_from_the_scripts_command_line(
     assert source == ("gpucost profile train.py --hf-token REDACTED --api-key=REDACTED "
                       "WANDB_API_KEY=REDACTED --db-password REDACTED --lr 0.1 --resume "
                       "https://me:REDACTED@host/ck REDACTED")
+
+
+def test_an_http_error_quoting_request_headers_prints_none_of_them() -> None:
+    echoed = ("you sent Authorization: AWS4-HMAC-SHA256 Credential=AKIAECHOEDKEY1234567/2026/"
+              "us-east-1/pricing/aws4_request, SignedHeaders=host, Signature=abc123\r\n"
+              "X-Api-Key: k-echoed-1\r\nCookie: session=c-echoed-2\r\n")
+    with ReplayServer() as server:
+        server.add("GET", "/p", Reply(400, echoed.encode(), {"Content-Type": "text/plain"}))
+        http = RetryingHttp(httpx.Client(base_url=server.url), source="test",
+                            sleep=lambda _: None)
+        with pytest.raises(ProviderError) as exc:
+            http.get_json("/p")
+    message = str(exc.value)
+    assert "answered HTTP 400" in message
+    for secret in ("AKIAECHOEDKEY1234567", "abc123", "k-echoed-1", "c-echoed-2"):
+        assert secret not in message
+
+
+@given(st.text())
+def test_printable_text_is_one_line_without_control_characters(text: str) -> None:
+    shown = printable(text, keep="")
+    assert not any(unicodedata.category(c) == "Cc" or c in "\u2028\u2029" for c in shown)
+    assert len(shown.splitlines()) <= 1
+    assert all(c in printable(text) for c in text if c in "\n\t")
