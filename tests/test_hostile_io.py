@@ -7,6 +7,9 @@ from __future__ import annotations
 import dataclasses
 import http.server
 import json
+import os
+import subprocess
+import sys
 import threading
 import unicodedata
 from collections.abc import Iterator
@@ -15,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 from api_replay import ReplayServer, Reply
-from hostile_server import HostileServer
+from hostile_server import HostileServer, measured, peak_rss_mib
 from hypothesis import given
 from hypothesis import strategies as st
 from test_executor_export import plan_file
@@ -27,6 +30,7 @@ from gpucost.executor.ledger import Ledger
 from gpucost.executor.rundir import RunDir
 from gpucost.executor.skypilot_task import task_yaml
 from gpucost.http import RetryingHttp
+from gpucost.limits import MAX_ANSWER_BYTES
 from gpucost.planfile import load_plan
 from gpucost.pricing.sources import aws
 from gpucost.pricing.sources.aws import SOURCE as AWS
@@ -34,6 +38,7 @@ from gpucost.profile import Profile, resolve_profile
 from gpucost.terminal import printable
 
 KEY_ID = "AKIAHOSTILETEST12345"
+REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -284,3 +289,21 @@ def test_printable_text_is_one_line_without_control_characters(text: str) -> Non
     assert not any(unicodedata.category(c) == "Cc" or c in "\u2028\u2029" for c in shown)
     assert len(shown.splitlines()) <= 1
     assert all(c in printable(text) for c in text if c in "\n\t")
+
+
+def test_an_aws_refresh_against_a_600_mib_answer_exits_3_in_bounded_memory(
+        tmp_path: Path) -> None:
+    env = {**os.environ, "GPUCOST_AWS_URL": "", "AWS_ACCESS_KEY_ID": KEY_ID,
+           "AWS_SECRET_ACCESS_KEY": "hostile-secret", "AWS_CONFIG_FILE": str(tmp_path / "none"),
+           "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"), "PYTHONPATH": str(REPO)}
+    env.pop("AWS_PROFILE", None)
+    with HostileServer("huge", size=600 << 20) as server:
+        env["GPUCOST_AWS_URL"] = server.url
+        done = subprocess.run(measured([sys.executable, "-m", "gpucost", "prices", "refresh",
+                                        "--source", "aws", "--out", str(tmp_path / "out")]),
+                              env=env, capture_output=True, text=True, timeout=120)
+        sent = server.sent
+    assert done.returncode == 3, done
+    assert f"answered more than {MAX_ANSWER_BYTES >> 20} MiB; stopped reading" in done.stdout
+    assert len(done.stdout) < 2000 and sent < 600 << 20
+    assert peak_rss_mib(done.stderr) < 200
