@@ -307,3 +307,13 @@ def test_an_aws_refresh_against_a_600_mib_answer_exits_3_in_bounded_memory(
     assert f"answered more than {MAX_ANSWER_BYTES >> 20} MiB; stopped reading" in done.stdout
     assert len(done.stdout) < 2000 and sent < 600 << 20
     assert peak_rss_mib(done.stderr) < 200
+
+
+def test_an_aws_answer_dripping_a_byte_at_a_time_ends_at_the_request_deadline(
+        aws_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(aws, "HTTP_REQUEST_DEADLINE_S", 1.0)
+    with (HostileServer("drip-body", interval_s=0.05) as server,
+          AWS.open_client(server.url, "") as clients, pytest.raises(ProviderError) as exc):
+        AWS.fetch(clients)
+    assert "did not finish within its 1 s deadline" in str(exc.value)
+    assert server.sent < 1000  # of the 1,000,000 bytes it announced

@@ -107,7 +107,9 @@ def bounded_send(client: Any, *, source: str, max_bytes: int = MAX_ANSWER_BYTES,
         chunks: list[bytes] = []
         size = 0
         try:
-            for chunk in response.raw.stream(_CHUNK):
+            # read1: whatever has arrived, so a server dripping a byte at a time meets the
+            # deadline below (read() would wait for a whole chunk, the read timeout never firing).
+            while chunk := response.raw.read1(_CHUNK):
                 size += len(chunk)
                 if size > max_bytes:
                     raise ProviderError(
@@ -237,11 +239,13 @@ class AwsSource(PriceSource[AwsClients]):
         ec2_url = os.environ.get(self.ec2_url_env_var) or pricing_url
         pricing = boto3.client("pricing", region_name=PRICING_REGION, endpoint_url=pricing_url,
                                config=config)
-        bounded_send(pricing, source=self.name, max_bytes=MAX_ANSWER_BYTES)
+        bounded_send(pricing, source=self.name, max_bytes=MAX_ANSWER_BYTES,
+                     deadline_s=HTTP_REQUEST_DEADLINE_S)
 
         def ec2(region: str) -> Any:
             client = boto3.client("ec2", region_name=region, endpoint_url=ec2_url, config=config)
-            bounded_send(client, source=self.name, max_bytes=MAX_ANSWER_BYTES)
+            bounded_send(client, source=self.name, max_bytes=MAX_ANSWER_BYTES,
+                         deadline_s=HTTP_REQUEST_DEADLINE_S)
             return client
 
         yield AwsClients(pricing=pricing, ec2_for_region=ec2)
