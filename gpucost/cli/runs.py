@@ -3,7 +3,7 @@
     gpucost launch plan.toml [--dry-run] [--detach]
     gpucost ps [--all]            live resources with cost so far
     gpucost status RUN [--format json]
-    gpucost logs RUN [-f]
+    gpucost logs RUN [-f]         the last 1 MiB of train.log (-f: then what is appended)
     gpucost stop RUN              stop the job; the plan's idle policy applies
     gpucost down RUN | --all      stop the job and destroy every resource of the run
     gpucost cleanup [--stopped]   destroy what the ledger knows that has no live launcher
