@@ -234,6 +234,8 @@ def run(args: argparse.Namespace) -> int:
             f"  {r.total_hours:8.1f} h  {usd(r.cost_usd, exact=True):>11}  "
             f"{r.nodes} x {r.provider} {r.instance_type} ({r.market})"
         )
+    if advice.ranking.notes:  # what the ranking dropped, folded or defaulted, as in compare
+        lines += ["", *(f"note: {n}" for n in advice.ranking.notes)]
     if len(advice.ranking.unfit):
         lines += ["", f"{len(advice.ranking.unfit):,} plans left out: the per-device batch fits "
                   "their GPU no way (`gpucost compare --show-unfit` lists them)"]

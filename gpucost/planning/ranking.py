@@ -173,7 +173,7 @@ def filter_offers(offers: Offers, filters: Filters) -> Offers:
         mask &= offers["gpu_memory_gb"] >= filters.min_gpu_memory_gb
     if filters.gpu_counts:
         mask &= np.isin(offers["gpu_count"], np.array(filters.gpu_counts, dtype=float)) | ~cloud
-    return _drop_zone_duplicates(offers.select(mask))
+    return offers.select(mask)
 
 
 def filter_cpu_arch(offers: Offers, filters: Filters) -> tuple[Offers, str]:
@@ -192,15 +192,17 @@ def filter_cpu_arch(offers: Offers, filters: Filters) -> tuple[Offers, str]:
         f"{filters.cpu_arch} hosts; --cpu-arch any plans them too")
 
 
-def _drop_zone_duplicates(offers: Offers) -> Offers:
+def fold_zones(offers: Offers) -> tuple[Offers, int]:
     """One row per (provider, region, instance type, prices): zones that only repeat a region's
-    prices add nothing to a ranking. Zones with their own spot price stay."""
+    prices add nothing to a ranking (identical rows would fill its top). Zones with their own
+    spot price stay (their on-demand rows are folded in ``_base_rows``). Also how many rows
+    were folded."""
     if len(offers) < 2:
-        return offers
+        return offers, 0
     key = offers.row_codes(("provider", "region", "instance_type", "source", "price_hr",
                             "spot_price_hr"))
     _, first = np.unique(key, return_index=True)
-    return offers.select(np.sort(first))
+    return offers.select(np.sort(first)), len(offers) - len(first)
 
 
 @dataclass(frozen=True)
@@ -489,18 +491,27 @@ def _chunk_plans(
     return plans, runnable, fits
 
 
+def _one_per_region(offers: Offers) -> npt.NDArray[np.int64]:
+    """The first offer of each (provider, region, instance type, on-demand price): zones kept
+    for their own spot prices share their region's on-demand price."""
+    if not len(offers):
+        return np.zeros(0, dtype=np.int64)
+    region = offers.row_codes(("provider", "region", "instance_type", "source", "price_hr"))
+    return np.sort(np.unique(region, return_index=True)[1]).astype(np.int64)
+
+
 def _base_rows(
     offers: Offers, filters: Filters
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.float64]]:
     """Offer x market rows: (offer index, spot?, $/h per node in that market)."""
-    n = len(offers)
     idx: list[npt.NDArray[np.int64]] = []
     spot: list[npt.NDArray[np.bool_]] = []
     price: list[npt.NDArray[np.float64]] = []
     if filters.market in ("any", "on-demand"):
-        idx.append(np.arange(n, dtype=np.int64))
-        spot.append(np.zeros(n, dtype=bool))
-        price.append(offers["price_hr"])
+        on_demand = _one_per_region(offers)  # one on-demand row per region
+        idx.append(on_demand)
+        spot.append(np.zeros(len(on_demand), dtype=bool))
+        price.append(offers["price_hr"][on_demand])
     if filters.market in ("any", "spot"):
         has_spot = ~np.isnan(offers["spot_price_hr"]) & (offers["spot_price_hr"] > 0)
         idx.append(np.flatnonzero(has_spot).astype(np.int64))
@@ -527,7 +538,8 @@ def rank(request: Request) -> Ranking:
     snapshots = request.snapshots
     offers = merge_offers(snapshots)
     total = len(offers)
-    offers, arch_note = filter_cpu_arch(filter_offers(offers, filters), filters)
+    offers, zones_folded = fold_zones(filter_offers(offers, filters))
+    offers, arch_note = filter_cpu_arch(offers, filters)
     base_offer, base_spot, base_price = _base_rows(offers, filters)
     if not len(base_offer):
         raise NoOffersError(
@@ -545,6 +557,7 @@ def rank(request: Request) -> Ranking:
     chunks: list[Plans] = []
     keeps: list[npt.NDArray[np.bool_]] = []
     drops: list[npt.NDArray[np.bool_]] = []
+    local_unrunnable = 0
     for start in range(0, len(base_offer), per_chunk):
         part = slice(start, start + per_chunk)
         chunk, runnable, fits = _chunk_plans(request, offers, base_offer[part], base_spot[part],
@@ -553,6 +566,7 @@ def rank(request: Request) -> Ranking:
         chunks.append(chunk)
         keeps.append(runnable & fits)
         drops.append(runnable & ~fits)
+        local_unrunnable += int(np.count_nonzero(~runnable & (chunk.provider == "local")))
     every = chunks[0] if len(chunks) == 1 else Plans.concat(chunks)
     # one gather each for the ranked plans and the left-out ones, in their final order
     kept, dropped = np.flatnonzero(np.concatenate(keeps)), np.flatnonzero(np.concatenate(drops))
@@ -574,6 +588,25 @@ def rank(request: Request) -> Ranking:
     notes = [note for given, matched in filters.gpu_matches
              if filters.gpus and (note := match_note(given, matched))]
     notes += [arch_note] if arch_note else []
+    on_demand_zones = (len(offers) - len(_one_per_region(offers))
+                       if filters.market != "spot" else 0)
+    if zones_folded or on_demand_zones:
+        notes.append(f"zones that repeat their region's prices are one row per region "
+                     f"({zones_folded + on_demand_zones:,} zone rows folded; spot keeps each "
+                     "zone's own price)")
+    if filters.market == "on-demand":
+        notes.append("spot offers not searched: on-demand only (--spot, or market=\"any\" "
+                     "in Python, ranks spot capacity too)")
+    verdict = request.profile.verdict
+    if verdict is not None and verdict.kind in ("dataloader-bound", "host-bound"):
+        # the prediction keeps that time as measured on every GPU: say why fast GPUs gain little
+        notes.append(f"profile {request.profile.name} is {verdict.kind} ({verdict.reason}): a "
+                     f"faster GPU than its {request.profile.gpu} shortens only the device part "
+                     f"of a step, so extra GPU speed is money for little time; {verdict.advice}")
+    if local_unrunnable:
+        notes.append("your machine (--include-local) left out: it has no GPU, and a profile "
+                     "measured on a GPU cannot be predicted on a CPU (profile the job on this "
+                     "machine with `gpucost profile` to plan it here)")
     if stale:
         notes.append(
             f"price data older than {request.stale_days:g} days from: "
