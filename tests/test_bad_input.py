@@ -116,3 +116,17 @@ def test_a_bug_in_a_command_is_one_line_and_exit_3_not_a_traceback(
     monkeypatch.setenv("GPUCOST_DEBUG", "1")
     with pytest.raises(RuntimeError):
         main(["gpus"])
+
+
+def test_ctrl_c_while_the_parser_is_built_is_one_line(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Was (#22): Ctrl-C in the first half second printed a traceback: the parser, which
+    imports every command, was built outside main()'s handlers."""
+    import gpucost.cli as cli
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    assert cli.main(["compare"]) == 130
+    assert capsys.readouterr().err == "gpucost: interrupted\n"

@@ -65,8 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     from gpucost.errors import GpuCostError
 
-    parser = build_parser()
     try:
+        # Building the parser imports every command's module (about half a second): a Ctrl-C
+        # then is an interrupt like any other, not a traceback.
+        parser = build_parser()
         args = parser.parse_args(argv)
         handler = getattr(args, "handler", None)
         if handler is None:
