@@ -56,7 +56,7 @@ def test_reestimate_matches_the_plan_at_planned_speed_and_falls_with_speed(
     plan = load_plan(write_plan(
         tmp_path_factory.mktemp("p"), throughput=planned, price_hr=price, margin=margin,
         est_hours=compute_h + setup_h, est_cost=compute + setup + 1.0, budget=1e9,
-        timeout_h=1e6))
+        timeout_h=8e4))
     plan = dataclasses.replace(
         plan, job=dataclasses.replace(plan.job, epochs=None, dataset_size=None, samples=samples),
         offer=dataclasses.replace(plan.offer, nodes=nodes),
