@@ -192,17 +192,19 @@ def filter_cpu_arch(offers: Offers, filters: Filters) -> tuple[Offers, str]:
         f"{filters.cpu_arch} hosts; --cpu-arch any plans them too")
 
 
-def fold_zones(offers: Offers) -> tuple[Offers, int]:
+def fold_zones(offers: Offers) -> tuple[Offers, int, npt.NDArray[np.int64]]:
     """One row per (provider, region, instance type, prices): zones that only repeat a region's
     prices add nothing to a ranking (identical rows would fill its top). Zones with their own
-    spot price stay (their on-demand rows are folded in ``_base_rows``). Also how many rows
-    were folded."""
-    if len(offers) < 2:
-        return offers, 0
-    key = offers.row_codes(("provider", "region", "instance_type", "source", "price_hr",
-                            "spot_price_hr"))
-    _, first = np.unique(key, return_index=True)
-    return offers.select(np.sort(first)), len(offers) - len(first)
+    spot price stay; their on-demand rows are one per region (``_one_per_region``). Also how
+    many rows were folded, and each kept row's (provider, region, instance type, source,
+    on-demand price) code for ``_one_per_region``."""
+    if not len(offers):
+        return offers, 0, np.zeros(0, dtype=np.int64)
+    region = offers.row_codes(("provider", "region", "instance_type", "source", "price_hr"))
+    spot = np.unique(np.nan_to_num(offers["spot_price_hr"], nan=-1.0), return_inverse=True)[1]
+    _, first = np.unique(region * (int(spot.max()) + 1) + spot.reshape(-1), return_index=True)
+    kept = np.sort(first)
+    return offers.select(kept), len(offers) - len(kept), region[kept]
 
 
 @dataclass(frozen=True)
@@ -491,24 +493,21 @@ def _chunk_plans(
     return plans, runnable, fits
 
 
-def _one_per_region(offers: Offers) -> npt.NDArray[np.int64]:
-    """The first offer of each (provider, region, instance type, on-demand price): zones kept
-    for their own spot prices share their region's on-demand price."""
-    if not len(offers):
-        return np.zeros(0, dtype=np.int64)
-    region = offers.row_codes(("provider", "region", "instance_type", "source", "price_hr"))
+def _one_per_region(region: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The first offer of each (provider, region, instance type, on-demand price) code: zones
+    kept for their own spot prices share their region's on-demand price."""
     return np.sort(np.unique(region, return_index=True)[1]).astype(np.int64)
 
 
 def _base_rows(
-    offers: Offers, filters: Filters
+    offers: Offers, filters: Filters, on_demand: npt.NDArray[np.int64]
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.float64]]:
-    """Offer x market rows: (offer index, spot?, $/h per node in that market)."""
+    """Offer x market rows: (offer index, spot?, $/h per node in that market); ``on_demand``:
+    the offers that carry the on-demand market (``_one_per_region``)."""
     idx: list[npt.NDArray[np.int64]] = []
     spot: list[npt.NDArray[np.bool_]] = []
     price: list[npt.NDArray[np.float64]] = []
     if filters.market in ("any", "on-demand"):
-        on_demand = _one_per_region(offers)  # one on-demand row per region
         idx.append(on_demand)
         spot.append(np.zeros(len(on_demand), dtype=bool))
         price.append(offers["price_hr"][on_demand])
@@ -538,9 +537,10 @@ def rank(request: Request) -> Ranking:
     snapshots = request.snapshots
     offers = merge_offers(snapshots)
     total = len(offers)
-    offers, zones_folded = fold_zones(filter_offers(offers, filters))
-    offers, arch_note = filter_cpu_arch(offers, filters)
-    base_offer, base_spot, base_price = _base_rows(offers, filters)
+    offers, arch_note = filter_cpu_arch(filter_offers(offers, filters), filters)
+    offers, zones_folded, region = fold_zones(offers)
+    per_region = _one_per_region(region)
+    base_offer, base_spot, base_price = _base_rows(offers, filters, per_region)
     if not len(base_offer):
         raise NoOffersError(
             f"no offer matches the filters ({total:,} offers before filtering)",
@@ -588,8 +588,7 @@ def rank(request: Request) -> Ranking:
     notes = [note for given, matched in filters.gpu_matches
              if filters.gpus and (note := match_note(given, matched))]
     notes += [arch_note] if arch_note else []
-    on_demand_zones = (len(offers) - len(_one_per_region(offers))
-                       if filters.market != "spot" else 0)
+    on_demand_zones = len(offers) - len(per_region) if filters.market != "spot" else 0
     if zones_folded or on_demand_zones:
         notes.append(f"zones that repeat their region's prices are one row per region "
                      f"({zones_folded + on_demand_zones:,} zone rows folded; spot keeps each "
