@@ -616,6 +616,9 @@ def test_the_watchdog_downs_the_cluster_at_the_limit_after_the_launcher_is_sigki
         wait_for("recorded end", lambda: ledger.run("wd-1").ended_at is not None, 10)
         run = ledger.run("wd-1")
         assert run.state == state and ledger.resources("wd-1", live_only=True) == []
+    # the watchdog ends the run in the ledger first, then writes status.json: wait for it
+    wait_for("final status", lambda: (RunDir(run.run_dir).read_status() or {}).get("final")
+             is True, 10)
     status = RunDir(run.run_dir).read_status()
     assert status is not None and (status["state"], status["final"]) == (state, True)
     assert note in status["reason"] and "watchdog" in status["reason"]
