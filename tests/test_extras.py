@@ -30,6 +30,13 @@ def _block(monkeypatch: pytest.MonkeyPatch, top: str) -> None:
     monkeypatch.setitem(sys.modules, top, None)
 
 
+def _forget(monkeypatch: pytest.MonkeyPatch, prefix: str) -> None:
+    """Drop gpucost's modules under ``prefix`` so the next import runs their imports again."""
+    for name in list(sys.modules):
+        if name.startswith(prefix):
+            monkeypatch.delitem(sys.modules, name)
+
+
 def _one_line_naming(err: str, extra: str) -> None:
     assert err.count("\n") == 1, err
     assert f"install gpucost[{extra}]" in err and f'pip install "gpucost[{extra}]"' in err
@@ -102,18 +109,14 @@ def test_launch_without_torch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
 def test_profile_without_torch(monkeypatch: pytest.MonkeyPatch,
                                capsys: pytest.CaptureFixture[str]) -> None:
     _block(monkeypatch, "torch")
-    for name in list(sys.modules):
-        if name.startswith("gpucost.profiler"):
-            monkeypatch.delitem(sys.modules, name)
+    _forget(monkeypatch, "gpucost.profiler")
     assert main(["profile", "--model", "mlp"]) == 2
     _one_line_naming(capsys.readouterr().err, "torch")
 
 
 def test_the_profiler_library_without_torch(monkeypatch: pytest.MonkeyPatch) -> None:
     _block(monkeypatch, "torch")
-    for name in list(sys.modules):
-        if name.startswith("gpucost.profiler"):
-            monkeypatch.delitem(sys.modules, name)
+    _forget(monkeypatch, "gpucost.profiler")
     with pytest.raises(MissingExtraError, match=r"install gpucost\[torch\]"):
         import gpucost.profiler  # noqa: F401
 
@@ -121,9 +124,7 @@ def test_the_profiler_library_without_torch(monkeypatch: pytest.MonkeyPatch) -> 
 def test_tui_without_textual(monkeypatch: pytest.MonkeyPatch,
                              capsys: pytest.CaptureFixture[str]) -> None:
     _block(monkeypatch, "textual")
-    for name in list(sys.modules):
-        if name.startswith("gpucost.tui"):
-            monkeypatch.delitem(sys.modules, name)
+    _forget(monkeypatch, "gpucost.tui")
     assert main(["tui"]) == 2
     _one_line_naming(capsys.readouterr().err, "tui")
 
