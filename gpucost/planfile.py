@@ -65,7 +65,8 @@ MARKETPLACE_SCHEMA_VERSION = 2
 
 MARKETS = ("on-demand", "spot")
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "amp")
-VERIFY_ACTIONS = ("warn", "stop")
+# [safety] verify_action: what a slow run does (gpucost.executor.verify says each in full).
+VERIFY_ACTIONS = ("warn", "stop-over-budget", "stop")
 IDLE_POLICIES = ("stop", "destroy")
 FALLBACKS = ("on-demand", "none")
 MARKETPLACES = ("vast", "runpod")  # providers whose plans record a search, not a machine
@@ -170,7 +171,7 @@ class SafetySection:
     budget_cap_usd: float = field(metadata=_m(gt=0, le=MAX_BUDGET_USD,
                                               doc="the executor stops the run when spent"))
     verify_margin_pct: float = field(default=25.0, metadata=_m(ge=0, le=100))
-    verify_action: str = field(default="warn", metadata=_m(choices=VERIFY_ACTIONS))
+    verify_action: str = field(default="stop-over-budget", metadata=_m(choices=VERIFY_ACTIONS))
 
 
 @dataclass(frozen=True)

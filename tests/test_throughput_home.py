@@ -85,7 +85,8 @@ def test_the_skypilot_task_asks_for_markers(tmp_path: Path) -> None:
     assert task_config(plan, run_id="r")["envs"]["GPUCOST_REPORT_TO_LOG"] == "1"
 
 
-def _plan_file(tmp_path: Path, *, verify_action: str = "warn", gpu_count: int = 1) -> Path:
+def _plan_file(tmp_path: Path, *, verify_action: str | None = "warn", gpu_count: int = 1,
+               profile: str = "resnet50", precision: str = "bf16") -> Path:
     (tmp_path / "code").mkdir(exist_ok=True)
     plan: dict[str, Any] = {
         "schema": "gpucost-plan", "schema_version": 1,
@@ -95,11 +96,13 @@ def _plan_file(tmp_path: Path, *, verify_action: str = "warn", gpu_count: int = 
                   "gpu": "A100 SXM4 80GB", "gpu_count": gpu_count, "nodes": 1,
                   "market": "on-demand",
                   "price_hr": 40.0, "price_source": "skypilot-aws"},
-        "workload": {"throughput": 1000.0, "profile": "resnet50", "profile_gpu": "H100 SXM5 80GB",
-                     "precision": "bf16", "batch_size": 64},
-        "safety": {"timeout_hours": 5.0, "budget_cap_usd": 400.0, "verify_action": verify_action},
+        "workload": {"throughput": 1000.0, "profile": profile, "profile_gpu": "H100 SXM5 80GB",
+                     "precision": precision, "batch_size": 64},
+        "safety": {"timeout_hours": 5.0, "budget_cap_usd": 400.0},
         "estimate": {"hours": 3.0, "cost_usd": 120.0, "compute_usd": 120.0},
     }
+    if verify_action is not None:  # None: the plan file leaves it out (the default)
+        plan["safety"]["verify_action"] = verify_action
     path = tmp_path / "plan.toml"
     path.write_text(tomli_w.dumps(plan))
     return path
@@ -193,7 +196,10 @@ def test_a_slow_run_under_verify_action_stop_is_stopped(tmp_path: Path) -> None:
     assert provider.stop_reason() is None  # not before the first check
     _stream(provider, run_dir, _log([500.0]))
     reason = provider.stop_reason()
-    assert reason is not None and reason.endswith("verify_action = stop: stopping the run")
+    assert reason is not None and "verify_action = stop: stopping the run" in reason
+    # the plan's profile ("resnet50") is no example: the stop says it could not re-rank
+    assert "no re-ranking (no profile file or example named 'resnet50'" in reason
+    assert reason.endswith("this plan at the measured rate: 231.11 USD/job")  # 5.78 h x 40 USD/h
 
 
 def test_the_throughput_is_checked_again_every_few_minutes(tmp_path: Path) -> None:
@@ -220,3 +226,113 @@ def test_a_status_file_schema_declares_the_warning() -> None:
     schema = json.loads((Path(__file__).parents[1] / "docs/schemas/run-status.schema.json")
                         .read_text())
     assert "throughput_warning" in schema["properties"]
+
+
+def _example_plan(tmp_path: Path, verify_action: str | None) -> Plan:
+    """A plan whose profile is an example, so that a stop can re-rank its job."""
+    return load_plan(_plan_file(tmp_path, verify_action=verify_action,
+                                profile="resnet50-v100-amp", precision="amp"))
+
+
+def test_by_default_a_run_projected_over_its_budget_cap_is_stopped_naming_the_cheaper_plan(
+        tmp_path: Path) -> None:
+    """No verify_action in the plan: half the prediction projects 231 USD, under the 400 USD
+    cap (a warning only); a quarter projects 453 USD, which the cap would end unfinished."""
+    from gpucost.planning.ranking import rank
+    from gpucost.planning.request import build_request
+
+    plan = _example_plan(tmp_path, None)
+    assert plan.safety.verify_action == "stop-over-budget"
+    provider, run_dir = _provider(tmp_path, plan, _Clock())
+    _stream(provider, run_dir, _log([500.0] * FIRST_CHECK_AFTER))
+    assert provider.status_fields()["throughput_warning"] is not None
+    assert provider.stop_reason() is None
+
+    (tmp_path / "slower").mkdir()
+    plan = _example_plan(tmp_path / "slower", None)
+    provider, run_dir = _provider(tmp_path / "slower", plan, _Clock())
+    _stream(provider, run_dir, _log([250.0] * FIRST_CHECK_AFTER))
+    reason = provider.stop_reason()
+    assert reason is not None
+    assert ("projected $/job 453.33 USD at the measured 250.0 samples/s exceeds the budget cap "
+            "400.00 USD; verify_action = stop-over-budget: stopping the run") in reason
+    warning = provider.status_fields()["throughput_warning"]
+    assert warning is not None and warning.endswith("over the budget cap 400.00 USD")
+    # the cheaper plan is the job re-ranked now, with the measurements stored (this plan's
+    # offer left out: it is priced from the measurement itself)
+    ranking = rank(build_request("resnet50-v100-amp", samples=1e7, market="on-demand"))
+    best = next(r for r in ranking.plans.rows() if r.instance_type != "p4de.24xlarge")
+    assert f"cheaper now: {best.label()} at " in reason
+    assert reason.endswith("this plan at the measured rate: 453.33 USD/job")
+
+
+def test_verify_action_warn_keeps_a_run_projected_over_its_cap_going(tmp_path: Path) -> None:
+    plan = _example_plan(tmp_path, "warn")
+    provider, run_dir = _provider(tmp_path, plan, _Clock())
+    _stream(provider, run_dir, _log([250.0] * FIRST_CHECK_AFTER))
+    warning = provider.status_fields()["throughput_warning"]
+    assert warning is not None and warning.endswith("over the budget cap 400.00 USD")
+    assert provider.stop_reason() is None
+
+
+def test_a_projection_over_the_cap_inside_the_band_still_warns_and_stops(tmp_path: Path) -> None:
+    """Inside the band but over the cap: a cap of 125 USD over a 120 USD estimate and a run
+    10 % slow (133 USD)."""
+    path = _plan_file(tmp_path, verify_action=None)
+    path.write_text(path.read_text().replace("budget_cap_usd = 400.0", "budget_cap_usd = 125.0"))
+    plan = load_plan(path)
+    provider, run_dir = _provider(tmp_path, plan, _Clock())
+    _stream(provider, run_dir, _log([900.0] * FIRST_CHECK_AFTER))
+    warning = provider.status_fields()["throughput_warning"]
+    assert warning is not None and "inside the prediction's band" in warning
+    reason = provider.stop_reason()
+    assert reason is not None and "exceeds the budget cap 125.00 USD" in reason
+
+
+def test_a_half_speed_run_is_stopped_recorded_and_the_next_predict_uses_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """#23's done-when, on the SkyPilot engine's log follower: half the predicted throughput is
+    warned about at the first check (FIRST_CHECK_AFTER reports), stopped under
+    verify_action = "stop", kept in measurements.json, and `gpucost predict` for the workload
+    on that GPU starts from it."""
+    from gpucost.cli import main
+
+    plan = _example_plan(tmp_path, "stop")
+    provider, run_dir = _provider(tmp_path, plan, _Clock())
+    _stream(provider, run_dir, _log([500.0] * FIRST_CHECK_AFTER))
+    assert provider.status_fields()["throughput_warning"] is not None
+    reason = provider.stop_reason()
+    assert reason is not None and "verify_action = stop: stopping the run" in reason
+    (kept,) = read_all(store_path())
+    assert (kept.workload, kept.gpu, kept.throughput) == ("resnet50-v100-amp",
+                                                          "A100 SXM4 80GB", 500.0)
+    capsys.readouterr()
+    assert main(["predict", "-p", "resnet50-v100-amp", "--gpu", "A100 SXM4 80GB",
+                 "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["throughput"] == pytest.approx(500.0)
+    assert doc["measurements"]["method"] == "measured on the target"
+    assert doc["measurements"]["used"][0].startswith(kept.id)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("action", "state"), [("stop-over-budget", "verify-failed"),
+                                                ("warn", "succeeded")])
+def test_a_local_run_projected_over_its_cap_on_arrival_stops_unless_told_to_warn(
+        tmp_path: Path, action: str, state: str) -> None:
+    """A real local run planned at 1e9 samples/s: its first report projects a $/job far over
+    the 1 USD cap (the estimate's 0.0001 USD x 1e9 / measured)."""
+    from run_helpers import write_plan
+
+    from gpucost.executor.runner import Runner
+
+    plan_path = write_plan(tmp_path, epochs=2, throughput=1e9, margin=100.0, action=action)
+    result = Runner(load_plan(plan_path), plan_path, poll_s=0.1).launch()
+    assert result.state == state
+    stops = [m for m in result.messages if "exceeds the budget cap 1.00 USD" in m]
+    if state == "verify-failed":
+        (stop,) = stops
+        assert "verify_action = stop-over-budget: stopping the run" in stop
+        assert "no re-ranking (the plan names no [workload] profile)" in stop
+    else:
+        assert not stops

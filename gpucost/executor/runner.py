@@ -38,7 +38,7 @@ from gpucost.executor.guard import (
 from gpucost.executor.ledger import Ledger
 from gpucost.executor.rundir import RunDir
 from gpucost.executor.runlock import RunLock, hold_job
-from gpucost.executor.verify import VerifyResult, verify_throughput
+from gpucost.executor.verify import VerifyResult, arrival_stop, verify_throughput
 from gpucost.format import usd_text
 from gpucost.jobname import NAME_HINT, job_name_problem
 from gpucost.measurements import record_on_arrival
@@ -397,8 +397,8 @@ class Runner:
                 record_on_arrival(plan, check.measured)  # teaches later predictions
                 self._verification = check
                 self._say(check.message(safety.verify_margin_pct))
-                if not check.within_margin and safety.verify_action == "stop":
-                    self._say("verify_action = stop: stopping the run")
+                if (why := arrival_stop(plan, check)) is not None:
+                    self._say(why)
                     return "verify-failed"
             if (why := self.provider.stop_reason()) is not None:
                 self._say(why)

@@ -96,8 +96,10 @@ class ThroughputWatch:
     :data:`RECHECK_S`, the median throughput since the last check is recorded in
     measurements.json and compared with the plan's prediction and its band (never narrower
     than the plan's verify margin: a measurement predicting itself still varies run to run).
-    Outside it, one line in launcher.log when it leaves the band and :attr:`warning` for
-    status.json; under ``verify_action = "stop"``, :attr:`stop_reason` asks the runner to stop.
+    Outside it, or when the $/job it projects exceeds the budget cap, one line in launcher.log
+    when it leaves the band and :attr:`warning` for status.json; :attr:`stop_reason` asks the
+    runner to stop when the plan's verify_action says so
+    (:func:`gpucost.executor.verify.stop_reason`: the plan cheapest now with it).
     """
 
     def __init__(self, plan: Plan, run_dir: RunDir, *,
@@ -133,29 +135,34 @@ class ThroughputWatch:
                 self._check(now)
 
     def _check(self, now: float) -> None:
-        from gpucost.executor.verify import verify_throughput
+        from gpucost.executor.verify import band_limits, over_budget, stop_reason, verify_throughput
         from gpucost.measurements import record_on_arrival
 
         measured = statistics.median(self._since_check)
         self._since_check, self._checked_at = [], now
-        record_on_arrival(self.plan, measured)  # teaches later predictions
-        planned, margin = self.plan.workload.throughput, self.plan.safety.verify_margin_pct
-        low = planned * min(self.band.low, 1.0 - margin / 100.0)
-        high = planned * max(self.band.high, 1.0 + margin / 100.0)
-        if low <= measured <= high:
+        record_on_arrival(self.plan, measured)  # teaches later predictions, and the re-rank
+        planned = self.plan.workload.throughput
+        low, high = band_limits(self.plan, self.band)
+        check = verify_throughput(self.plan, measured)
+        outside = not low <= measured <= high
+        projection = over_budget(self.plan, check)
+        if not outside and projection is None:
             self.warning = None
             return
-        check = verify_throughput(self.plan, measured)
         warning = (f"throughput: measured {measured:.1f} samples/s vs predicted {planned:.1f} "
-                   f"({check.deviation_pct:+.0f}%), outside the prediction's band "
+                   f"({check.deviation_pct:+.0f}%), "
+                   f"{'outside' if outside else 'inside'} the prediction's band "
                    f"{low:.1f}-{high:.1f}; re-estimated $/job "
                    f"{usd_text(check.reestimated_cost_usd)} over "
-                   f"{check.reestimated_hours:.3g} h")
+                   f"{check.reestimated_hours:.3g} h"
+                   + ("" if projection is None else
+                      f", over the budget cap {usd_text(self.plan.safety.budget_cap_usd)}"))
         if self.warning is None:
             self._note(warning)
         self.warning = warning
-        if self.plan.safety.verify_action == "stop" and self.stop_reason is None:
-            self.stop_reason = f"{warning}; verify_action = stop: stopping the run"
+        if self.stop_reason is None and (
+                why := stop_reason(self.plan, check, outside=outside)) is not None:
+            self.stop_reason = f"{warning}; {why}"
 
     def _note(self, message: str) -> None:
         with suppress(OSError):  # the run folder is gone: nothing left to tell
