@@ -503,6 +503,36 @@ def test_runs_screen_refreshes_live_and_stops_only_after_yes(
     drive(app, scenario)
 
 
+def test_a_run_whose_throughput_left_its_band_shows_the_warning(snapshot: Snapshot) -> None:
+    """status.json's throughput_warning (the launcher's band check): the speed is marked and the
+    selected run's warning spelled out under the table, escape sequences left out; a run
+    without one shows neither."""
+    warning = ("throughput: measured 406.0 samples/s vs predicted 812.0 (-50%), outside the "
+               "prediction's band 641.5-1137.1; re-estimated $/job $4.10 over 3.1 h")
+    write_status("slow-20261201-a", throughput=406.0, throughput_warning=warning + "\x1b[2J")
+    write_status("fine-20261130-b", updated_at=1.0)
+    app = make_app(snapshot)
+
+    async def scenario(pilot: Pilot[None]) -> None:
+        await pilot.press("r")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, RunsScreen)
+        assert [r.run_id for r in screen.runs] == ["slow-20261201-a", "fine-20261130-b"]
+        table = screen.query_one("#runs-table")
+        speeds = [str(table.get_row_at(i)[7]) for i in (0, 1)]  # type: ignore[attr-defined]
+        assert speeds == ["406/s !", "812/s"]
+        box = screen.query_one("#runs-warning")
+        text = plain(box, width=400)
+        assert box.display and text.startswith(f"slow-20261201-a: {warning}")
+        assert "\x1b" not in text  # the escape sequence is shown as text, not sent
+        await pilot.press("down")
+        await settle(pilot)
+        assert not box.display
+
+    drive(app, scenario)
+
+
 def test_destroying_a_run_the_ledger_does_not_know_reports_the_error(
         snapshot: Snapshot) -> None:
     write_status("ghost-run")

@@ -1,5 +1,7 @@
 """Runs: every run folder's status.json (state, epoch, ETA, cost so far, metrics), re-read every
-second; stop or destroy the selected run behind a confirmation dialog.
+second; stop or destroy the selected run behind a confirmation dialog. A run whose measured
+throughput left its prediction's band (status.json's ``throughput_warning``) has its speed
+marked, and the selected run's warnings are spelled out under the table.
 
 The launcher rewrites status.json atomically, so a read never sees half a file. Stopping and
 destroying go through the executor (:func:`gpucost.executor.control.request_stop` and
@@ -23,6 +25,7 @@ from gpucost import paths
 from gpucost.errors import GpuCostError
 from gpucost.format import hours as fmt_hours
 from gpucost.format import usd as fmt_usd
+from gpucost.terminal import printable
 from gpucost.tui.screens.confirm import ConfirmScreen
 
 COLUMNS = ("run", "state", "epoch", "ETA", "elapsed", "cost", "cap", "speed", "metrics")
@@ -40,6 +43,12 @@ class RunStatus:
     @property
     def final(self) -> bool:
         return bool(self.status.get("final"))  # the launcher's last write sets it
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the launcher warned about, as status.json says it (the budget, the speed)."""
+        return [str(w) for w in (self.status.get("budget_warning"),
+                                 self.status.get("throughput_warning")) if w]
 
 
 def read_runs(root: Path | None = None) -> list[RunStatus]:
@@ -83,7 +92,10 @@ def cells(run: RunStatus) -> list[Text]:
         Text(fmt_usd(float(s.get("cost_usd") or 0.0)), justify="right"),
         Text(fmt_usd(float(s["budget_cap_usd"])) if s.get("budget_cap_usd") else "-",
              justify="right"),
-        Text("-" if not speed else f"{float(speed):,.0f}/s", justify="right"),
+        Text("-" if not speed else f"{float(speed):,.0f}/s", justify="right")
+        if not s.get("throughput_warning") else  # outside the prediction's band
+        Text(("-" if not speed else f"{float(speed):,.0f}/s") + " !", style="bold yellow",
+             justify="right"),
         Text(" ".join(f"{k}={float(v):.4g}" for k, v in metrics.items()
                       if isinstance(v, int | float))),
     ]
@@ -103,6 +115,7 @@ class RunsScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         yield DataTable[Text](id="runs-table", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="runs-warning", markup=False)
         yield Static("", id="runs-status")
         yield Footer()
 
@@ -126,11 +139,25 @@ class RunsScreen(Screen[None]):
         ids = [r.run_id for r in self.runs]
         if current is not None and current.run_id in ids:
             table.move_cursor(row=ids.index(current.run_id))
+        self.show_warnings()
         live = sum(not r.final for r in self.runs)
         self.query_one("#runs-status", Static).update(
             f"{len(self.runs)} run(s), {live} live · s stops, d destroys the selected run"
             if self.runs else "no runs yet: write a plan (w on an offer), then "
             "`gpucost launch plan.toml`")
+
+    def show_warnings(self) -> None:
+        """The selected run's warnings under the table; hidden when it has none."""
+        run = self.selected()
+        box = self.query_one("#runs-warning", Static)
+        found = [] if run is None else run.warnings
+        box.display = bool(found)
+        # status.json is a file anyone may have written: no control character reaches the screen
+        box.update("\n".join(printable(f"{run.run_id if run else ''}: {w}", keep="")
+                             for w in found))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self.show_warnings()
 
     def selected(self) -> RunStatus | None:
         table: DataTable[Text] = self.query_one("#runs-table", DataTable)
