@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from gpucost.errors import InputError
 
 if TYPE_CHECKING:
+    from gpucost.model.bands import Band
     from gpucost.model.perf import Prediction
     from gpucost.planfile import Plan
     from gpucost.profile import Profile
@@ -381,7 +382,7 @@ def _at(profile: Profile, gpu: str, throughput: float, batch_size: int,
     return dataclasses.replace(
         profile, gpu=gpu, batch_size=batch_size, step_time_s=batch_size / throughput,
         device_count=1, breakdown=None, operators=(), step_time_p10_s=None, step_time_p90_s=None,
-        source=f"{profile.source}; {label}" if profile.source else label)
+        band_gpu=None, source=f"{profile.source}; {label}" if profile.source else label)
 
 
 # GPUCOST_HOME -> (when checked, the file's (mtime, size) or None, its measurements).
@@ -470,8 +471,10 @@ def source_for(profile: Profile, gpu: str | None,
                   + abs(math.log(rates[g][1] / b_t)))
     predicted = 1.0 / (a / f_t + c / b_t)
     method = f"compute/memory mix fitted on {', '.join(sorted(points))}"
-    return Source(_at(profile, target, predicted, points[nearest][1], method),
-                  tuple(latest.values()), method)
+    # not a measurement on the target: banded as a translation from the nearest measured GPU
+    fitted = dataclasses.replace(_at(profile, target, predicted, points[nearest][1], method),
+                                 band_gpu=nearest)
+    return Source(fitted, tuple(latest.values()), method)
 
 
 def predict(
@@ -507,3 +510,99 @@ def predict(
                          member_gpus=member_gpus, overlap_gamma=overlap_gamma,
                          batch_size=batch_size, inter_node_transport=inter_node_transport,
                          fit_batch=fit_batch)
+
+
+# ------------------------------------------------------------ what the measurements taught --
+
+@dataclass(frozen=True, slots=True)
+class Learned:
+    """One GPU a workload ran on: its newest measurement there, what gpucost predicted for it
+    before that GPU was measured, and the prediction's band then and now."""
+
+    measurement: Measurement
+    predicted: float | None  # samples/s, from what was stored before (None: no profile)
+    method: str  # what that prediction started from ("translated from V100 SXM2 16GB", ...)
+    band_before: Band | None
+    band_now: Band | None  # what a prediction at the measured batch carries now
+    predicted_now: float | None = None  # that prediction (samples/s)
+    note: str = ""  # why there is no prediction, or why the band did not narrow
+
+    @property
+    def error_pct(self) -> float | None:
+        """Measured over predicted, minus one, in percent."""
+        if self.predicted is None:
+            return None
+        return (self.measurement.throughput / self.predicted - 1.0) * 100.0
+
+    @property
+    def inside_before(self) -> bool | None:
+        """Whether the measurement fell inside the band predicted before it."""
+        if self.predicted is None or self.band_before is None:
+            return None
+        m = self.measurement.throughput
+        return self.predicted * self.band_before.low <= m <= self.predicted * self.band_before.high
+
+
+def _profile_for(workload: str, profiles: Sequence[Profile]) -> Profile | None:
+    """The profile standing for ``workload``: one given by name, else the example or file the
+    name resolves to; None when none does."""
+    from gpucost.profile import resolve_profile
+
+    for p in profiles:
+        if p.name == workload:
+            return p
+    try:
+        found = resolve_profile(workload)
+    except (InputError, OSError):
+        return None
+    return found if found.name == workload else None
+
+
+def learning(measurements: Sequence[Measurement] | None = None,
+             profiles: Sequence[Profile] = ()) -> list[Learned]:
+    """Per workload and per GPU it was measured on (newest measurement per GPU, precision and
+    device count), the prediction made from what was stored before that GPU's first
+    measurement (the profile and the workload's other GPUs, as :func:`source_for` chooses) and
+    its band, against the band a prediction there carries now. A workload whose profile cannot
+    be found (a file saved elsewhere: pass it in ``profiles``) gets no prediction."""
+    from gpucost.errors import GpuCostError
+    from gpucost.model.perf import predict as model_predict
+
+    if measurements is None:
+        measurements = read_all()
+    latest: dict[tuple[str, str, str, int], Measurement] = {}
+    first: dict[tuple[str, str, str, int], str] = {}
+    for m in sorted(measurements, key=lambda m: m.recorded_at):
+        key = (m.workload, m.gpu, m.precision, m.device_count)
+        latest[key] = m
+        first.setdefault(key, m.recorded_at)
+    found: list[Learned] = []
+    for key in sorted(latest):
+        m = latest[key]
+        profile = _profile_for(m.workload, profiles)
+        if profile is None:
+            found.append(Learned(m, None, "", None, None, note=
+                                 f"profile {m.workload!r} not found: give it with --profile"))
+            continue
+        if profile.precision != m.precision:
+            found.append(Learned(m, None, "", None, None, note=
+                                 f"measured at {m.precision}, the profile is {profile.precision}"))
+            continue
+        # before: what was stored before this GPU (at this group size) was first measured
+        before = [x for x in measurements if x.recorded_at < first[key]
+                  and (x.workload, x.gpu, x.precision, x.device_count) != key]
+        try:
+            was = model_predict(source_for(profile, m.gpu, before).profile, m.gpu,
+                                gpus_per_node=m.device_count, batch_size=m.batch_size,
+                                inter_node_transport="tcp")
+            now = model_predict(source_for(profile, m.gpu, measurements).profile, m.gpu,
+                                gpus_per_node=m.device_count, batch_size=m.batch_size,
+                                inter_node_transport="tcp")
+        except GpuCostError as err:  # a GPU this catalog no longer knows
+            found.append(Learned(m, None, "", None, None, note=str(err)))
+            continue
+        method = source_for(profile, m.gpu, before).method
+        note = ("" if m.device_count == 1 else
+                f"a group of {m.device_count} (one node assumed): kept, not used by predictions")
+        found.append(Learned(m, was.throughput, method, was.band, now.band, now.throughput, note))
+    return found

@@ -98,6 +98,10 @@ class Profile:
     # "seq2seq-rnn"...) or an explicit mix of flops shares per class; None: matched by name.
     workload: str | Mapping[str, float] | None = None
     launches_per_step: float | None = None  # kernels one step launches (counted by the profiler)
+    # A profile that is itself a prediction (gpucost.measurements: a compute/memory mix fitted on
+    # several measured GPUs) is banded as a translation from the nearest measured GPU, not as a
+    # measurement on its own gpu; None: its own gpu.
+    band_gpu: str | None = None
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -200,6 +204,8 @@ class Profile:
         if isinstance(self.workload, Mapping):
             body["workload"] = dict(self.workload)
         body["throughput"] = self.throughput
+        if self.band_gpu is None:  # only derived profiles carry it; saved files stay as they were
+            del body["band_gpu"]
         return {"schema": SCHEMA_ID, "schema_version": SCHEMA_VERSION, **body}
 
     @classmethod
@@ -303,6 +309,10 @@ def _validate(p: Profile) -> None:
         canonical = resolve_gpu_name(p.gpu)
         if canonical != p.gpu:
             object.__setattr__(p, "gpu", canonical)
+    if p.band_gpu is not None:
+        if not isinstance(p.band_gpu, str) or not p.band_gpu or p.band_gpu == "CPU":
+            raise ProfileError("band_gpu must be a GPU name such as 'A100 SXM4 80GB', or null")
+        object.__setattr__(p, "band_gpu", resolve_gpu_name(p.band_gpu))
     _check_precision(p.precision)
     if isinstance(p.batch_size, bool) or not isinstance(p.batch_size, int) or p.batch_size <= 0:
         raise ProfileError(

@@ -255,3 +255,75 @@ def test_compare_ranks_with_the_workloads_measurements() -> None:
     assert before["A100 SXM4 40GB"] > 1000.0
     # the T4 is now predicted from the fitted mix of the V100 profile and the A100 measurement
     assert after["T4"] != pytest.approx(before["T4"])
+
+
+def test_a_mix_fitted_prediction_carries_the_nearest_measured_gpus_band() -> None:
+    """A GPU predicted from a mix fitted on other measured GPUs is a prediction, not a
+    measurement on that GPU: its band is the translation band from the nearest measured GPU
+    (it was "the measurement itself", zero wide, in compare and predict)."""
+    profile = resolve_profile(WORKLOAD)
+    _keep("A100 SXM4 80GB", 1500.0)
+    source = source_for(profile, "H100 SXM5 80GB")
+    assert source.method.startswith("compute/memory mix fitted on")
+    assert source.profile.band_gpu in ("A100 SXM4 80GB", profile.gpu)
+    band = gpucost.predict(profile, gpu="H100 SXM5 80GB").band
+    assert band.low < 1.0 < band.high
+    assert "held-out pairs" in band.key
+    # measured on the target: that measurement, no band
+    assert gpucost.predict(profile, gpu="A100 SXM4 80GB").band.low == 1.0
+    # a derived profile's band_gpu is not written into profile files
+    assert "band_gpu" not in resolve_profile(WORKLOAD).to_dict()
+    assert Profile.from_dict(source.profile.to_dict()).band_gpu == source.profile.band_gpu
+
+
+def test_calibrate_list_shows_prediction_against_measured_and_the_band_now(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import datetime as dt
+
+    from gpucost.measurements import learning
+
+    profile = resolve_profile(WORKLOAD)
+    day = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
+    before_any = gpucost.predict(profile, gpu="A100 SXM4 80GB")
+    for i, (gpu, rate) in enumerate((("A100 SXM4 80GB", 1500.0), ("H100 SXM5 80GB", 3000.0))):
+        assert record(workload=WORKLOAD, gpu=gpu, precision="amp", batch_size=256,
+                      device_count=1, throughput=rate, source="on-arrival",
+                      now=day + dt.timedelta(days=i)) is not None
+    a100, h100 = learning()
+    # the first GPU was predicted from the profile alone; the second from the profile and the
+    # first measurement (so that prediction differs from the profile-only one)
+    assert a100.method == "profile"
+    assert a100.predicted == pytest.approx(before_any.throughput)
+    assert a100.error_pct == pytest.approx((1500.0 / before_any.throughput - 1) * 100)
+    assert h100.method.startswith("translated from") or h100.method.startswith("compute/memory")
+    assert h100.band_before is not None and h100.band_before.low < 1.0 < h100.band_before.high
+    low, high = h100.band_before.low * h100.predicted, h100.band_before.high * h100.predicted
+    assert h100.inside_before == (low <= 3000.0 <= high)
+    # now each GPU is measured: a prediction there is the measurement, its band narrowed to none
+    for x in (a100, h100):
+        assert x.band_now is not None and x.band_now.low == x.band_now.high == 1.0
+        assert x.predicted_now == pytest.approx(x.measurement.throughput)
+
+    assert main(["calibrate", "list"]) == 0
+    text = capsys.readouterr().out
+    assert "on 1 x H100 SXM5 80GB (amp, batch 256): measured 3,000.0 samples/s; predicted " \
+           f"before it {h100.predicted:,.1f}" in text
+    assert "band now: narrowed to the measurement itself" in text
+    assert main(["calibrate", "list", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    rows = {r["gpu"]: r for r in doc["learning"]}
+    assert rows["A100 SXM4 80GB"]["predicted_before"] == pytest.approx(before_any.throughput)
+    assert rows["H100 SXM5 80GB"]["band_now"]["low"] == 1.0
+
+
+def test_calibrate_list_says_when_a_workloads_profile_is_not_found(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    profile = resolve_profile(WORKLOAD)
+    mine = dataclasses.replace(profile, name="my-model")
+    assert record(workload="my-model", gpu="A100 SXM4 80GB", precision="amp", batch_size=256,
+                  device_count=1, throughput=1500.0, source="on-arrival") is not None
+    assert main(["calibrate", "list"]) == 0
+    assert "profile 'my-model' not found: give it with --profile" in capsys.readouterr().out
+    path = mine.save(tmp_path / "my-model.json")
+    assert main(["calibrate", "list", "--profile", str(path)]) == 0
+    assert "predicted before it" in capsys.readouterr().out

@@ -127,8 +127,10 @@ def render_table(pred: Prediction, transport: str) -> str:
     if pred.batch_size != prof.batch_size:
         accum = f" at batch {pred.batch_size}/GPU" + accum
     band = pred.band
+    # a profile fitted from several measured GPUs is a prediction for its gpu, not a measurement
+    origin = "fitted for" if prof.band_gpu else "measured on"
     lines = [
-        f"{prof.name}: measured on {prof.device_count} x {prof.gpu}, {prof.precision}, "
+        f"{prof.name}: {origin} {prof.device_count} x {prof.gpu}, {prof.precision}, "
         f"batch {prof.batch_size}/GPU -> {group}{accum}",
         f"  step time     {pred.step_time_s * 1e3:,.1f} ms  (compute {b.compute_s * 1e3:,.1f}, "
         f"communication {b.communication_s * 1e3:,.1f}, data {b.data_s * 1e3:,.1f}, "

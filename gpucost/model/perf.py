@@ -118,7 +118,8 @@ class Prediction:
         """Measured over predicted throughput for about eight in ten held-out predictions like
         this one (``gpucost.model.bands``): the throughput is likely within
         ``throughput * band.low`` .. ``throughput * band.high``."""
-        source = None if self.profile.gpu == "CPU" else translate.gpu_spec(self.profile.gpu)
+        measured_on = self.profile.band_gpu or self.profile.gpu
+        source = None if measured_on == "CPU" else translate.gpu_spec(measured_on)
         return band_for(source, translate.gpu_spec(self.gpu), self.profile.batch_size,
                         self.batch_size, self.gpu_count)
 
