@@ -29,7 +29,12 @@ MAX_POLICY_BYTES = 1 << 20
 MAX_PROFILE_BYTES = 32 << 20  # a full per-operator table is a few hundred KB
 MAX_RUN_FILE_BYTES = 1 << 20  # status.json, progress.json
 MAX_METRICS_BYTES = 64 << 20  # metrics.jsonl: one line per report
-MAX_SNAPSHOT_BYTES = 256 << 20  # a price snapshot (the largest embedded one is 1.2 MB)
+# A price snapshot: the largest embedded one is 1.2 MB and ~6,000 offers. Ranking holds about
+# 3.5 KB per offer at its peak (python bench/large_snapshot.py: 863 MiB for 250,000 offers, 3.3
+# GB for 1,000,000), so the offers compare reads, one file or all merged, stop at what a laptop
+# holds; the byte cap keeps the JSON parse before that count under a few hundred MB.
+MAX_SNAPSHOT_BYTES = 64 << 20
+MAX_SNAPSHOT_OFFERS = 250_000
 MAX_CATALOG_BYTES = 256 << 20  # one imported catalog CSV (SkyPilot's largest is tens of MB)
 
 # Provider APIs (gpucost.http, gpucost.pricing.refresh). A server that drips one byte every few

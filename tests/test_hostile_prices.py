@@ -134,6 +134,27 @@ def test_a_snapshot_with_infinity_prices_on_the_command_line_is_one_line_exit_2(
         assert str(path) in err and "'price_hr'" in err and "expected" in err
 
 
+def test_more_offers_than_a_ranking_holds_is_one_line_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 1,000,000-offer snapshot took compare to 3.3 GB (bench/large_snapshot.py): past the
+    offers cap one file, or several together, is refused before ranking (cap lowered to 2 here:
+    the fixture's files hold 3 rows each)."""
+    monkeypatch.setattr("gpucost.pricing.snapshot.MAX_SNAPSHOT_OFFERS", 2)
+    one = write_text(tmp_path / "one.json", json.dumps(good_payload()))
+    assert main(["compare", "--prices", str(one)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{one}: 3 offers, more than the 2" in err, err
+    monkeypatch.setattr("gpucost.pricing.snapshot.MAX_SNAPSHOT_OFFERS", 5)
+    other = good_payload()
+    other["columns"]["region"] = ["eu-west-1"] * 3  # other machines: nothing merged away
+    two = write_text(tmp_path / "two.json", json.dumps(other))
+    assert main(["compare", "--prices", str(one), "--prices", str(two)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "2 price snapshots hold 6 offers together" in err, err
+    assert main(["compare", "--prices", str(one)]) == 0
+
+
 # ------------------------------------------------------------------ fallback to an intact one
 
 LAMBDA = "skypilot-lambda"

@@ -34,7 +34,12 @@ import numpy as np
 
 from gpucost._io import _check_depth, atomic_write_json, read_text
 from gpucost.errors import SnapshotError
-from gpucost.limits import MAX_GPUS_PER_NODE, MAX_PRICE_HR_USD, MAX_SNAPSHOT_BYTES
+from gpucost.limits import (
+    MAX_GPUS_PER_NODE,
+    MAX_PRICE_HR_USD,
+    MAX_SNAPSHOT_BYTES,
+    MAX_SNAPSHOT_OFFERS,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -502,6 +507,11 @@ def read_snapshot(path: str | os.PathLike[str]) -> Snapshot:
     except (ValueError, TypeError):
         raise SnapshotError(f"{origin}: 'provenance' holds NaN or Infinity, which is not JSON"
                             ) from None
+    rows = max((len(v) for v in data["columns"].values() if isinstance(v, list)), default=0)
+    if rows > MAX_SNAPSHOT_OFFERS:
+        raise SnapshotError(f"{origin}: {rows:,} offers, more than the {MAX_SNAPSHOT_OFFERS:,} "
+                            "a snapshot may hold (compare would need gigabytes)",
+                            hint="split it by provider or region into smaller snapshots")
     offers = Offers.from_columns(data["columns"], origin=origin)
     return Snapshot(
         source=source,
@@ -601,6 +611,11 @@ def merge_offers(snapshots: Sequence[Snapshot]) -> Offers:
     `gpucost prices refresh aws`), the most recently fetched snapshot's rows are kept. Rows of
     one snapshot are never merged with each other."""
     parts = [s.offers for s in snapshots]
+    total = sum(len(p) for p in parts)
+    if total > MAX_SNAPSHOT_OFFERS:
+        raise SnapshotError(f"{len(snapshots)} price snapshots hold {total:,} offers together, "
+                            f"more than the {MAX_SNAPSHOT_OFFERS:,} one ranking may read",
+                            hint="name fewer with --prices, or refresh fewer sources")
     merged = Offers.concat(parts)
     if len(snapshots) < 2 or not len(merged):
         return merged
