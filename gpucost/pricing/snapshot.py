@@ -81,7 +81,7 @@ def _number(default: Any, low: float, high: float, expected: str, *,
 _PRICE = f"a $/h above 0 and at most {MAX_PRICE_HR:,.0f}"
 _RATE = f"a USD rate from 0 to {MAX_RATE_USD:,.0f}"
 COLUMNS: dict[str, Column] = {
-    "provider": _text(None),  # who bills you: aws, gcp, azure, lambda, runpod, vast, ...
+    "provider": _text(None),  # who bills you: a provider's name (gpucost.providers)
     "region": _text(None),
     "zone": _text(""),
     "instance_type": _text(None),
