@@ -12,9 +12,15 @@ unchanged against the registry.
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from gpucost.errors import UnknownProviderError
 from gpucost.limits import MAX_NODES, node_limit
 from gpucost.pricing.rates import month_hours_for, offer_rates, rates_for
 
@@ -93,3 +99,164 @@ def test_the_price_sources_bill_as_before() -> None:
     from gpucost.pricing.sources.base import sources
 
     assert {name: (s.provider, s.month_hours) for name, s in sources().items()} == OLD_SOURCES
+
+
+# --- the registry ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_declaration_holds_what_the_old_tables_said(name: str) -> None:
+    from gpucost import providers
+
+    p = providers.get(name)
+    if name in OLD_RATES:
+        assert p.rates is not None
+        kind, running, stopped, egress, ingress, month, source, as_of = OLD_RATES[name]
+        assert (p.rates.storage_kind, p.rates.storage_gb_month, p.rates.storage_stopped_gb_month,
+                p.rates.egress_gb, p.rates.ingress_gb, p.month_hours, p.rates.source,
+                p.rates.as_of) == (kind, running, stopped, egress, ingress, month, source, as_of)
+    else:
+        assert p.rates is None and p.month_hours == 730.0
+    assert p.max_nodes == OLD_NODE_LIMITS.get(name)
+    assert (p.skypilot is not None) == (name in OLD_SKYPILOT_CLOUDS)
+    # The executor hands a plan's provider to SkyPilot as its cloud: the names must agree.
+    assert p.skypilot is None or p.skypilot.cloud == name
+    assert (p.skypilot is not None and p.skypilot.hosted_catalog) == (
+        name in OLD_HOSTED_CATALOG_CLOUDS)
+    assert (p.skypilot is not None and p.skypilot.catalog_memory == "per_gpu") == (
+        name in OLD_CATALOG_MEMORY_PER_GPU)
+    reliability = p.marketplace.min_reliability if p.marketplace else None
+    assert reliability == OLD_MARKETPLACE_RELIABILITY.get(name)
+    assert p.cross_continent_usd_gb == OLD_CROSS_CONTINENT_USD_GB.get(name)
+    assert (p.price_source is not None) == (name in OLD_SOURCES)
+
+
+def test_the_registry_lists_exactly_the_providers_the_old_tables_named() -> None:
+    from gpucost import providers
+    from gpucost.pricing.sources.skypilot_http import hosted_catalog_clouds
+
+    assert [p.name for p in providers.all()] == NAMES
+    assert providers.node_limits() == OLD_NODE_LIMITS
+    assert set(providers.skypilot_clouds()) == set(OLD_SKYPILOT_CLOUDS)
+    assert hosted_catalog_clouds() == OLD_HOSTED_CATALOG_CLOUDS
+    with pytest.raises(UnknownProviderError, match="known: aws, azure"):
+        providers.get("acme")
+
+
+def test_every_sourced_rule_row_names_a_registered_provider() -> None:
+    """The sourced rule tables (setup time, fabric, interruption rate) stay CSV files keyed by
+    provider name: a row for a provider the registry does not know (a typo, a provider
+    removed) would never match an offer."""
+    import csv
+
+    from gpucost import providers
+    from gpucost.model import fabrics, interruptions, setup_times
+
+    known = {p.name for p in providers.all()} | {"*"}
+    for path in (fabrics.CSV_PATH, setup_times.TABLE_PATH, interruptions.TABLE_PATH):
+        lines = [line for line in path.read_text(encoding="utf-8").splitlines()
+                 if not line.startswith("#")]
+        keys = {row["provider"] for row in csv.DictReader(lines)}
+        assert keys and keys <= known, (path.name, keys - known)
+
+
+# --- adding a provider is one new module --------------------------------------------------------
+
+ACME = '''"""A throwaway provider: its declaration and its price source in one module."""
+
+import datetime as dt
+
+from gpucost.pricing.rates import offer_rates
+from gpucost.pricing.sources.base import HttpPriceSource, build_snapshot, now_utc
+from gpucost.providers._provider import Marketplace, Provider, Rates, SkyPilot
+
+PROVIDER = Provider(
+    name="acme", display_name="Acme GPUs", month_hours=720.0,
+    rates=Rates("acme block disk", 0.05, 0.07, 0.01, 0.02, "https://acme.example", "2026-01"),
+    max_nodes=2, skypilot=SkyPilot("acme", hosted_catalog=True),
+    marketplace=Marketplace(min_reliability=0.5), cross_continent_usd_gb=0.03,
+    price_source=f"{__name__}:SOURCE",
+)
+
+
+class AcmeSource(HttpPriceSource):
+    name = PROVIDER.name
+    provider = PROVIDER.name
+    month_hours = PROVIDER.month_hours
+    credentials_hint = ""
+    default_base_url = "http://127.0.0.1:9"
+
+    def find_credentials(self, env, home):
+        return ""
+
+    def fetch(self, client, *, now=None):
+        row = {"provider": self.provider, "region": "US", "instance_type": "acme-1x4090",
+               "gpu": "RTX 4090", "gpu_count": 1, "price_hr": 0.5, **offer_rates(self.provider)}
+        return build_snapshot(self, [row], fetched_at=now_utc(now), provenance={})
+
+
+SOURCE = AcmeSource()
+'''
+
+
+@pytest.fixture
+def acme(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """``acme.py`` dropped beside the shipped provider modules, the registries rebuilt."""
+    from gpucost import providers
+    from gpucost.pricing.sources import base
+
+    (tmp_path / "acme.py").write_text(ACME, encoding="utf-8")
+    monkeypatch.setattr(providers, "__path__", [*providers.__path__, str(tmp_path)])
+    monkeypatch.setattr(providers, "_REGISTRY", {})
+    monkeypatch.setattr(base, "_SOURCES", {})
+    yield tmp_path
+    sys.modules.pop("gpucost.providers.acme", None)
+
+
+def test_a_new_provider_module_reaches_every_reader(acme: Path) -> None:
+    from gpucost import providers
+    from gpucost.pricing.sources.base import get_source
+    from gpucost.pricing.sources.skypilot_http import hosted_catalog_clouds
+
+    assert providers.get("acme").display_name == "Acme GPUs"
+    rates = rates_for("acme")
+    assert rates is not None and rates.stopped_gb_month == 0.07
+    assert month_hours_for("acme") == 720.0
+    assert offer_rates("acme") == {"storage_gb_month": 0.05, "egress_gb": 0.01,
+                                   "ingress_gb": 0.02, "month_hours": 720.0}
+    assert node_limit("acme") == 2 and providers.node_limits()["acme"] == 2
+    assert "acme" in providers.skypilot_clouds() and "acme" in hosted_catalog_clouds()
+    assert _search_reliability("acme") == 0.5
+    source = get_source("acme")
+    assert (source.provider, source.month_hours) == ("acme", 720.0)
+    offers = source.fetch(None).offers
+    assert list(offers.columns["storage_gb_month"]) == [0.05]
+    assert "aws" in providers.skypilot_clouds()  # the shipped ones are still there
+
+
+def test_a_new_provider_module_reaches_the_executor_and_the_command_line(acme: Path) -> None:
+    """In a fresh interpreter, as a user would have it: the executor's SkyPilot mapping and
+    `compare --help` read the registry when they load."""
+    code = (
+        "import sys, gpucost.providers as p; p.__path__.append(sys.argv[1]); "
+        "from gpucost.executor import SKYPILOT_CLOUDS, provider_config; "
+        "print(provider_config('acme'), 'acme' in SKYPILOT_CLOUDS); "
+        "from gpucost.cli import main; main(['compare', '--help'])"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(acme)], capture_output=True,
+                         text=True, check=False, env={**os.environ, "COLUMNS": "200"})
+    assert out.returncode == 0, out.stderr
+    assert "{'cloud': 'acme'} True" in out.stdout
+    assert "one node on local, runpod" in " ".join(out.stdout.split())
+    assert "acme" not in out.stdout.split("one node on")[1]  # acme groups 2 nodes
+
+
+def test_the_registry_loads_light() -> None:
+    """The command line reads the registry to build its help: declarations import no numpy,
+    and no price source (httpx, boto3) until a refresh asks for one."""
+    code = ("import sys; from gpucost import providers; providers.all(); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('numpy', 'httpx', 'boto3', 'pandas') or m.startswith('gpucost.pricing') "
+            "or m.startswith('gpucost.providers.prices')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"
