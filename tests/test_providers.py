@@ -4,7 +4,8 @@ per provider.
 ``OLD_*`` below are the per-provider tables as they stood in their eight modules before the
 registry (pricing/rates.py, limits.NODE_LIMITS, executor.SKYPILOT_CLOUDS, planfile.MARKETPLACES,
 marketplace's reliability default, preflight's cross-continent transfer prices, the SkyPilot
-hosted catalog's clouds, each price source's provider and month). The first test reads them
+hosted catalog's clouds and memory columns, the snapshot format's Arm instance prefixes, each
+price source's provider and month). The first test reads them
 through the functions every caller uses; it was written against the old tables and passes
 unchanged against the registry.
 """
@@ -59,6 +60,7 @@ OLD_MARKETPLACE_RELIABILITY = {"vast": 0.95, "runpod": 0.0}  # providers that pl
 OLD_CROSS_CONTINENT_USD_GB = {"aws": 0.02, "azure": 0.05, "gcp": 0.08}  # others: 0.09
 OLD_HOSTED_CATALOG_CLOUDS = ("aws", "azure", "gcp", "lambda", "runpod", "vast")
 OLD_CATALOG_MEMORY_PER_GPU = ("aws", "gcp", "lambda", "nebius", "verda")
+OLD_ARM_INSTANCE_PREFIXES = {"aws": ("g5g.",)}  # the snapshot format's Graviton GPU machines
 OLD_SOURCES = {"aws": ("aws", 730.0), "azure": ("azure", 730.0), "gcp": ("gcp", 730.0),
                "lambda": ("lambda", 730.0), "runpod": ("runpod", 720.0),
                "vast": ("vast", 720.0), "skypilot-hosted": ("skypilot", 730.0)}
@@ -128,6 +130,7 @@ def test_each_declaration_holds_what_the_old_tables_said(name: str) -> None:
     assert reliability == OLD_MARKETPLACE_RELIABILITY.get(name)
     assert p.cross_continent_usd_gb == OLD_CROSS_CONTINENT_USD_GB.get(name)
     assert (p.price_source is not None) == (name in OLD_SOURCES)
+    assert p.arm_instance_prefixes == OLD_ARM_INSTANCE_PREFIXES.get(name, ())
 
 
 def test_the_registry_lists_exactly_the_providers_the_old_tables_named() -> None:

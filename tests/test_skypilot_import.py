@@ -20,10 +20,10 @@ from goldens import updating
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpucost import providers
 from gpucost.catalog import get_gpu
 from gpucost.cli import main
 from gpucost.errors import InputError, SnapshotError
-from gpucost import providers
 from gpucost.pricing.rates import rates_for
 from gpucost.pricing.registry import is_stale
 from gpucost.pricing.snapshot import Offers, Snapshot, read_snapshot, write_snapshot

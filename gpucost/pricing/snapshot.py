@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gpucost import providers
 from gpucost._io import _check_depth, atomic_write_json, read_text
 from gpucost.errors import SnapshotError
 from gpucost.limits import MAX_GPUS_PER_NODE, MAX_PRICE_HR_USD, MAX_SNAPSHOT_BYTES
@@ -116,9 +117,6 @@ COLUMNS: dict[str, Column] = {
     "source": _text(""),  # filled from the snapshot when blank
 }
 CPU_ARCHS = ("x86-64", "arm64")
-# AWS's GPU instances on Graviton hosts (g5g: T4G); the SkyPilot import leaves them out, a
-# refresh from AWS's own API may not.
-_ARM_INSTANCE_PREFIXES = {"aws": ("g5g.",)}
 NUMERIC = tuple(name for name, column in COLUMNS.items() if column.kind != "str")
 TEXT = tuple(name for name, column in COLUMNS.items() if column.kind == "str")
 _NUMBER_TYPES: frozenset[type] = frozenset({int, float, type(None)})
@@ -258,7 +256,7 @@ def cpu_archs(offers: Offers) -> np.ndarray:
     grace = np.array([g in specs and specs[g].spec.form_factor == "Superchip" for g in gpus],
                      dtype=bool)[code.reshape(-1)]
     arm = grace.copy()
-    for provider, prefixes in _ARM_INSTANCE_PREFIXES.items():
+    for provider, prefixes in providers.arm_instance_prefixes().items():
         rows = np.flatnonzero(offers["provider"] == provider)
         types = offers["instance_type"][rows].tolist()
         arm[rows[[t.startswith(prefixes) for t in types]]] = True

@@ -25,8 +25,8 @@ from gpucost.providers._provider import (
 )
 
 __all__ = ["HYPERSCALER_MONTH_HOURS", "MARKETPLACE_MONTH_HOURS", "Marketplace", "Provider",
-           "Rates", "SkyPilot", "all", "find", "get", "marketplaces", "node_limits",
-           "skypilot_clouds"]
+           "Rates", "SkyPilot", "all", "arm_instance_prefixes", "find", "get", "marketplaces",
+           "node_limits", "skypilot_clouds"]
 
 _REGISTRY: dict[str, Provider] = {}
 
@@ -76,6 +76,11 @@ def get(name: str) -> Provider:
 def node_limits() -> dict[str, int]:
     """The providers that cap a group of nodes below gpucost's own limit, and their caps."""
     return {p.name: p.max_nodes for p in all() if p.max_nodes is not None}
+
+
+def arm_instance_prefixes() -> dict[str, tuple[str, ...]]:
+    """The providers whose instance type says it runs on an Arm host, and the prefixes."""
+    return {p.name: p.arm_instance_prefixes for p in all() if p.arm_instance_prefixes}
 
 
 def marketplaces() -> tuple[str, ...]:

@@ -76,6 +76,8 @@ class Provider:
     # Moving data to another continent, USD/GB, where the data is stored with this provider
     # (None: it leaves through internet egress, preflight's default).
     cross_continent_usd_gb: float | None = None
+    # Instance-type prefixes of its GPU machines on Arm hosts, where the type alone says so.
+    arm_instance_prefixes: tuple[str, ...] = ()
     # "module:attribute" of its live price source (a PriceSource), imported only by the pricing
     # registry: a source pulls httpx or boto3 and the snapshot format. None: no live source.
     price_source: str | None = None

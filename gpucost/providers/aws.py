@@ -11,6 +11,9 @@ PROVIDER = Provider(
         "https://aws.amazon.com/ec2/pricing/on-demand/ Data Transfer (first 10 TB/month out "
         "$0.09/GB, in free)", "2025-06"),
     skypilot=SkyPilot("aws", hosted_catalog=True, catalog_memory="per_gpu"),
-    cross_continent_usd_gb=0.02,  # inter-region transfer, list price
+    cross_continent_usd_gb=0.02,
+    # GPU instances on Graviton hosts (g5g: T4G); the SkyPilot import leaves them out, a refresh
+    # from AWS's own API may not.
+    arm_instance_prefixes=("g5g.",),  # inter-region transfer, list price
     price_source="gpucost.providers.prices.aws:SOURCE",
 )
