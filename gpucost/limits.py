@@ -7,6 +7,8 @@ price a job at 1e308 USD/h.
 
 from __future__ import annotations
 
+from gpucost import providers
+
 # Prices are USD per hour for one node (machine). The dearest listed 8-GPU machines cost about
 # 100 USD/h on demand; a hundred times that leaves room for bigger machines (and for tests that
 # reach a budget cap within seconds) while 1e308 stays out.
@@ -14,11 +16,6 @@ MAX_PRICE_HR_USD = 10_000.0
 # The largest group planned (compare/plan --max-nodes) and accepted in a plan file: the largest
 # published training clusters run ~2,000-4,000 8-GPU nodes (e.g. 16,384 H100s for Llama 3).
 MAX_NODES = 4096
-# The largest group planned per provider: no plan gpucost cannot launch. Your own machine is one
-# node. Cloud plans run through SkyPilot, which launches a single node on RunPod, Shadeform, Vast
-# and Verda (their SkyPilot clouds list multi-node as unsupported; tests/test_skypilot_engine.py
-# checks this table against them). Other providers: MAX_NODES.
-NODE_LIMITS: dict[str, int] = {"local": 1, "runpod": 1, "shadeform": 1, "vast": 1, "verda": 1}
 
 MAX_GPUS_PER_NODE = 64  # the largest machines listed today carry 16
 
@@ -66,5 +63,9 @@ MAX_TRANSFER_USD_GB = 100.0
 
 
 def node_limit(provider: str) -> int:
-    """The most nodes a plan on ``provider`` may have."""
-    return NODE_LIMITS.get(provider, MAX_NODES)
+    """The most nodes a plan on ``provider`` may have: no plan gpucost cannot launch. A provider
+    declares its own cap (:mod:`gpucost.providers`: your machine is one node; SkyPilot launches
+    one node on the clouds whose SkyPilot cloud lists multi-node as unsupported, which
+    tests/test_skypilot_engine.py checks); others: MAX_NODES."""
+    declared = providers.find(provider)
+    return MAX_NODES if declared is None or declared.max_nodes is None else declared.max_nodes

@@ -16,8 +16,8 @@ with ``tomli_w``), ``schema = "gpucost-plan"``, ``schema_version = 1``::
     [idle]        policy (stop | destroy) after the job, expected_return_hours, breakeven_hours
     [estimate]    hours, cost_usd and its terms (compute, setup, storage, egress, ingress, spot)
     [assumptions] notes
-    [marketplace] (schema_version 2; Vast and RunPod plans) the search that finds a live machine
-                  like the planned one at launch: gpu_count, max_price_hr, region,
+    [marketplace] (schema_version 2; a marketplace provider's plans) the search that finds a
+                  live machine like the planned one at launch: gpu_count, max_price_hr, region,
                   min_reliability, min_inet_down_mbps, min_disk_gb
 
 Unknown keys are rejected rather than ignored: a misspelt ``budget_cap_usd`` must not silently
@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpucost import providers
 from gpucost._io import atomic_write_text, parse_toml, read_text
 from gpucost.errors import PlanFileError
 from gpucost.jobname import NAME_HINT, job_name_problem
@@ -69,7 +70,6 @@ PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "amp")
 VERIFY_ACTIONS = ("warn", "stop-over-budget", "stop")
 IDLE_POLICIES = ("stop", "destroy")
 FALLBACKS = ("on-demand", "none")
-MARKETPLACES = ("vast", "runpod")  # providers whose plans record a search, not a machine
 # A disk holds the data, checkpoints and results (each at most MAX_DATA_GB) with headroom.
 MAX_DISK_GB = 4 * MAX_DATA_GB
 # Samples in one device's step: a million is past any batch that fits a GPU's memory, and the
@@ -118,7 +118,7 @@ class JobSection:
 
 @dataclass(frozen=True)
 class OfferSection:
-    provider: str = field(metadata=_m(doc="aws, gcp, azure, lambda, runpod, vast, local ..."))
+    provider: str = field(metadata=_m(doc="a provider's name (gpucost.providers), e.g. aws, local"))
     instance_type: str = field(metadata=_m(doc="the provider's instance type"))
     gpu: str = field(metadata=_m(doc="canonical catalog name, e.g. A100 SXM4 40GB"))
     gpu_count: float = field(metadata=_m(gt=0, le=MAX_GPUS_PER_NODE, doc="GPUs per node"))
@@ -243,9 +243,10 @@ class AssumptionsSection:
 
 @dataclass(frozen=True)
 class MarketplaceSection:
-    """A marketplace (Vast, RunPod) rents out machines that come and go: an offer id found while
-    planning is usually gone by launch. The plan records the search instead; the executor runs
-    it at launch and records which machine it got. The GPU is [offer] gpu."""
+    """A marketplace (a provider that declares one) rents out machines that come and go: an
+    offer id found while planning is usually gone by launch. The plan records the search
+    instead; the executor runs it at launch and records which machine it got. The GPU is
+    [offer] gpu."""
 
     gpu_count: int = field(metadata=_m(ge=1, doc="GPUs per machine"))
     max_price_hr: float = field(metadata=_m(gt=0, le=MAX_PRICE_HR_USD,
@@ -595,9 +596,9 @@ def _validate_plan(plan: Plan, *, origin: str) -> None:
             hint='use market = "on-demand"',
         )
     search = plan.marketplace
-    if search is not None and offer.provider not in MARKETPLACES:
+    if search is not None and offer.provider not in providers.marketplaces():
         raise PlanFileError(
-            f"{origin}: [marketplace] is for {' and '.join(MARKETPLACES)} plans, not "
+            f"{origin}: [marketplace] is for {' and '.join(providers.marketplaces())} plans, not "
             f"{offer.provider!r}",
             hint="remove [marketplace]: this provider's instance_type names the machine",
         )

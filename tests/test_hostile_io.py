@@ -32,9 +32,9 @@ from gpucost.executor.skypilot_task import task_yaml
 from gpucost.http import RetryingHttp
 from gpucost.limits import MAX_ANSWER_BYTES
 from gpucost.planfile import load_plan
-from gpucost.pricing.sources import aws
-from gpucost.pricing.sources.aws import SOURCE as AWS
 from gpucost.profile import Profile, resolve_profile
+from gpucost.providers.prices import aws
+from gpucost.providers.prices.aws import SOURCE as AWS
 from gpucost.terminal import printable
 
 KEY_ID = "AKIAHOSTILETEST12345"

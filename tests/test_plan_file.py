@@ -233,7 +233,7 @@ def test_a_marketplace_search_round_trips_and_needs_version_2() -> None:
 def test_a_marketplace_search_must_fit_the_offer() -> None:
     doc = _vast_doc()
     doc["offer"]["provider"] = "aws"
-    _rejects(doc, r"\[marketplace\] is for vast and runpod plans, not 'aws'")
+    _rejects(doc, r"\[marketplace\] is for runpod and vast plans, not 'aws'")
     doc = _vast_doc()
     doc["marketplace"]["gpu_count"] = 8
     _rejects(doc, r"gpu_count = 8 but \[offer\] gpu_count = 4")

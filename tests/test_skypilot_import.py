@@ -20,10 +20,11 @@ from goldens import updating
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpucost import providers
 from gpucost.catalog import get_gpu
 from gpucost.cli import main
 from gpucost.errors import InputError, SnapshotError
-from gpucost.pricing.rates import RATES
+from gpucost.pricing.rates import rates_for
 from gpucost.pricing.registry import is_stale
 from gpucost.pricing.snapshot import Offers, Snapshot, read_snapshot, write_snapshot
 from gpucost.pricing.sources.skypilot_catalog import (
@@ -396,11 +397,15 @@ def test_default_snapshots_show_without_arguments(capsys: pytest.CaptureFixture[
 
 
 def test_rates_table_is_sourced_and_shown(capsys: pytest.CaptureFixture[str]) -> None:
-    for rate in RATES.values():
-        assert "https://" in rate.source and re.fullmatch(r"\d{4}-\d{2}", rate.as_of)
-        assert rate.month_hours in (720.0, 730.0)
-    assert RATES["runpod"].stopped_gb_month == 0.20  # RunPod bills stopped volumes double
-    assert RATES["aws"].stopped_gb_month == RATES["aws"].storage_gb_month
+    for provider in providers.all():
+        assert provider.month_hours in (720.0, 730.0)
+        rate = provider.rates
+        assert rate is None or ("https://" in rate.source
+                                and re.fullmatch(r"\d{4}-\d{2}", rate.as_of))
+    runpod, aws = rates_for("runpod"), rates_for("aws")
+    assert runpod and aws
+    assert runpod.stopped_gb_month == 0.20  # RunPod bills stopped volumes double
+    assert aws.stopped_gb_month == aws.storage_gb_month
     code, out, _ = run(["prices", "show", "--rates", "--json", "--source", "skypilot-aws",
                         "--source", "skypilot-nebius"], capsys)
     assert code == 0

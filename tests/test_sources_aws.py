@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpucost.errors import CredentialsError, ProviderError
-from gpucost.pricing.sources.aws import (
+from gpucost.providers.prices.aws import (
     GP3_FILTERS,
     ON_DEMAND_FILTERS,
     SOURCE,

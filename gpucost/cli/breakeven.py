@@ -159,7 +159,7 @@ def _defaults(args: argparse.Namespace) -> _Defaults:
         provider = str(row["provider"])
     rates = rates_for(provider)
     gb_month_note = ingress_note = None
-    # A stopped disk: the provider's stopped price where it differs (RunPod), else the offer's.
+    # A stopped disk: the provider's stopped price where it differs, else the offer's.
     gb_month = rates.storage_stopped_gb_month if rates else None
     if gb_month is None and row is not None and math.isfinite(row["storage_gb_month"]):
         gb_month = float(row["storage_gb_month"])

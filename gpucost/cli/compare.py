@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from gpucost import providers
 from gpucost.cli.jobargs import add_economics, add_prices, add_profile_and_job
 from gpucost.cli.numbers import count, number, positive
 from gpucost.envelope import add_format_argument
@@ -15,7 +16,6 @@ from gpucost.limits import (
     MAX_NODES,
     MAX_PRICE_HR_USD,
     MAX_STALE_DAYS,
-    NODE_LIMITS,
 )
 
 
@@ -31,7 +31,7 @@ def register(sub: Any) -> None:
     f = p.add_argument_group("filters")
     f.add_argument("--gpu", action="append", help="GPU name, any common spelling (repeatable)")
     f.add_argument(
-        "--provider", action="append", help="provider, e.g. aws, gcp, lambda, runpod (repeatable)"
+        "--provider", action="append", help="provider, e.g. aws, gcp, lambda (repeatable)"
     )
     f.add_argument("--region", action="append", help="region name or prefix (repeatable)")
     m = f.add_mutually_exclusive_group()
@@ -60,7 +60,7 @@ def register(sub: Any) -> None:
         default=1,
         help=f"consider 1..N nodes (default 1; at most {MAX_NODES:,}; every count to 32, then "
         "about 9 %% apart; one node on "
-        f"{', '.join(p for p, n in sorted(NODE_LIMITS.items()) if n == 1)})",
+        f"{', '.join(p for p, n in sorted(providers.node_limits().items()) if n == 1)})",
     )
     add_economics(p.add_argument_group("job economics (setup, storage, transfers, spot rework)"))
     o = p.add_argument_group("output")

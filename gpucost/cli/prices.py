@@ -236,7 +236,7 @@ def _rates(providers: Sequence[str]) -> list[dict[str, Any]]:
             "stopped_gb_month": r.stopped_gb_month if r else None,
             "egress_usd_per_gb": r.egress_gb if r else None,
             "ingress_usd_per_gb": r.ingress_gb if r else None,
-            "month_hours": r.month_hours if r else month_hours_for(provider),
+            "month_hours": month_hours_for(provider),
             "as_of": r.as_of if r else "",
             "source": r.source if r else "",
         })

@@ -5,8 +5,8 @@ each provider call, teardown runs on success, failure, Ctrl-C, SIGTERM and timeo
 checkpoints leave the machine during the run. Engines are loaded lazily (SkyPilot and httpx only
 when a plan needs them).
 
-Which engine runs a plan: ``local`` and ``torchrun`` on this machine; every cloud, the Vast and
-RunPod marketplaces included, through SkyPilot (``gpucost[skypilot]``), which the ledger records
+Which engine runs a plan: ``local`` and ``torchrun`` on this machine; every cloud, the
+marketplaces included, through SkyPilot (``gpucost[skypilot]``), which the ledger records
 as provider ``skypilot``.
 """
 
@@ -16,12 +16,12 @@ import importlib
 from collections.abc import Mapping
 from typing import Any
 
+from gpucost import providers
 from gpucost.errors import UnknownProviderError
 from gpucost.executor.base import Provider
 
 # SkyPilot's names for the clouds it launches on, which are also gpucost's provider names.
-SKYPILOT_CLOUDS = ("aws", "gcp", "azure", "lambda", "runpod", "vast", "oci", "paperspace",
-                   "fluidstack", "cudo", "nebius", "do", "shadeform", "verda")
+SKYPILOT_CLOUDS = providers.skypilot_clouds()
 _SKYPILOT = ("gpucost.executor.skypilot", "SkyPilotProvider")
 
 # provider name -> (module, class)

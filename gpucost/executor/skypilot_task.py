@@ -8,8 +8,8 @@ the command under torchrun with SkyPilot's node variables (``SKYPILOT_NODE_IPS``
 timeout. On a managed (spot) job SkyPilot re-provisions after a preemption and runs ``run`` again:
 the job resumes from the newest checkpoint in the mounted folder.
 
-A marketplace plan (Vast, RunPod: ``[marketplace]``) asks for a machine like the planned one,
-not the one found while planning: a RunPod plan pins its region but not the datacentre, a Vast
+A marketplace plan (``[marketplace]``) asks for a machine like the planned one, not the one
+found while planning: a plan pins its region but not the datacentre, a Vast
 plan pins no instance type at all (Vast's are SkyPilot's inventions over offers that come and
 go: "1x-RTX_4090-32-65536"), only the accelerator in SkyPilot's Vast spelling, the region, the
 disk and spot or not; SkyPilot picks an instance type from its own Vast catalog and rents a

@@ -8,7 +8,7 @@ of at most :data:`CHUNK_ROWS` plans, so memory and time grow linearly with offer
 
 Node counts: every count up to :data:`DENSE_NODE_COUNTS`, then :data:`COUNTS_PER_DOUBLING`
 counts per doubling (about 9 % apart) up to the limit, which is the smaller of ``max_nodes``
-and the provider's :data:`NODE_LIMITS`. The performance model is called once per distinct
+and the provider's node limit. The performance model is called once per distinct
 (GPU, GPUs per node, nodes, link, network) configuration, not once per plan.
 """
 
@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from gpucost import providers
 from gpucost.errors import InputError, NoOffersError, UnknownProviderError
 from gpucost.format import usd
-from gpucost.limits import MAX_NODES, NODE_LIMITS, node_limit
+from gpucost.limits import MAX_NODES, node_limit
 from gpucost.model.bands import NO_BAND, Band
 from gpucost.model.economics import job_costs, offer_terms
 from gpucost.planning.fit import MemoryPlan, cpu_memory_plan, plan_memory
@@ -617,7 +618,7 @@ def rank(request: Request) -> Ranking:
         notes.append(
             f"node counts above {DENSE_NODE_COUNTS} step about "
             f"{2 ** (1 / COUNTS_PER_DOUBLING) - 1:.0%} apart; groups are capped per provider "
-            f"({', '.join(f'{k} {v}' for k, v in sorted(NODE_LIMITS.items()))}, others "
+            f"({', '.join(f'{k} {v}' for k, v in sorted(providers.node_limits().items()))}, others "
             f"{MAX_NODES:,})"
         )
     return Ranking(request, plans, left_out, sources, now, notes)

@@ -19,6 +19,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from gpucost import providers
 from gpucost.errors import GpuCostError, InputError, UnknownGpuError
 from gpucost.format import hours as fmt_hours
 from gpucost.format import usd_text as fmt_usd
@@ -44,10 +45,8 @@ TIMEOUT_SLACK_USD = 10.0
 # the plan's own figure adds the reload of a checkpoint to each restart, so it is not below.
 RESTART_PRICED_SHARE = 0.95
 # Moving the data to another continent, USD/GB, list prices (approximate, first tier), assuming
-# it is stored with the compute provider: AWS inter-region transfer 0.02; Azure inter-continental
-# transfer 0.05; GCP inter-continental 0.08 (to or from Asia; 0.05 NA-EU). Data held anywhere
-# else leaves through its host's internet egress, ~0.09 at the big clouds.
-EGRESS_USD_PER_GB = {"aws": 0.02, "azure": 0.05, "gcp": 0.08}
+# it is stored with the compute provider: its declaration's cross_continent_usd_gb. Data held
+# anywhere else leaves through its host's internet egress, ~0.09 at the big clouds.
 DEFAULT_EGRESS_USD_PER_GB = 0.09
 
 
@@ -644,7 +643,9 @@ def check_dataset_region(c: Check, ctx: Context) -> CheckResult:
     if data_at == compute_at:
         return c.ok(f"data in {job.dataset_region} and compute in {offer.region}, both in "
                     f"{data_at}")
-    rate = EGRESS_USD_PER_GB.get(offer.provider, DEFAULT_EGRESS_USD_PER_GB)
+    declared = providers.find(offer.provider)
+    stated = declared.cross_continent_usd_gb if declared else None
+    rate = DEFAULT_EGRESS_USD_PER_GB if stated is None else stated
     cost = job.data_gb * rate
     budgeted = ctx.plan.estimate.egress_usd + ctx.plan.estimate.ingress_usd
     note = "" if budgeted >= cost else " (not in the plan's estimate)"

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gpucost import providers
 from gpucost._io import _check_depth, atomic_write_json, read_text
 from gpucost.errors import SnapshotError
 from gpucost.limits import (
@@ -86,7 +87,7 @@ def _number(default: Any, low: float, high: float, expected: str, *,
 _PRICE = f"a $/h above 0 and at most {MAX_PRICE_HR:,.0f}"
 _RATE = f"a USD rate from 0 to {MAX_RATE_USD:,.0f}"
 COLUMNS: dict[str, Column] = {
-    "provider": _text(None),  # who bills you: aws, gcp, azure, lambda, runpod, vast, ...
+    "provider": _text(None),  # who bills you: a provider's name (gpucost.providers)
     "region": _text(None),
     "zone": _text(""),
     "instance_type": _text(None),
@@ -121,9 +122,6 @@ COLUMNS: dict[str, Column] = {
     "source": _text(""),  # filled from the snapshot when blank
 }
 CPU_ARCHS = ("x86-64", "arm64")
-# AWS's GPU instances on Graviton hosts (g5g: T4G); the SkyPilot import leaves them out, a
-# refresh from AWS's own API may not.
-_ARM_INSTANCE_PREFIXES = {"aws": ("g5g.",)}
 NUMERIC = tuple(name for name, column in COLUMNS.items() if column.kind != "str")
 TEXT = tuple(name for name, column in COLUMNS.items() if column.kind == "str")
 _NUMBER_TYPES: frozenset[type] = frozenset({int, float, type(None)})
@@ -263,7 +261,7 @@ def cpu_archs(offers: Offers) -> np.ndarray:
     grace = np.array([g in specs and specs[g].spec.form_factor == "Superchip" for g in gpus],
                      dtype=bool)[code.reshape(-1)]
     arm = grace.copy()
-    for provider, prefixes in _ARM_INSTANCE_PREFIXES.items():
+    for provider, prefixes in providers.arm_instance_prefixes().items():
         rows = np.flatnonzero(offers["provider"] == provider)
         types = offers["instance_type"][rows].tolist()
         arm[rows[[t.startswith(prefixes) for t in types]]] = True

@@ -5,7 +5,8 @@ A source knows its provider's API and units and nothing else: it takes an inject
 clients for AWS), reads prices and returns one :class:`Snapshot`. Where the client comes from,
 concurrency, progress and writing files belong to :mod:`gpucost.pricing.refresh`.
 
-``SOURCES`` is built by importing each source module; nothing else dispatches on source names.
+``SOURCES`` is built by importing the source each provider declares (:mod:`gpucost.providers`)
+and SkyPilot's hosted catalog; nothing else dispatches on source names.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import decimal
+import importlib
 import json
 import math
 import os
@@ -23,6 +25,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
+from gpucost import providers
 from gpucost.errors import ProviderError, SnapshotError, UnknownProviderError
 from gpucost.limits import HTTP_READ_TIMEOUT_S, HTTP_REQUEST_DEADLINE_S, MAX_ANSWER_BYTES
 from gpucost.pricing.snapshot import Offers, Snapshot
@@ -220,18 +223,14 @@ def gpu_link(canonical: str) -> str:
 
 
 def _registry() -> dict[str, PriceSource[Any]]:
-    from gpucost.pricing.sources import (
-        aws,
-        azure,
-        gcp,
-        lambda_cloud,
-        runpod,
-        skypilot_http,
-        vast,
-    )
+    from gpucost.pricing.sources import skypilot_http
 
-    found: list[PriceSource[Any]] = [aws.SOURCE, azure.SOURCE, gcp.SOURCE, vast.SOURCE,
-                                     runpod.SOURCE, lambda_cloud.SOURCE, skypilot_http.SOURCE]
+    found: list[PriceSource[Any]] = []
+    for provider in providers.all():
+        if provider.price_source:
+            module, _, attribute = provider.price_source.partition(":")
+            found.append(getattr(importlib.import_module(module), attribute))
+    found.append(skypilot_http.SOURCE)
     return {s.name: s for s in found}
 
 

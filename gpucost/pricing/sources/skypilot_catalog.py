@@ -21,8 +21,8 @@ Rules, each a fact about the catalog rather than a guess:
   keeps data loading off the critical path.
 * The GPU model comes from the accelerator name plus what the instance says about form factor
   (SXM/PCIe/NVL) and memory, then the GPU catalog's canonical name. Memory per GPU comes from
-  the catalog (RunPod and Shadeform state it in wrong units); a fractional GPU (AWS g6f, count
-  0 with a partition size) gets that fraction of it.
+  the GPU catalog where the cloud's declaration says SkyPilot's states it in wrong units; a
+  fractional GPU (AWS g6f, count 0 with a partition size) gets that fraction of it.
 * A100/H100/V100 with no form-factor hint count as PCIe: the cheaper board, so a plan never
   counts on NVLink it may not get.
 * An empty or zero SpotPrice means no spot offer (NaN); a row without an on-demand price is
@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpucost import providers
 from gpucost._io import parse_json, parse_toml, read_text
 from gpucost.catalog.spec import GpuSpec
 from gpucost.errors import InputError, SnapshotError
@@ -87,8 +88,6 @@ NETWORK_GBPS: dict[str, dict[str, float]] = {
 # Instance families whose GPUs sit on an SXM board (NVLink between them).
 _AWS_SXM_FAMILIES = ("p3", "p3dn", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6-b300")
 _LAMBDA_SXM_TYPES = ("gpu_8x_a100", "gpu_8x_v100", "gpu_8x_v100_n")
-# Clouds that state per-GPU memory correctly in GpuInfo (others: wrong units or totals).
-_MEMORY_PER_GPU_CLOUDS = ("aws", "gcp", "lambda", "nebius", "verda")
 
 _GCP_HOST_BY_ACCELERATOR: dict[str, str] = {
     "A100": "a2-highgpu-{n}g", "A100-80GB": "a2-ultragpu-{n}g", "H100": "a3-highgpu-{n}g",
@@ -398,9 +397,11 @@ def _memory_hint_gb(cloud: str, gpu: Mapping[str, Any], count: float) -> float |
     mib = (gpu.get("MemoryInfo") or {}).get("SizeInMiB")
     if not isinstance(mib, int | float) or mib <= 0:
         return None
-    if cloud in _MEMORY_PER_GPU_CLOUDS:
+    declared = providers.find(cloud)
+    stated = declared.skypilot.catalog_memory if declared and declared.skypilot else "unreliable"
+    if stated == "per_gpu":
         return mib / 1024.0
-    if cloud == "vast" and count >= 1:  # Vast states the instance's total
+    if stated == "per_instance" and count >= 1:
         return mib / 1024.0 / count
     return None
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from gpucost import providers
 from gpucost._io import atomic_write_text
 from gpucost.errors import GpuCostError, ProviderError
 from gpucost.http import HttpStatusError, RetryingHttp
@@ -25,9 +26,6 @@ from gpucost.pricing.snapshot import Offers, Snapshot
 from gpucost.pricing.sources.base import HttpPriceSource, now_utc
 
 CATALOG_PATH = "/skypilot-org/skypilot-catalog/master/catalogs/v8"
-# Clouds whose GPU offers the planner can use (others in the catalog rent no GPUs or need
-# accounts gpucost does not model).
-CLOUDS = ("aws", "azure", "gcp", "lambda", "runpod", "vast")
 
 
 class SkyPilotHttpSource(HttpPriceSource):
@@ -44,9 +42,12 @@ class SkyPilotHttpSource(HttpPriceSource):
         return ""  # public files
 
     def fetch(self, client: RetryingHttp, *, now: dt.datetime | None = None,
-              clouds: tuple[str, ...] = CLOUDS) -> Snapshot:
+              clouds: tuple[str, ...] | None = None) -> Snapshot:
+        """The hosted catalogs of ``clouds``, by default every cloud whose GPU offers the planner
+        can use (its provider declares ``hosted_catalog``)."""
         from gpucost.pricing.sources.skypilot_catalog import import_skypilot_catalog
 
+        clouds = hosted_catalog_clouds() if clouds is None else clouds
         fetched_at = now_utc(now)
         urls = {cloud: f"{CATALOG_PATH}/{cloud}/vms.csv" for cloud in clouds}
         missing = []
@@ -83,6 +84,13 @@ class SkyPilotHttpSource(HttpPriceSource):
                             "api": self.default_base_url + CATALOG_PATH, "offers": len(offers),
                             "parser": "gpucost.pricing.sources.skypilot_catalog",
                             "clouds": per_cloud, "clouds_missing": missing})
+
+
+def hosted_catalog_clouds() -> tuple[str, ...]:
+    """Clouds whose GPU offers the planner can use (others in the catalog rent no GPUs or need
+    accounts gpucost does not model)."""
+    return tuple(p.skypilot.cloud for p in providers.all()
+                 if p.skypilot is not None and p.skypilot.hosted_catalog)
 
 
 SOURCE = SkyPilotHttpSource()

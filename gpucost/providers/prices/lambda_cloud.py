@@ -32,6 +32,7 @@ from gpucost.pricing.sources.base import (
     parsing,
     resolve_gpu,
 )
+from gpucost.providers.lambda_cloud import PROVIDER
 
 INSTANCE_TYPES_PATH = "/api/v1/instance-types"
 CENTS_PER_USD = Decimal(100)
@@ -56,9 +57,9 @@ def gpu_from_description(description: str) -> str | None:
 
 
 class LambdaSource(HttpPriceSource):
-    name = "lambda"
-    provider = "lambda"
-    month_hours = 730.0
+    name = PROVIDER.name
+    provider = PROVIDER.name
+    month_hours = PROVIDER.month_hours
     credentials_hint = "set LAMBDA_API_KEY (cloud.lambda.ai/api-keys)"
     default_base_url = "https://cloud.lambda.ai"
     min_interval_s = 1.0

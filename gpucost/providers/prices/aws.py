@@ -57,6 +57,7 @@ from gpucost.pricing.sources.base import (
     price,
     resolve_gpu,
 )
+from gpucost.providers.aws import PROVIDER
 
 PRICING_REGION = "us-east-1"  # the Price List API answers from us-east-1 (and 2 others)
 SHAPES_REGION = "us-east-1"
@@ -201,9 +202,9 @@ def _said(text: str, limit: int) -> str:
 
 
 class AwsSource(PriceSource[AwsClients]):
-    name = "aws"
-    provider = "aws"
-    month_hours = 730.0
+    name = PROVIDER.name
+    provider = PROVIDER.name
+    month_hours = PROVIDER.month_hours
     credentials_hint = ("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, or run "
                         "`aws configure` (the standard AWS credential chain)")
     default_base_url = "https://api.pricing.us-east-1.amazonaws.com"

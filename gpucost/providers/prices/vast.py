@@ -41,6 +41,7 @@ from gpucost.pricing.sources.base import (
     price,
     resolve_gpu,
 )
+from gpucost.providers.vast import PROVIDER
 
 SEARCH_PATH = "/api/v0/bundles/"
 MIB_PER_GB = 1024.0  # Vast's "MB" are MiB; a GB of GPU memory as sold is a GiB
@@ -48,9 +49,9 @@ MBPS_PER_GBPS = 1000.0
 
 
 class VastSource(HttpPriceSource):
-    name = "vast"
-    provider = "vast"
-    month_hours = 720.0
+    name = PROVIDER.name
+    provider = PROVIDER.name
+    month_hours = PROVIDER.month_hours
     credentials_hint = ("set VAST_API_KEY, or run `vastai set api-key KEY` (writes "
                         "~/.config/vastai/vast_api_key); keys: cloud.vast.ai/manage-keys")
     default_base_url = "https://console.vast.ai"

@@ -42,6 +42,7 @@ from gpucost.pricing.sources.base import (
     parsing,
     resolve_gpu,
 )
+from gpucost.providers.gcp import PROVIDER
 
 COMPUTE_SERVICE = "6F81-5844-456A"
 SKUS_PATH = f"/v1/services/{COMPUTE_SERVICE}/skus"
@@ -102,9 +103,9 @@ def money(unit_price: Mapping[str, Any]) -> Decimal:
 
 
 class GcpSource(HttpPriceSource):
-    name = "gcp"
-    provider = "gcp"
-    month_hours = 730.0
+    name = PROVIDER.name
+    provider = PROVIDER.name
+    month_hours = PROVIDER.month_hours
     credentials_hint = ("set GOOGLE_API_KEY to an API key with the Cloud Billing API enabled "
                         "(console.cloud.google.com/apis/credentials)")
     default_base_url = "https://cloudbilling.googleapis.com"

@@ -37,6 +37,7 @@ from gpucost.pricing.sources.base import (
     price,
     resolve_gpu,
 )
+from gpucost.providers.azure import PROVIDER
 
 API_PATH = "/api/retail/prices"
 API_VERSION = "2023-01-01-preview"
@@ -67,9 +68,9 @@ SIZES: dict[str, tuple[str, float, float, float]] = {
 
 
 class AzureSource(HttpPriceSource):
-    name = "azure"
-    provider = "azure"
-    month_hours = 730.0
+    name = PROVIDER.name
+    provider = PROVIDER.name
+    month_hours = PROVIDER.month_hours
     credentials_hint = ""
     default_base_url = "https://prices.azure.com"
 

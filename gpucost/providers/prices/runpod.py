@@ -35,6 +35,7 @@ from gpucost.pricing.sources.base import (
     parsing,
     resolve_gpu,
 )
+from gpucost.providers.runpod import PROVIDER
 
 GRAPHQL_PATH = "/graphql"
 POD_SIZES = (1, 2, 4, 8)
@@ -67,9 +68,9 @@ def graphql_data(source: str, answer: Any) -> Mapping[str, Any]:
 
 
 class RunPodSource(HttpPriceSource):
-    name = "runpod"
-    provider = "runpod"
-    month_hours = 720.0
+    name = PROVIDER.name
+    provider = PROVIDER.name
+    month_hours = PROVIDER.month_hours
     credentials_hint = ("set RUNPOD_API_KEY (create one at runpod.io/console/user/settings, "
                         "API Keys, read access)")
     default_base_url = "https://api.runpod.io"
