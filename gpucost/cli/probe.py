@@ -131,6 +131,8 @@ def _usd(x: float) -> str:
 
 
 def _plan_lines(args: argparse.Namespace, probes: list[Probe]) -> list[str]:
+    from gpucost.executor.probe import engine_of
+
     ready = [p for p in probes if p.refused is None]
     lines = [f"{len(ready)} of {len(probes)} candidate(s) to probe, each until "
              f"{args.reports} throughput reports or {args.minutes:g} min of job time, under a "
@@ -145,7 +147,7 @@ def _plan_lines(args: argparse.Namespace, probes: list[Probe]) -> list[str]:
         else:
             lines.append(f"     probe: at most {_usd(p.cost_usd)} ({p.setup_hours * 60:.0f} min "
                          f"setup + {args.minutes:g} min at {_usd(p.plan.offer.price_hr)}/h "
-                         f"x {p.plan.offer.nodes}), on {p.plan.offer.provider}")
+                         f"x {p.plan.offer.nodes}), through {engine_of(p.plan)}")
     lines.append(f"expected probe cost, at most: {_usd(sum(p.cost_usd for p in ready))}")
     return lines
 
@@ -192,10 +194,13 @@ def _result_lines(result: Result) -> list[str]:
 
 
 def _probe_record(k: int, p: Probe) -> dict[str, Any]:
+    from gpucost.executor.probe import engine_of
+
     c = p.candidate
     return {"candidate": k, "label": c.label, "source": c.source,
             "predicted_cost_usd": c.cost_usd, "cost_low_usd": c.cost_low_usd,
             "cost_high_usd": c.cost_high_usd, "provider": p.plan.offer.provider,
+            "engine": engine_of(p.plan),
             "probe_cost_usd": p.cost_usd, "probe_hours": p.hours, "setup_hours": p.setup_hours,
             "refused": p.refused}
 

@@ -157,6 +157,15 @@ def plan_label(plan: Plan) -> str:
     return f"{group}, {o.gpu_count:g}x {o.gpu}{' per node' if o.nodes > 1 else ''}, {o.market}"
 
 
+def engine_of(plan: Plan) -> str:
+    """The engine that runs the plan, in words: "local", "torchrun", "skypilot (aws)"."""
+    from gpucost.executor import PROVIDERS
+
+    provider = plan.offer.provider
+    module, _ = PROVIDERS.get(provider, ("", ""))
+    return f"skypilot ({provider})" if module.endswith(".skypilot") else provider
+
+
 def candidates_from_files(paths: Sequence[str | Path]) -> list[Candidate]:
     """The plans the user names, cheapest predicted first."""
     found = []
@@ -332,9 +341,12 @@ def run_one(probe: Probe, number: int, *, reports: int, minutes: float,
         return Outcome(probe, run_id, result.state, result.exit_code, spent_usd=spent, note=note)
     median = statistics.median(measured)
     kept = record_on_arrival(probe.plan, median, source="probe")
+    work = probe.plan.workload
     if kept is None:
-        note = ("not kept in measurements.json: the plan names no [workload] profile, precision "
-                "and batch_size, or the store refused it (said above)")
+        note = ("not kept in measurements.json: " + (
+            "the store refused it (said above)" if work.profile and work.precision
+            and work.batch_size else "the plan's [workload] names no profile, precision and "
+            "batch_size to keep it under"))
     job_cost = verify_throughput(probe.candidate.plan, median).reestimated_cost_usd
     return Outcome(probe, run_id, result.state, result.exit_code, measured, kept, spent,
                    job_cost, note)
