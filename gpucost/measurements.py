@@ -2,8 +2,9 @@
 
 Stored in ``GPUCOST_HOME/measurements.json`` (written atomically, validated on every read). Each
 record names the workload (the profile's name), the GPU, precision, per-device batch, device
-count, throughput and where it came from ("profile" or "on-arrival"). Predictions for a workload
-use all of its single-GPU measurements at the same precision (:func:`source_for`):
+count, throughput and where it came from ("profile", "on-arrival" or "probe": `gpucost probe`).
+Predictions for a workload use all of its single-GPU measurements at the same precision
+(:func:`source_for`):
 
 * the target GPU was measured: that measurement is the source;
 * one GPU measured (the profile's own counts): translate from it;
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 
 FORMAT = "gpucost-measurements"
 VERSION = 1
-SOURCES = ("profile", "on-arrival")
+SOURCES = ("profile", "on-arrival", "probe")
 MAX_BYTES = 4 * 1024 * 1024
 MAX_RECORDS = 10_000
 # The most samples per second one device can train, whatever the model. A training step
@@ -68,7 +69,7 @@ class Measurement:
     batch_size: int  # per device
     device_count: int
     throughput: float  # samples/s over all devices
-    source: str  # "profile" | "on-arrival"
+    source: str  # "profile" | "on-arrival" | "probe"
     recorded_at: str  # ISO 8601 UTC
     sample_unit: str = "samples"
 
@@ -280,9 +281,11 @@ def record_profile(profile: Profile) -> Measurement | None:
                   sample_unit=profile.sample_unit, flops_per_sample=profile.flops_per_sample)
 
 
-def record_on_arrival(plan: Plan, throughput: float) -> Measurement | None:
+def record_on_arrival(plan: Plan, throughput: float, *,
+                      source: str = "on-arrival") -> Measurement | None:
     """Keep the throughput a run measured on arrival (samples/s over the whole group), named
-    after the plan's profile; a plan without precision or batch teaches nothing and is skipped."""
+    after the plan's profile; a plan without precision or batch teaches nothing and is skipped.
+    ``source``: "probe" for what `gpucost probe` measured."""
     from pathlib import PurePath
 
     work, offer = plan.workload, plan.offer
@@ -293,7 +296,7 @@ def record_on_arrival(plan: Plan, throughput: float) -> Measurement | None:
     name = PurePath(work.profile).stem if work.profile.endswith(".json") else work.profile
     return record(workload=name, gpu=offer.gpu, precision=work.precision,
                   batch_size=work.batch_size, device_count=devices, throughput=throughput,
-                  source="on-arrival", sample_unit=work.sample_unit,
+                  source=source, sample_unit=work.sample_unit,
                   flops_per_sample=_flops_per_sample(work.profile))
 
 

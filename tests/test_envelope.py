@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[list[str], str]] = {
     "preflight": (["preflight", EXAMPLE_PLAN, "--today", "2026-12-01"], "preflight"),
     "runs": (["ps", "--all"], "runs"),
     "resources": (["ps"], "resources"),
+    "probe": (["probe", "--epochs", "1", "--dry-run"], "probe"),
 }
 
 
@@ -130,4 +131,4 @@ def test_every_format_option_has_its_json_alias() -> None:
             fmt = next(a for a in sub._actions if "--format" in a.option_strings)
             assert "json" in fmt.choices, name
     assert {"compare", "plan", "explain", "predict", "scale", "breakeven", "gpus", "prices show",
-            "prices diff", "status", "ps", "preflight", "profile"} <= set(with_format)
+            "prices diff", "status", "ps", "preflight", "profile", "probe"} <= set(with_format)

@@ -337,7 +337,7 @@ class Command:
 
 
 # Commands that would reach the network, start a UI, run a training script or a job: the fuzz
-# gives them no arguments that could (launch always runs with --dry-run).
+# gives them no arguments that could (launch and probe always run with --dry-run).
 _NOT_RUN = {("prices", "refresh"), ("profile",), ("tui",)}
 _NOT_GIVEN = {"--help", "--detach", "--follow"}
 
@@ -394,7 +394,7 @@ def _argv(draw: st.DrawFn) -> list[str]:
             rest += [option, value]
         else:
             rest.append(option)
-    if command.words == ("launch",):
+    if command.words in (("launch",), ("probe",)):
         rest.append("--dry-run")
     return [*command.words, *draw(st.permutations(rest))]
 
@@ -412,7 +412,7 @@ def test_command_arguments(sandbox: Path, capsys: pytest.CaptureFixture[str],
 def test_every_command_is_fuzzed_but_those_that_leave_the_machine() -> None:
     words = {c.words for c in COMMANDS}
     assert {("compare",), ("plan",), ("preflight",), ("prices", "show"), ("status",),
-            ("launch",)} <= words
+            ("launch",), ("probe",)} <= words
     assert not words & _NOT_RUN
 
 

@@ -32,6 +32,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "prices",
     # run and check
     "runs",
+    "probe",
     "preflight",
     "tui",
 )

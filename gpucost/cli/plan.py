@@ -16,8 +16,9 @@ if TYPE_CHECKING:
     from gpucost.planning.advice import Advice, Choice
 
 
-def add_job_arguments(p: argparse.ArgumentParser) -> None:
-    """Profile, job size, constraints and job economics: shared by `plan` and `explain`."""
+def add_job_arguments(p: argparse.ArgumentParser, *, pick: bool = True) -> None:
+    """Profile, job size, constraints and job economics: shared by `plan`, `explain` and
+    `probe` (which picks no plan: ``pick=False`` leaves --pick out)."""
     add_profile_and_job(p)
     c = p.add_argument_group("constraints")
     c.add_argument("--deadline-hours", type=positive(MAX_DEADLINE_HOURS), metavar="H",
@@ -63,12 +64,13 @@ def add_job_arguments(p: argparse.ArgumentParser) -> None:
     )
     add_prices(e)
     w = p.add_argument_group("the plan")
-    w.add_argument(
-        "--pick",
-        choices=("cheapest", "fastest"),
-        default="cheapest",
-        help="which recommendation becomes the plan (default cheapest)",
-    )
+    if pick:
+        w.add_argument(
+            "--pick",
+            choices=("cheapest", "fastest"),
+            default="cheapest",
+            help="which recommendation becomes the plan (default cheapest)",
+        )
     w.add_argument(
         "--command",
         default="python train.py",

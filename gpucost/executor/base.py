@@ -96,6 +96,10 @@ class Provider(abc.ABC):
         """Told once which run it serves, before anything else (an engine that submits the
         whole job, such as SkyPilot, builds it here)."""
 
+    def measure_for_probe(self) -> None:  # noqa: B027 (optional hook)
+        """Told, after :meth:`bind`, that the run is a probe: its launcher records one
+        measurement at the probe's end, so the provider records none of its own."""
+
     def check_ready(self) -> None:  # noqa: B027 (optional hook)
         """Raise InputError when the engine cannot run here (its SDK is not installed), before
         the launch writes anything."""

@@ -49,9 +49,20 @@ CAPACITY_RETRY_S = 60.0  # between attempts to get spot capacity
 
 # Final run states and the CLI exit code each maps to (0 ok, 1 policy, 3 failure, 130 interrupt).
 EXIT_CODES: dict[str, int] = {
-    "succeeded": 0, "stopped": 0, "failed": 3, "verify-failed": 1, "timed-out": 1,
+    "succeeded": 0, "stopped": 0, "probed": 0, "failed": 3, "verify-failed": 1, "timed-out": 1,
     "budget-exceeded": 1, "interrupted": 130,
 }
+
+
+@dataclass(frozen=True)
+class ProbeLimit:
+    """How long a probe (:mod:`gpucost.executor.probe`) lets its job run: until the job's
+    ``reports``-th throughput report, or ``seconds`` of job time, whichever comes first. The
+    run then ends as ``probed``, and its launcher records one measurement for it (the runner
+    and its provider record none on arrival)."""
+
+    reports: int
+    seconds: float
 
 
 @dataclass
@@ -105,8 +116,9 @@ class Runner:
     def __init__(self, plan: Plan, plan_path: str | os.PathLike[str], *,
                  provider: Provider | None = None, ledger: Ledger | None = None,
                  echo: Callable[[str], None] = lambda _msg: None, poll_s: float = POLL_S,
-                 run_id: str | None = None) -> None:
+                 run_id: str | None = None, probe: ProbeLimit | None = None) -> None:
         self.plan = plan
+        self.probe = probe
         self.plan_path = Path(plan_path).resolve()
         self.provider = provider or get_provider(plan.offer.provider,
                                                  provider_config(plan.offer.provider))
@@ -119,6 +131,8 @@ class Runner:
         self.run_dir = RunDir.for_run(self.run_id)
         self.token = f"gpucost-{self.run_id}"
         self.provider.bind(plan, self.plan_path, self.run_id, self.run_dir.log_path)
+        if probe is not None:
+            self.provider.measure_for_probe()
         self.messages: list[str] = []
         self.hardware: dict[str, Any] | None = None  # the on-arrival matmul's report
         self._verification: VerifyResult | None = None
@@ -394,7 +408,8 @@ class Runner:
             if progress and not verified and progress.get("throughput"):
                 verified = True
                 check = verify_throughput(plan, float(progress["throughput"]), self._price_hr)
-                record_on_arrival(plan, check.measured)  # teaches later predictions
+                if self.probe is None:  # a probe's launcher records its own, at the end
+                    record_on_arrival(plan, check.measured)  # teaches later predictions
                 self._verification = check
                 self._say(check.message(safety.verify_margin_pct))
                 if (why := arrival_stop(plan, check)) is not None:
@@ -403,6 +418,9 @@ class Runner:
             if (why := self.provider.stop_reason()) is not None:
                 self._say(why)
                 return "verify-failed"
+            if self.probe is not None and (why := self._probed(job_started)) is not None:
+                self._say(why)
+                return "probed"
             self._status("running", progress=progress, job_started=job_started)
             if state not in ("running", "pending", "unknown"):
                 code = self.provider.exit_code(job)
@@ -427,6 +445,22 @@ class Runner:
                 self._say("stop requested (`gpucost stop`): stopping the run")
                 return "stopped"
             time.sleep(self.poll_s)
+
+    def _probed(self, job_started: float) -> str | None:
+        """Why a probe has measured enough (None while it has not): its reports are in, or
+        its time is up."""
+        assert self.probe is not None
+        limit = self.probe
+        try:
+            reports = sum(1 for r in self.run_dir.metrics() if r.get("throughput"))
+        except GpuCostError:  # a damaged line: the time limit still ends the probe
+            reports = 0
+        if reports >= limit.reports:
+            return f"probe: {reports} throughput reports in; ending the probe"
+        if time.time() - job_started >= limit.seconds:
+            return (f"probe: {limit.seconds / 60:g} min of job time with {reports} of "
+                    f"{limit.reports} throughput reports; ending the probe")
+        return None
 
     def _budget_at(self) -> float | None:
         """When the spend reaches the budget cap at today's price (None if it costs nothing)."""

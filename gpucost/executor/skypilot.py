@@ -113,6 +113,7 @@ class ThroughputWatch:
         self._checked_at: float | None = None
         self.warning: str | None = None
         self.stop_reason: str | None = None
+        self.records = True  # False for a probe: its launcher records its measurement
 
     def line(self, text: str) -> None:
         """One line of the job's log (never raises into the log stream)."""
@@ -140,7 +141,8 @@ class ThroughputWatch:
 
         measured = statistics.median(self._since_check)
         self._since_check, self._checked_at = [], now
-        record_on_arrival(self.plan, measured)  # teaches later predictions, and the re-rank
+        if self.records:
+            record_on_arrival(self.plan, measured)  # teaches later predictions, the re-rank
         planned = self.plan.workload.throughput
         low, high = band_limits(self.plan, self.band)
         check = verify_throughput(self.plan, measured)
@@ -341,6 +343,10 @@ class SkyPilotProvider(Provider):
         self._log_path = log_path
         self._token = f"gpucost-{run_id}"
         self.watch = ThroughputWatch(plan, RunDir(log_path.parent))
+
+    def measure_for_probe(self) -> None:
+        if self.watch is not None:
+            self.watch.records = False
 
     def status_fields(self) -> dict[str, Any]:
         return {"throughput_warning": None if self.watch is None else self.watch.warning}

@@ -82,8 +82,8 @@ def cells(run: RunStatus) -> list[Text]:
     epoch_text = "-" if epoch is None else f"{epoch:g}" + (f"/{epochs:g}" if epochs else "")
     speed = s.get("throughput")
     metrics = s.get("metrics") or {}
-    state_style = {"running": "green", "succeeded": "green", "failed": "red",
-                   "verify-failed": "red", "budget-exceeded": "red",
+    state_style = {"running": "green", "succeeded": "green", "probed": "green",
+                   "failed": "red", "verify-failed": "red", "budget-exceeded": "red",
                    "timed-out": "red"}.get(run.state, "")
     return [
         Text(run.run_id), Text(run.state, style=state_style), Text(epoch_text, justify="right"),
