@@ -15,6 +15,7 @@ import json
 import os
 import tempfile
 import tomllib
+import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -428,3 +429,61 @@ def test_report_takes_anything(sandbox: Path, monkeypatch: pytest.MonkeyPatch, e
     gpucost.report(epoch=epoch, metrics=metrics, throughput=throughput)
     assert rd.metrics()  # recorded, and every line passes the run-file model
     assert rd.read_progress() == rd.metrics()[-1]
+
+
+# ---- terminal text -----------------------------------------------------------------------------
+# Text a file or a job controls (profile names, status and metric names, measured workloads)
+# reaches the terminal: whatever it holds, what a command prints holds no escape sequence, no
+# carriage return and no other control character but the line breaks gpucost itself prints.
+_HOSTILE_TEXT = st.one_of(
+    st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=40),
+    st.sampled_from(["\x1b[2J\x1b[H", "\x1b]0;pwned\x07", "a\rb", "\x9b31m", "x\ny", "\u2028",
+                     "\x00", "[red]markup[/red]"]),
+)
+
+
+def _printed_cleanly(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    code = main(argv)
+    assert code in (0, 1, 2, 3), (argv, code)
+    out, err = capsys.readouterr()
+    bad = sorted({c for c in out + err
+                  if (unicodedata.category(c) == "Cc" and c != "\n") or c in "\u2028\u2029"})
+    assert not bad, (argv, bad, out[-300:], err[-300:])
+
+
+@FUZZ
+@given(name=_HOSTILE_TEXT, description=_HOSTILE_TEXT, unit=_HOSTILE_TEXT)
+def test_profile_text_reaches_the_terminal_clean(sandbox: Path, capsys: pytest.CaptureFixture[str],
+                                                 name: str, description: str, unit: str) -> None:
+    (sandbox / "p.json").write_text(json.dumps(
+        {**PROFILE, "name": name, "description": description, "sample_unit": unit}))
+    _printed_cleanly(capsys, ["predict", "-p", "p.json", "--gpu", "A100"])
+    _printed_cleanly(capsys, ["compare", "-p", "p.json", "-n", "3"])
+
+
+@FUZZ
+@given(metric=_HOSTILE_TEXT, name=_HOSTILE_TEXT, checkpoint=_HOSTILE_TEXT)
+def test_run_text_reaches_the_terminal_clean(sandbox: Path, capsys: pytest.CaptureFixture[str],
+                                             metric: str, name: str, checkpoint: str) -> None:
+    rd = RunDir(sandbox / "run")
+    if not rd.path.exists():
+        rd.create()
+        with Ledger() as ledger:
+            ledger.create_run(run_id="fz-1", name="fz", plan_path="p", provider="local",
+                              run_dir=str(rd.path), price_hr=0.01, nodes=1, budget_cap_usd=1.0)
+    rd.status_path.write_text(json.dumps(
+        {**STATUS, "name": name, "metrics": {metric: 0.5}, "checkpoint": checkpoint}))
+    rd.metrics_path.write_text(json.dumps({**REPORT, "metrics": {metric: 0.5}}) + "\n")
+    _printed_cleanly(capsys, ["status", "fz-1"])
+    _printed_cleanly(capsys, ["ps", "--all"])
+
+
+@FUZZ
+@given(workload=_HOSTILE_TEXT, unit=_HOSTILE_TEXT)
+def test_measured_workload_text_reaches_the_terminal_clean(
+        sandbox: Path, capsys: pytest.CaptureFixture[str], workload: str, unit: str) -> None:
+    store = measurements.store_path()
+    store.parent.mkdir(parents=True, exist_ok=True)
+    record = {**MEASUREMENTS["measurements"][0], "workload": workload, "sample_unit": unit}
+    store.write_text(json.dumps({**MEASUREMENTS, "measurements": [record]}))
+    _printed_cleanly(capsys, ["calibrate", "list"])

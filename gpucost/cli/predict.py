@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from gpucost.cli.numbers import count, positive
 from gpucost.envelope import add_format_argument, print_document
 from gpucost.limits import MAX_GPUS_PER_NODE, MAX_GRAD_ACCUM, MAX_NETWORK_GBPS, MAX_NODES
+from gpucost.terminal import printable
 
 if TYPE_CHECKING:
     from gpucost.model.perf import Prediction
@@ -118,7 +119,8 @@ def prediction_dict(pred: Prediction, transport: str) -> dict[str, Any]:
 
 def render_table(pred: Prediction, transport: str) -> str:
     prof = pred.profile
-    unit = prof.sample_unit
+    # the profile's own text, as a file or a job wrote it: one line, no control characters
+    name, unit = printable(prof.name, keep=""), printable(prof.sample_unit, keep="")
     b = pred.breakdown
     gpus = " + ".join(pred.member_gpus) if len(pred.member_gpus) > 1 else pred.gpu
     group = f"{pred.nodes} x {pred.gpus_per_node} {gpus}" if pred.nodes > 1 else (
@@ -130,7 +132,7 @@ def render_table(pred: Prediction, transport: str) -> str:
     # a profile fitted from several measured GPUs is a prediction for its gpu, not a measurement
     origin = "fitted for" if prof.band_gpu else "measured on"
     lines = [
-        f"{prof.name}: {origin} {prof.device_count} x {prof.gpu}, {prof.precision}, "
+        f"{name}: {origin} {prof.device_count} x {prof.gpu}, {prof.precision}, "
         f"batch {prof.batch_size}/GPU -> {group}{accum}",
         f"  step time     {pred.step_time_s * 1e3:,.1f} ms  (compute {b.compute_s * 1e3:,.1f}, "
         f"communication {b.communication_s * 1e3:,.1f}, data {b.data_s * 1e3:,.1f}, "
