@@ -504,6 +504,10 @@ class Runner:
                         self.provider.stop(res)
                     else:
                         self.provider.destroy(res)
+                elif self.provider.runs_locally:
+                    # The guard has exited; killed outright, it left the job's processes
+                    # running: destroy ends what carries the token or is in its record.
+                    self.provider.destroy(res)
                 self.ledger.set_state(row, "exited")
             except GpuCostError as err:
                 errors.append(err)
