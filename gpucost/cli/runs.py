@@ -266,7 +266,7 @@ def _status(args: argparse.Namespace) -> int:
         lines.append(f"warning   {status['budget_warning']}")
     if status.get("reason"):
         lines.append(f"reason    {status['reason']}")
-    if "orphaned" in str(status.get("state")):
+    if "orphaned" in str(status.get("state")) and not status.get("final"):
         lines.append("hint      run `gpucost cleanup` to release its resources")
     # status.json and the metric names are the job's own writing: no escape sequence reaches
     # the terminal, and a newline in a value cannot forge a line.

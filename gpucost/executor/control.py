@@ -21,7 +21,7 @@ from gpucost.executor.containment import (
     processes_by_token,
     record_path,
 )
-from gpucost.executor.guard import KILL_WAIT_S, STOP_GRACE_S
+from gpucost.executor.guard import KILL_WAIT_S, STOP_GRACE_S, write_final_status
 from gpucost.executor.ledger import Ledger, RunRow
 from gpucost.executor.rundir import RunDir
 
@@ -75,14 +75,21 @@ def destroy_rows(ledger: Ledger, run: RunRow, sweep: Sweep, *, include_stopped: 
     return ok
 
 
-def end_run(ledger: Ledger, run: RunRow) -> None:
+def end_run(ledger: Ledger, run: RunRow, why: str = "its launcher was gone") -> None:
     """Destroy an orphaned run's resources and mark it ended; raises if some would not go."""
     sweep = Sweep()
     if not destroy_rows(ledger, run, sweep, include_stopped=True):
         raise ProviderError("; ".join(sweep.failed), hint="run `gpucost cleanup` once the "
                             "provider is reachable, then launch again")
     if ledger.run(run.run_id).ended_at is None:
-        ledger.set_run_state(run.run_id, "orphaned", ended=True)
+        _end_orphan(ledger, run.run_id, f"{why}; its resources were released")
+
+
+def _end_orphan(ledger: Ledger, run_id: str, reason: str) -> None:
+    """Mark an orphan ended, in the ledger and in its status.json (which said "running" and
+    told readers to run `gpucost cleanup` after it had run)."""
+    ledger.set_run_state(run_id, "orphaned", ended=True)
+    write_final_status(ledger, run_id, "orphaned", reason)
 
 
 def _runs_here(provider: str) -> bool:
@@ -139,7 +146,8 @@ def cleanup(ledger: Ledger | None = None, *, include_stopped: bool = False) -> S
             continue
         if (destroy_rows(ledger, run, sweep, include_stopped=include_stopped)
                 and run.ended_at is None):
-            ledger.set_run_state(run.run_id, "orphaned", ended=True)
+            _end_orphan(ledger, run.run_id, "its launcher was gone; `gpucost cleanup` "
+                        "released its resources")
     for run_id in leftover_processes(ledger):
         _end_leftovers(ledger, run_id, sweep)
     return sweep

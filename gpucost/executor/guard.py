@@ -281,6 +281,13 @@ def record_end(ledger: Ledger, run_id: str, state: str, reason: str, *, job_over
     status.json; False when the run had ended already."""
     if not ledger.end_unsupervised(run_id, state, job_over=job_over):
         return False
+    write_final_status(ledger, run_id, state, reason)
+    return True
+
+
+def write_final_status(ledger: Ledger, run_id: str, state: str, reason: str) -> None:
+    """The end of a run its launcher did not record, in status.json (which readers would
+    otherwise go on calling live): state, reason, final cost and time."""
     run = ledger.run(run_id)
     rundir = RunDir(run.run_dir)
     try:
@@ -294,7 +301,6 @@ def record_end(ledger: Ledger, run_id: str, state: str, reason: str, *, job_over
     with contextlib.suppress(OSError):
         rundir.write_status(status)
         rundir.note(f"run {run.run_id} ended: {state} ({reason})")
-    return True
 
 
 def watch(run_id: str, *, timeout_at: float | None, poll_s: float = WATCH_POLL_S,

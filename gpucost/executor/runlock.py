@@ -160,7 +160,8 @@ def hold_job(ledger: Ledger, *, job: str, checkpoints: str | None, run_id: str,
         if holder.ended_at is None:  # else its guard or watchdog is about to let go
             note(f"ending {holder.run_id} first: an orphaned run of job {job!r} (its launcher "
                  "is gone, its job was not)")
-            end_run(ledger, holder)
+            end_run(ledger, holder, f"its launcher was gone; run {run_id} of the same job "
+                    "ended it before starting")
         deadline = time.monotonic() + GUARD_EXIT_S + 10.0
         while True:
             try:
@@ -175,7 +176,8 @@ def hold_job(ledger: Ledger, *, job: str, checkpoints: str | None, run_id: str,
         for run in ledger.runs():
             if run.name == job and run.ended_at is None and not run.supervised:
                 note(f"ending {run.run_id} first: an orphaned run of job {job!r}")
-                end_run(ledger, run)
+                end_run(ledger, run, f"its launcher was gone; run {run_id} of the same job "
+                        "ended it before starting")
         if folder is not None:
             lock.fds.append(FolderLock(folder).acquire(run_id))
     except BaseException:
