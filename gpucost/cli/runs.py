@@ -176,6 +176,7 @@ def _age(seconds: float) -> str:
 
 
 def _ps(args: argparse.Namespace) -> int:
+    from gpucost.executor.control import leftover_processes
     from gpucost.executor.ledger import Ledger
 
     now = time.time()
@@ -195,15 +196,24 @@ def _ps(args: argparse.Namespace) -> int:
             print(_table(rows) if len(rows) > 1 else "no runs in the ledger")
             return 0
         live = ledger.resources(live_only=True)
+        # Processes a guard killed outright left running, whatever the ledger says (one row
+        # each, less those already listed as the run's resources).
+        listed = {(res.run_id, res.resource_id) for res in live}
+        left = [(run_id, str(pid)) for run_id, pids in leftover_processes(ledger).items()
+                for pid in pids if (run_id, str(pid)) not in listed]
         if args.format == "json":
             print_document("resources", {"resources": [
                 {"run_id": res.run_id, "provider": res.provider, "kind": res.kind,
                  "resource_id": res.resource_id, "state": res.state,
                  "age_s": now - res.created_at,
                  "run_cost_usd": ledger.run(res.run_id).cost_usd(now),
-                 "launcher_alive": ledger.run(res.run_id).owner_alive} for res in live]})
+                 "launcher_alive": ledger.run(res.run_id).owner_alive} for res in live] + [
+                {"run_id": run_id, "provider": ledger.run(run_id).provider,
+                 "kind": "leftover-process", "resource_id": pid, "state": "running",
+                 "age_s": None, "run_cost_usd": ledger.run(run_id).cost_usd(now),
+                 "launcher_alive": False} for run_id, pid in left]})
             return 0
-        if not live:
+        if not live and not left:
             print("no live resources")
             return 0
         rows = [["RUN", "PROVIDER", "KIND", "ID", "STATE", "AGE", "RUN_COST_USD", "LAUNCHER"]]
@@ -212,6 +222,10 @@ def _ps(args: argparse.Namespace) -> int:
             rows.append([res.run_id, res.provider, res.kind, res.resource_id or "(unknown)",
                          res.state, _age(now - res.created_at), amount(run.cost_usd(now)),
                          "alive" if run.owner_alive else "gone: `gpucost cleanup`"])
+        for run_id, pid in left:
+            run = ledger.run(run_id)
+            rows.append([run_id, run.provider, "leftover process", pid, "running", "-",
+                         amount(run.cost_usd(now)), "gone: `gpucost cleanup`"])
         print(_table(rows))
     return 0
 
@@ -252,7 +266,7 @@ def _status(args: argparse.Namespace) -> int:
         lines.append(f"warning   {status['budget_warning']}")
     if status.get("reason"):
         lines.append(f"reason    {status['reason']}")
-    if "orphaned" in str(status.get("state")):
+    if "orphaned" in str(status.get("state")) and not status.get("final"):
         lines.append("hint      run `gpucost cleanup` to release its resources")
     # status.json and the metric names are the job's own writing: no escape sequence reaches
     # the terminal, and a newline in a value cannot forge a line.

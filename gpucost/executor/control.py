@@ -14,7 +14,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gpucost.errors import ExecutorError, GpuCostError, ProviderError
-from gpucost.executor import get_provider
+from gpucost.executor import get_provider, provider_class
+from gpucost.executor.containment import (
+    end_processes,
+    leftovers,
+    processes_by_token,
+    record_path,
+)
+from gpucost.executor.guard import KILL_WAIT_S, STOP_GRACE_S, write_final_status
 from gpucost.executor.ledger import Ledger, RunRow
 from gpucost.executor.rundir import RunDir
 
@@ -68,19 +75,70 @@ def destroy_rows(ledger: Ledger, run: RunRow, sweep: Sweep, *, include_stopped: 
     return ok
 
 
-def end_run(ledger: Ledger, run: RunRow) -> None:
+def end_run(ledger: Ledger, run: RunRow, why: str = "its launcher was gone") -> None:
     """Destroy an orphaned run's resources and mark it ended; raises if some would not go."""
     sweep = Sweep()
     if not destroy_rows(ledger, run, sweep, include_stopped=True):
         raise ProviderError("; ".join(sweep.failed), hint="run `gpucost cleanup` once the "
                             "provider is reachable, then launch again")
     if ledger.run(run.run_id).ended_at is None:
-        ledger.set_run_state(run.run_id, "orphaned", ended=True)
+        _end_orphan(ledger, run.run_id, f"{why}; its resources were released")
+
+
+def _end_orphan(ledger: Ledger, run_id: str, reason: str) -> None:
+    """Mark an orphan ended, in the ledger and in its status.json (which said "running" and
+    told readers to run `gpucost cleanup` after it had run)."""
+    ledger.set_run_state(run_id, "orphaned", ended=True)
+    write_final_status(ledger, run_id, "orphaned", reason)
+
+
+def _runs_here(provider: str) -> bool:
+    try:
+        return provider_class(provider).runs_locally
+    except GpuCostError:
+        return False
+
+
+def leftover_processes(ledger: Ledger) -> dict[str, list[int]]:
+    """Run id -> the processes on this machine left by a run no launcher supervises: what
+    carries its token or is in its guard's process record (:mod:`containment`), whatever the
+    ledger says of its resources (a guard killed outright took none of them with it)."""
+    by_token: dict[str, list[int]] | None = None
+    found = {}
+    for run in ledger.runs():
+        if run.supervised or not _runs_here(run.provider):
+            continue
+        by_token = processes_by_token() if by_token is None else by_token  # one /proc pass
+        pids = sorted({pid for token in _tokens(ledger, run)
+                       for pid in leftovers(token, record_path(run.run_dir), by_token)})
+        if pids:
+            found[run.run_id] = pids
+    return found
+
+
+def _tokens(ledger: Ledger, run: RunRow) -> set[str]:
+    return {row.token for row in ledger.resources(run.run_id)} or {f"gpucost-{run.run_id}"}
+
+
+def _end_leftovers(ledger: Ledger, run_id: str, sweep: Sweep) -> None:
+    """End what :func:`leftover_processes` finds of ``run_id`` now (SIGTERM, the guard's grace,
+    SIGKILL), rescanning as it goes."""
+    run = ledger.run(run_id)
+    tokens, record = _tokens(ledger, run), record_path(run.run_dir)
+
+    def find() -> list[int]:
+        return sorted({pid for token in tokens for pid in leftovers(token, record)})
+
+    if pids := find():
+        end_processes(find, STOP_GRACE_S, KILL_WAIT_S)
+        sweep.done.append(f"{run_id}: ended {len(pids)} process(es) its guard left running "
+                          f"({', '.join(map(str, pids))})")
 
 
 def cleanup(ledger: Ledger | None = None, *, include_stopped: bool = False) -> Sweep:
     """Destroy every live resource whose launcher is gone or has finished with the run (found
-    by token when its id never reached the ledger), going on past any one provider's failure."""
+    by token when its id never reached the ledger), going on past any one provider's failure;
+    then end the processes on this machine that a run's guard, killed outright, left behind."""
     ledger = ledger or Ledger()
     sweep = Sweep()
     for run in ledger.runs():
@@ -88,7 +146,10 @@ def cleanup(ledger: Ledger | None = None, *, include_stopped: bool = False) -> S
             continue
         if (destroy_rows(ledger, run, sweep, include_stopped=include_stopped)
                 and run.ended_at is None):
-            ledger.set_run_state(run.run_id, "orphaned", ended=True)
+            _end_orphan(ledger, run.run_id, "its launcher was gone; `gpucost cleanup` "
+                        "released its resources")
+    for run_id in leftover_processes(ledger):
+        _end_leftovers(ledger, run_id, sweep)
     return sweep
 
 
@@ -128,6 +189,8 @@ def down(run_id: str, ledger: Ledger | None = None, *, wait_s: float = 60.0) -> 
     if (destroy_rows(ledger, ledger.run(run.run_id), sweep, include_stopped=True)
             and ledger.run(run.run_id).ended_at is None):
         ledger.set_run_state(run.run_id, "destroyed", ended=True)
+    if _runs_here(run.provider):
+        _end_leftovers(ledger, run.run_id, sweep)
     if error := sweep.failure():
         raise ProviderError("; ".join(sweep.failed), hint=error.hint)
     return sweep.done

@@ -19,8 +19,10 @@ the two deadlines as wall-clock times, and the guard:
   torchrun's own 30 s, so its agent stops its workers its way first), then SIGKILL; it exits only
   once none is left, with :data:`EXIT_TIMED_OUT` or :data:`EXIT_BUDGET` after a deadline.
 
-Every process of the job also carries ``GPUCOST_TOKEN`` in its environment, so a guard that was
-itself SIGKILLed still leaves processes that `gpucost cleanup` finds (see ``local.py``). When
+Every process of the job also carries ``GPUCOST_TOKEN`` in its environment, and the guard writes
+every descendant it sees into the run's process record (pid and start time, see
+``containment.py``), so a guard that was itself SIGKILLed still leaves processes that `gpucost
+cleanup` finds, a process started with a clean environment included. When
 the job ends while its launcher is dead, the guard records the end in the ledger and
 status.json itself (:func:`record_end`).
 
@@ -48,7 +50,8 @@ from pathlib import Path
 from types import FrameType
 
 from gpucost.errors import GpuCostError
-from gpucost.executor.ledger import Ledger
+from gpucost.executor.containment import RECORD_EVERY_S, record_path, write_record
+from gpucost.executor.ledger import Ledger, process_start
 from gpucost.executor.rundir import RunDir
 from gpucost.executor.runfiles import RunFileError
 
@@ -178,6 +181,33 @@ def end_tree(root: int, job_pid: int, grace_s: float = STOP_GRACE_S) -> int | No
     return code
 
 
+class _Recorder:
+    """Keeps the run's process record (``containment.py``) up to date with what is below the
+    guard: rewritten whenever a process it has not recorded appears."""
+
+    def __init__(self, guard_pid: int) -> None:
+        run_dir = os.environ.get("GPUCOST_RUN_DIR")
+        self.path = record_path(run_dir) if run_dir else None  # None: run by hand
+        self.guard = process_start(guard_pid)
+        self.recorded: set[str] = set()
+        self.next_at = 0.0
+
+    def poll(self, root: int) -> None:
+        if self.path is None or time.monotonic() < self.next_at:
+            return
+        self.next_at = time.monotonic() + RECORD_EVERY_S
+        live = {i for pid in descendants(root) if (i := process_start(pid)) and ":?" not in i}
+        if live <= self.recorded:
+            return
+        self.recorded = live | ({self.guard} if self.guard else set())
+        try:
+            write_record(self.path, self.recorded)
+        except OSError as err:
+            _note(f"cannot write the process record {self.path}: {err}; processes that leave "
+                  "the job's tree are found by their GPUCOST_TOKEN only")
+            self.path = None
+
+
 class _Stop(Exception):
     pass
 
@@ -202,11 +232,13 @@ def run(argv: Sequence[str], *, timeout_at: float | None, budget_at: float | Non
     code: int | None = None
     exit_with: int | None = None
     stopped = False
+    recorder = _Recorder(me)
     try:
         while (code := _reap(job_pid)) is None:
             if (exit_with := limit_reached(time.time(), timeout_at, budget_at)) is not None:
                 _note(f"{LIMIT_NOTES[exit_with]}: ending the job")
                 break
+            recorder.poll(me)
             time.sleep(POLL_S)
     except _Stop as why:
         stopped = True
@@ -249,6 +281,13 @@ def record_end(ledger: Ledger, run_id: str, state: str, reason: str, *, job_over
     status.json; False when the run had ended already."""
     if not ledger.end_unsupervised(run_id, state, job_over=job_over):
         return False
+    write_final_status(ledger, run_id, state, reason)
+    return True
+
+
+def write_final_status(ledger: Ledger, run_id: str, state: str, reason: str) -> None:
+    """The end of a run its launcher did not record, in status.json (which readers would
+    otherwise go on calling live): state, reason, final cost and time."""
     run = ledger.run(run_id)
     rundir = RunDir(run.run_dir)
     try:
@@ -262,7 +301,6 @@ def record_end(ledger: Ledger, run_id: str, state: str, reason: str, *, job_over
     with contextlib.suppress(OSError):
         rundir.write_status(status)
         rundir.note(f"run {run.run_id} ended: {state} ({reason})")
-    return True
 
 
 def watch(run_id: str, *, timeout_at: float | None, poll_s: float = WATCH_POLL_S,

@@ -6,7 +6,9 @@ and enforces the hard timeout and the budget cap by itself; it holds every proce
 starts, in whatever session, and ends them all when it is stopped. Every one of them carries
 ``GPUCOST_TOKEN`` in its environment, so a guard killed outright, or a launcher killed before it
 could record the pid, still leaves processes that :meth:`LocalProvider.find` and
-:meth:`LocalProvider.destroy` reach (by reading /proc/<pid>/environ).
+:meth:`LocalProvider.destroy` reach (by reading /proc/<pid>/environ); :meth:`destroy` also ends
+what the guard wrote in the run's process record, which a process started with a clean
+environment does not escape (:mod:`gpucost.executor.containment`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from gpucost import paths
 from gpucost.errors import ExecutorError, InputError
 from gpucost.executor.base import (
     VERIFY_SNIPPET,
@@ -34,6 +35,7 @@ from gpucost.executor.base import (
     Resource,
     ResourceState,
 )
+from gpucost.executor.containment import end_processes, leftovers, processes_by_token, record_path
 from gpucost.executor.guard import GUARD_EXIT_S, KILL_WAIT_S, STOP_GRACE_S
 from gpucost.executor.ledger import process_start
 from gpucost.extras import require_installed
@@ -44,37 +46,18 @@ VERIFY_TIMEOUT_S = 300.0
 def token_processes(token: str) -> list[int]:
     """Live processes on this machine started for ``token`` by this state folder's runs (from
     their environment: a run of the same id under another GPUCOST_HOME is not ours to end)."""
-    if not token or not Path("/proc").is_dir():
-        return []
-    needle = f"GPUCOST_TOKEN={token}".encode()
-    ours = f"GPUCOST_RUN_DIR={paths.runs_dir()}{os.sep}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if (needle in environ and any(v.startswith(ours) for v in environ)
-                and process_start(int(entry.name)) is not None):
-            found.append(int(entry.name))
-    return found
+    return processes_by_token().get(token, []) if token else []
 
 
-def _end_processes(token: str) -> None:
-    """SIGTERM what carries ``token``, SIGKILL what is left after the grace (a guard killed
-    outright leaves its job's processes to this)."""
-    for sig, wait_s in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, KILL_WAIT_S)):
-        pids = token_processes(token)
-        if not pids:
-            return
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, sig)
-        deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline and token_processes(token):
-            time.sleep(0.1)
+def _end_processes(token: str, record: Path | None) -> None:
+    """SIGTERM what carries ``token`` or is in the run's process ``record``, SIGKILL what is
+    left after the grace (a guard killed outright leaves its job's processes to this)."""
+    end_processes(lambda: leftovers(token, record), STOP_GRACE_S, KILL_WAIT_S)
+
+
+def _record_of(resource: Resource) -> Path | None:
+    record = resource.meta.get("record")
+    return Path(record) if isinstance(record, str) and record else None
 
 
 def python_argv(argv: Sequence[str]) -> list[str]:
@@ -169,9 +152,11 @@ class LocalProvider(Provider):
                 raise ExecutorError(f"cannot start {argv[0]!r} in {job.workdir}: {err}",
                                     hint="check [job] command and workdir in the plan") from err
         self._procs[proc.pid] = proc
+        run_dir = job.env.get("GPUCOST_RUN_DIR")
         return Resource(provider=self.name, resource_id=str(proc.pid), token=token,
                         kind="process", region="local",
-                        meta={"start": process_start(proc.pid) or "", "argv": argv})
+                        meta={"start": process_start(proc.pid) or "", "argv": argv,
+                              "record": str(record_path(run_dir)) if run_dir else ""})
 
     def _alive(self, resource: Resource) -> bool:
         pid = int(resource.resource_id)
@@ -195,7 +180,8 @@ class LocalProvider(Provider):
 
     def destroy(self, resource: Resource) -> None:
         """Stop the guard (it ends the job's whole tree within its grace), then end whatever
-        still carries the run's token (everything, when the guard itself was killed)."""
+        still carries the run's token or is in its process record (everything, when the guard
+        itself was killed)."""
         if resource.kind != "process":
             return
         pid = int(resource.resource_id)
@@ -210,7 +196,7 @@ class LocalProvider(Provider):
         proc = self._procs.get(pid)
         if proc is not None:
             proc.wait(timeout=KILL_WAIT_S)
-        _end_processes(resource.token)
+        _end_processes(resource.token, _record_of(resource))
 
     def find(self, token: str) -> list[Resource]:
         """The processes started for ``token`` whose parent was not (the guard, or, when the

@@ -12,16 +12,27 @@ A launch that finds the locks held refuses while the holder's launcher lives, an
 SkyPilot run's watchdog does (the job goes on in the cloud, its limits enforced: ending it for a
 relaunch would throw its progress away; `gpucost down` ends it). A local run whose launcher is
 gone is an orphan: the launch ends it first.
+
+Those locks live in one state folder: the same plan launched from two (two users, a CI runner
+and a laptop on one checkpoint disk) would train twice into one folder. So a run whose job runs
+on this machine also locks the checkpoint folder itself (:class:`FolderLock`): a file inside it,
+``flock``ed the same way and held by the guard, naming who holds it. The holder belongs to
+another state folder, where this launch cannot tell an orphan from a live run: it is refused.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
+import getpass
 import hashlib
+import json
 import os
+import socket
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from gpucost import paths
 from gpucost.errors import ExecutorError, GpuCostError, InputError
@@ -76,11 +87,71 @@ class RunLock:
         self.fds = []
 
 
+FOLDER_LOCK_NAME = ".gpucost-run.lock"  # no checkpoint's name (epoch-NNNNNN.pt) is like it
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (a container's arbitrary uid)
+        return str(os.getuid())
+
+
+class FolderLock:
+    """The lock file inside a local checkpoint folder: ``flock``ed by the run training into it
+    (the launcher, then the guard that inherits the descriptor, and the job's processes), with
+    the holder written in it: user, pid, host, run id and state folder. The kernel drops the
+    lock when the last of them exits, so a file left by a dead run blocks nothing."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / FOLDER_LOCK_NAME
+
+    def acquire(self, run_id: str) -> int:
+        """The locked descriptor; raises InputError naming the holder when it is held."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        except OSError as err:
+            why = ("it is a symbolic link" if err.errno == errno.ELOOP
+                   else err.strerror or str(err))
+            raise InputError(f"cannot lock the checkpoint folder {self.path.parent}: "
+                             f"{self.path.name}: {why}",
+                             hint="the run's checkpoints go there: make it a writable folder "
+                                  "of yours, or set [checkpoint] target") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 4096, 0)
+            os.close(fd)
+            raise self._busy(holder) from None
+        owner = {"run_id": run_id, "user": _user(), "pid": os.getpid(),
+                 "host": socket.gethostname(), "gpucost_home": str(paths.home()),
+                 "since": time.time()}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (json.dumps(owner) + "\n").encode(), 0)
+        return fd
+
+    def _busy(self, written: bytes) -> InputError:
+        where = f"the checkpoint folder {self.path.parent}"
+        try:
+            owner = json.loads(written)
+            run_id, home = str(owner["run_id"]), str(owner["gpucost_home"])
+            who = (f"run {run_id} of user {owner['user']} (pid {owner['pid']} on "
+                   f"{owner['host']}, GPUCOST_HOME={home})")
+            hint = f"wait for it to end, or `GPUCOST_HOME={home} gpucost down {run_id}` there"
+        except (ValueError, KeyError, TypeError):  # being written this instant
+            who, hint = "another launch", "wait for it to end"
+        return InputError(f"{where} is in use by {who}: one live run per checkpoint folder",
+                          hint=hint)
+
+
 def hold_job(ledger: Ledger, *, job: str, checkpoints: str | None, run_id: str,
-             note: Callable[[str], None]) -> RunLock:
+             note: Callable[[str], None], folder: Path | None = None) -> RunLock:
     """Hold the locks of ``job`` (and of its checkpoint folder) for ``run_id``. A live run of
     the job refuses this launch; an orphaned one (its launcher gone) is ended first, like every
-    orphan of the job the ledger knows. ``note`` is told what was ended."""
+    orphan of the job the ledger knows. ``note`` is told what was ended. ``folder``, a local
+    checkpoint folder this machine trains into, is locked last, inside it (:class:`FolderLock`):
+    what holds it then is a run of another state folder."""
     lock = RunLock([f"job:{job}", *([f"checkpoints:{checkpoints}"] if checkpoints else [])])
     try:
         lock.acquire(run_id)
@@ -89,7 +160,8 @@ def hold_job(ledger: Ledger, *, job: str, checkpoints: str | None, run_id: str,
         if holder.ended_at is None:  # else its guard or watchdog is about to let go
             note(f"ending {holder.run_id} first: an orphaned run of job {job!r} (its launcher "
                  "is gone, its job was not)")
-            end_run(ledger, holder)
+            end_run(ledger, holder, f"its launcher was gone; run {run_id} of the same job "
+                    "ended it before starting")
         deadline = time.monotonic() + GUARD_EXIT_S + 10.0
         while True:
             try:
@@ -104,7 +176,10 @@ def hold_job(ledger: Ledger, *, job: str, checkpoints: str | None, run_id: str,
         for run in ledger.runs():
             if run.name == job and run.ended_at is None and not run.supervised:
                 note(f"ending {run.run_id} first: an orphaned run of job {job!r}")
-                end_run(ledger, run)
+                end_run(ledger, run, f"its launcher was gone; run {run_id} of the same job "
+                        "ended it before starting")
+        if folder is not None:
+            lock.fds.append(FolderLock(folder).acquire(run_id))
     except BaseException:
         lock.release()
         raise

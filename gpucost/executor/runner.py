@@ -270,9 +270,12 @@ class Runner:
         self.provider.check_ready()  # before the ledger or run folder is written
         ledger = self.ledger  # an unreadable ledger stops the launch before anything exists
         ck = self._checkpoints() if plan.checkpoint.enabled else None
+        # A local folder is locked inside itself where this machine trains into it (on a
+        # SkyPilot node the same path is another machine's folder).
+        folder = ck.local_dir if ck is not None and self.provider.runs_locally else None
         self._lock = hold_job(ledger, job=plan.job.name, run_id=self.run_id,
                               checkpoints=f"{ck.resolved_target}/{ck.namespace}" if ck else None,
-                              note=self._early_note)
+                              note=self._early_note, folder=folder)
         try:
             return self._launch_locked(ledger, on_started)
         finally:
@@ -535,6 +538,10 @@ class Runner:
                         self.provider.stop(res)
                     else:
                         self.provider.destroy(res)
+                elif self.provider.runs_locally:
+                    # The guard has exited; killed outright, it left the job's processes
+                    # running: destroy ends what carries the token or is in its record.
+                    self.provider.destroy(res)
                 self.ledger.set_state(row, "exited")
             except GpuCostError as err:
                 errors.append(err)
