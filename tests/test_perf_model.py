@@ -214,18 +214,22 @@ def test_the_profile_batch_reproduces_the_default(src: str, dst: str, name: str,
 
 
 @settings(max_examples=80, deadline=None)
-@given(**group_cases, other=st.integers(1, 2048), mixed=st.booleans())
-def test_a_bigger_batch_never_lowers_throughput(src: str, dst: str, name: str, batch: int,
-                                                precision: str, measured: bool, k: int, n: int,
-                                                accum: int, other: int, mixed: bool) -> None:
+@given(**group_cases, other=st.integers(1, 2048), times=st.integers(1, 8), mixed=st.booleans())
+def test_a_multiple_of_the_batch_never_lowers_throughput(
+        src: str, dst: str, name: str, batch: int, precision: str, measured: bool, k: int,
+        n: int, accum: int, other: int, times: int, mixed: bool) -> None:
     # Each part of a step is a + b * x with a, b >= 0 (per-step plus per-sample), and the
     # all-reduce does not depend on the batch: per sample, time (a/b + x) never grows with b,
-    # while a step as a whole never gets shorter.
+    # while a step as a whole never gets shorter. Tile quantisation holds it for a multiple of
+    # the batch only: k times the rows never need more than k times the tiles, while one sample
+    # more can open a row of tiles (a batch of 65 runs slower per sample than 64 on a GPU too;
+    # 356 against 355 on a T4 was this test's counterexample when it compared any two batches).
     p = _profile(src, name, batch, precision, measured)
     members = [dst, src] * (k * n // 2) + [dst] * (k * n % 2) if mixed else None
     kwargs: dict[str, Any] = dict(gpu=dst, gpus_per_node=k, nodes=n, grad_accum_steps=accum,
                                   member_gpus=members)
-    small, big = (predict(p, batch_size=b, **kwargs) for b in sorted((batch, other)))
+    base = min(batch, other)
+    small, big = (predict(p, batch_size=b, **kwargs) for b in (base, base * times))
     assert big.throughput >= small.throughput * (1 - 1e-12)
     assert big.single_gpu_throughput >= small.single_gpu_throughput * (1 - 1e-12)
     assert big.step_time_s >= small.step_time_s * (1 - 1e-12)

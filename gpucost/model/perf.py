@@ -11,7 +11,8 @@ sync (re-predicted for the target group, see ``scaling``). Data parallel with th
 batch the profile's unless ``batch_size`` moves it: the group processes gpus_per_node * nodes *
 batch * grad_accum_steps samples per optimizer step. At another batch each part of the step
 grows with the batch, less what the step pays once whatever its batch
-(``translate.batch_step_factors``), so a bigger batch never lowers throughput. A group of mixed
+(``translate.batch_step_factors``), so a multiple of the batch never lowers throughput (one
+sample more can open a row of GEMM tiles and run slower per sample, as on a GPU). A group of mixed
 GPUs runs at its slowest member's pace.
 
 This is on the planner's hot path (``gpucost compare`` calls it thousands of times), so it is
@@ -306,7 +307,7 @@ def predict(
     per optimizer step (only the last syncs). ``member_gpus``: the GPU of each of the
     ``gpus_per_node * nodes`` members of a mixed group. ``overlap_gamma``: Pollux's overlap
     exponent (>= 1; ``None``: fitted value). ``batch_size``: per-device batch per micro-step on
-    the target (``None``: the profile's); throughput never falls as it grows.
+    the target (``None``: the profile's); a multiple of it never lowers throughput.
     ``fit_batch``: what happens when ``batch_size`` is not given and the profile's batch does
     not fit the target's memory (``gpucost.model.memory``): "accumulate" (default) predicts at
     the largest batch that fits with gradient accumulation keeping the global batch, "shrink"
