@@ -22,7 +22,7 @@ import numpy as np
 
 import gpucost
 from gpucost.catalog import all_gpus, get_gpu
-from gpucost.model.economics import JobParams, job_costs
+from gpucost.model.economics import CostInputs, JobParams, job_costs
 from gpucost.model.perf import predict
 from gpucost.planning.fit import plan_memory
 from gpucost.pricing.snapshot import Offers, Snapshot, write_snapshot
@@ -55,6 +55,11 @@ def generate_offers(n: int, seed: int = 0) -> Offers:
             "intra_node_link": rng.choice(np.array(["nvlink", "pcie"]), n).tolist(),
         }
     )
+
+
+# what the cost model reads from the offer itself (the rest is the plan's market and node count)
+_COST_INPUT_OFFER_COLUMNS = ("provider", "instance_type", "reliability", "network_gbps",
+                             "storage_gb_month", "egress_gb", "ingress_gb", "month_hours")
 
 
 def naive_rank(
@@ -90,10 +95,10 @@ def naive_rank(
         if row["spot_price_hr"] is not None and not np.isnan(row["spot_price_hr"]):
             markets.append(("spot", row["spot_price_hr"]))
         for market, price in markets:
-            one = {k: np.array([v]) for k, v in row.items()}
-            one.update(
-                nodes=np.array([1.0]),
+            one = CostInputs(
+                **{k: np.array([row[k]]) for k in _COST_INPUT_OFFER_COLUMNS},
                 market=np.array([market]),
+                nodes=np.array([1.0]),
                 price_hr=np.array([price]),
                 on_demand_hr=np.array([row["price_hr"]]),
             )

@@ -15,6 +15,7 @@ from gpucost.cli import main
 from gpucost.errors import InputError
 from gpucost.model.economics import (
     SYSTEM_DISK_GB,
+    CostInputs,
     JobParams,
     breakeven,
     breakeven_idle_hours,
@@ -179,7 +180,7 @@ def test_interruption_table() -> None:
     assert over.tolist() == [0.2, 0.0]
 
 
-def _cols(n: int = 1, **over: object) -> dict[str, np.ndarray]:
+def _cols(n: int = 1, **over: object) -> CostInputs:
     base: dict[str, object] = {
         "nodes": 1.0,
         "price_hr": 2.0,
@@ -195,7 +196,7 @@ def _cols(n: int = 1, **over: object) -> dict[str, np.ndarray]:
         "reliability": np.nan,
     }
     base.update(over)
-    return {k: np.full(n, v) for k, v in base.items()}
+    return CostInputs(**{k: np.full(n, v) for k, v in base.items()})
 
 
 def test_job_cost_terms_add_up_by_hand() -> None:

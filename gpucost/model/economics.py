@@ -29,17 +29,19 @@ priced as restart-from-zero, however often it would write checkpoints.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from dataclasses import dataclass, fields
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
+from gpucost.columns import Bool, Float, Text, column
 from gpucost.format import usd
 from gpucost.pricing.rates import HYPERSCALER_MONTH_HOURS
 
 FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+TextArray = npt.NDArray[np.object_]
 Num = TypeVar("Num", float, FloatArray)
 
 # Month conventions live with the providers' rates (gpucost.pricing.rates, one home); an offer
@@ -451,69 +453,81 @@ class JobParams:
         return (CHECKPOINT_FIXED_S + self.checkpoint_gb / self.checkpoint_write_gb_s) / 3600.0
 
 
-# Columns job_costs adds, with units (compare and explain show them).
-COST_UNITS: dict[str, str] = {
-    "total_hours": "h (expected wall clock: setup + compute + checkpoints + rework)",
-    "setup_hours": "h (provisioning, image, data download)",
-    "setup_minutes": "min (provisioning, boot, driver, image: before the data download)",
-    "setup_source": "where the setup time comes from",
-    "compute_usd": "USD (nodes x $/h x compute hours)",
-    "setup_usd": "USD (nodes x $/h x setup hours)",
-    "storage_usd": "USD (disk GB x $/GB-month / month hours x wall hours, all nodes)",
-    "egress_usd": "USD (checkpoint + results GB out)",
-    "ingress_usd": "USD (data GB in, all nodes)",
-    "checkpoint_usd": "USD (checkpoint writes)",
-    "spot_rework_usd": "USD (expected lost work, restarts and on-demand fallback)",
-    "disk_gb": "GB allocated per node",
-    "interruption_rate": "interruptions per node-hour",
-    "rate_source": "where the interruption rate comes from",
-    "checkpoint_interval_hours": "h of work between checkpoints (Young/Daly; null = none)",
-    "interruptions": "expected interruptions over the job",
-    "risk": "probability of at least one interruption",
-    "worst_usd": "USD if interrupted at the worst moment and finished on-demand",
-    # the unit prices the terms above used (defaults filled in where the offer is silent)
-    "on_demand_hr": "USD/h per node on-demand (the spot fallback)",
-    "storage_gb_month": "USD per GB-month of disk",
-    "month_hours": "h per billing month",
-    "egress_gb": "USD per GB out",
-    "ingress_gb": "USD per GB in",
-    "download_gbps": "Gbit/s assumed for the data download",
-    "storage_price_assumed": "the offer gives no disk price: a typical one was used",
-    "bandwidth_assumed": "the offer gives no network bandwidth: a typical one was used",
-}
+@dataclass(frozen=True)
+class ExpectedCost(Generic[Float]):
+    """The expected $/job: the first column of :class:`JobCosts`, and a plan's."""
+
+    __slots__ = ()
+    cost_usd: Float = column("USD (expected, whole job)")
 
 
 @dataclass(frozen=True)
-class JobCosts:
-    """The expected $/job of each plan and its terms, per row (units in COST_UNITS)."""
+class CostTerms(Generic[Float, Bool, Text]):
+    """What :func:`job_costs` adds up, and the unit prices it used (defaults filled in where the
+    offer is silent): columns of :class:`JobCosts` and of a plan, declared here once."""
 
-    cost_usd: FloatArray
-    total_hours: FloatArray
-    setup_hours: FloatArray
-    setup_minutes: FloatArray
-    setup_source: npt.NDArray[np.object_]
-    compute_usd: FloatArray
-    setup_usd: FloatArray
-    storage_usd: FloatArray
-    egress_usd: FloatArray
-    ingress_usd: FloatArray
-    checkpoint_usd: FloatArray
-    spot_rework_usd: FloatArray
-    disk_gb: FloatArray
-    interruption_rate: FloatArray
-    rate_source: npt.NDArray[np.object_]
-    checkpoint_interval_hours: FloatArray
-    interruptions: FloatArray
-    risk: FloatArray
-    worst_usd: FloatArray
-    on_demand_hr: FloatArray
-    storage_gb_month: FloatArray
-    month_hours: FloatArray
-    egress_gb: FloatArray
+    __slots__ = ()
+    total_hours: Float = column("h (expected wall clock: setup + compute + checkpoints + rework)")
+    setup_hours: Float = column("h (provisioning, image, data download)")
+    setup_minutes: Float = column(
+        "min (provisioning, boot, driver, image: before the data download)")
+    setup_source: Text = column("where the setup time comes from")
+    compute_usd: Float = column("USD (nodes x $/h x compute hours)")
+    setup_usd: Float = column("USD (nodes x $/h x setup hours)")
+    storage_usd: Float = column(
+        "USD (disk GB x $/GB-month / month hours x wall hours, all nodes)")
+    egress_usd: Float = column("USD (checkpoint + results GB out)")
+    ingress_usd: Float = column("USD (data GB in, all nodes)")
+    checkpoint_usd: Float = column("USD (checkpoint writes)")
+    spot_rework_usd: Float = column("USD (expected lost work, restarts and on-demand fallback)")
+    disk_gb: Float = column("GB allocated per node")
+    interruption_rate: Float = column("interruptions per node-hour")
+    rate_source: Text = column("where the interruption rate comes from")
+    checkpoint_interval_hours: Float = column(
+        "h of work between checkpoints (Young/Daly; null = none)")
+    interruptions: Float = column("expected interruptions over the job")
+    risk: Float = column("probability of at least one interruption")
+    worst_usd: Float = column("USD if interrupted at the worst moment and finished on-demand")
+    on_demand_hr: Float = column("USD/h per node on-demand (the spot fallback)")
+    storage_gb_month: Float = column("USD per GB-month of disk")
+    month_hours: Float = column("h per billing month")
+    # Prices per GB, named as the price snapshots' columns; outputs name them by their unit, or
+    # a reader of "egress_gb": 0.09 takes them for the GB moved.
+    egress_gb: Float = column("USD per GB out", json_name="egress_usd_per_gb")
+    ingress_gb: Float = column("USD per GB in", json_name="ingress_usd_per_gb")
+    download_gbps: Float = column("Gbit/s assumed for the data download")
+    storage_price_assumed: Bool = column(
+        "the offer gives no disk price: a typical one was used")
+    bandwidth_assumed: Bool = column(
+        "the offer gives no network bandwidth: a typical one was used")
+
+
+@dataclass(frozen=True, slots=True)
+class JobCosts(CostTerms[FloatArray, BoolArray, TextArray], ExpectedCost[FloatArray]):
+    """The expected $/job of each plan and its terms, per row."""
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """Field name -> column: a plan's cost columns, as they are."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True, slots=True)
+class CostInputs:
+    """Per plan, what :func:`job_costs` prices it from: the offer in the plan's market at its
+    node count. Text columns stay fixed-width: the rates tables match them fastest so."""
+
+    provider: np.ndarray
+    instance_type: np.ndarray
+    market: np.ndarray  # "on-demand" | "spot"
+    reliability: FloatArray  # 0..1 where a marketplace states it, else NaN
+    nodes: FloatArray
+    price_hr: FloatArray  # per node, in the plan's market
+    on_demand_hr: FloatArray  # per node: the spot fallback and the worst case
+    network_gbps: FloatArray  # NaN: unknown
+    storage_gb_month: FloatArray  # NaN: unknown
+    egress_gb: FloatArray  # USD per GB; NaN: free
     ingress_gb: FloatArray
-    download_gbps: FloatArray
-    storage_price_assumed: npt.NDArray[np.bool_]
-    bandwidth_assumed: npt.NDArray[np.bool_]
+    month_hours: FloatArray  # NaN: the clouds' month
 
 
 @dataclass(frozen=True)
@@ -532,62 +546,55 @@ class OfferTerms:
                           self.interruption_rate[index], self.rate_source[index])
 
 
-def offer_terms(cols: Mapping[str, np.ndarray], params: JobParams) -> OfferTerms:
-    """:class:`OfferTerms` for rows with provider, instance_type, market and reliability."""
+def offer_terms(params: JobParams, *, provider: np.ndarray, instance_type: np.ndarray,
+                market: np.ndarray, reliability: FloatArray) -> OfferTerms:
+    """:class:`OfferTerms` for rows of these offers (per row: provider, instance type, market,
+    reliability)."""
     from gpucost.model.interruptions import interruption_rates
     from gpucost.model.setup_times import setup_minutes
 
-    setup_min, setup_source = setup_minutes(
-        cols["provider"], cols["instance_type"], override=params.setup_minutes
-    )
+    setup_min, setup_source = setup_minutes(provider, instance_type, override=params.setup_minutes)
     rate, rate_source = interruption_rates(
-        cols["provider"],
-        cols["instance_type"],
-        cols["market"],
-        _arr(cols["reliability"]),
+        provider, instance_type, market, _arr(reliability),
         override=params.interruption_rate_per_hr,
     )
-    n = len(cols["provider"])
+    n = len(provider)
     return OfferTerms(np.broadcast_to(setup_min, (n,)).astype(np.float64),
                       np.broadcast_to(setup_source, (n,)).astype(object), rate,
                       np.asarray(rate_source, dtype=object))
 
 
 def job_costs(
-    cols: Mapping[str, np.ndarray],
+    cols: CostInputs,
     compute_hours: FloatArray,
     params: JobParams,
     *,
     terms: OfferTerms | None = None,
 ) -> JobCosts:
-    """The expected $/job and each of its terms, over plan columns.
-
-    ``cols`` needs nodes, price_hr (per node, in the plan's market), market, storage_gb_month,
-    egress_gb, ingress_gb, month_hours, network_gbps, and for the rates table provider,
-    instance_type, reliability (see :mod:`gpucost.model.interruptions`); ``on_demand_hr``
-    (the offer's on-demand price) prices the worst case. ``compute_hours`` is the
+    """The expected $/job and each of its terms, per plan. ``compute_hours`` is the
     uninterrupted compute time of the whole job. ``terms``: the rows' :class:`OfferTerms` when
     already looked up.
     """
-    nodes = _arr(cols["nodes"])
-    price = _arr(cols["price_hr"])
+    nodes = _arr(cols.nodes)
+    price = _arr(cols.price_hr)
     w = _arr(compute_hours)
     running = nodes * price  # USD/h for the group
 
-    net = _arr(cols["network_gbps"])
+    net = _arr(cols.network_gbps)
     bandwidth_assumed = np.isnan(net) | (net <= 0)
     download_gbps = np.where(
         bandwidth_assumed, DEFAULT_DOWNLOAD_GBPS, np.minimum(net, MAX_DOWNLOAD_GBPS)
     )
-    terms = terms or offer_terms(cols, params)
+    terms = terms or offer_terms(params, provider=cols.provider, instance_type=cols.instance_type,
+                                 market=cols.market, reliability=cols.reliability)
     setup_min, setup_source = terms.setup_minutes, terms.setup_source
     setup_hours = setup_min / 60.0 + params.data_gb * 8.0 / download_gbps / 3600.0
     # your own machine is already set up and already holds the data
-    setup_hours = np.where(cols["provider"] == "local", 0.0, setup_hours)
+    setup_hours = np.where(cols.provider == "local", 0.0, setup_hours)
 
     rate, rate_source = terms.interruption_rate, terms.rate_source
     restart_hours = setup_hours + params.checkpoint_hours  # rebuild, then reload
-    is_spot = cols["market"] == "spot"
+    is_spot = cols.market == "spot"
     # A reclaimed spot instance takes its disk along: only an object store's checkpoints
     # resume (an on-demand host that drops out comes back with its disk).
     resumable = params.checkpoints & (~is_spot | params.object_store_checkpoints)
@@ -601,7 +608,7 @@ def job_costs(
     # Falling back to on-demand: after some interruption capacity stays away past the maximum
     # wait (probability 1 - (1 - p)^interruptions); the remaining work, half the job on
     # average, then runs at the on-demand price, and the wait delays the finish.
-    od = _arr(cols["on_demand_hr"]) if "on_demand_hr" in cols else price
+    od = _arr(cols.on_demand_hr)
     q = params.p_no_capacity
     p_fallback = np.where(
         is_spot & (q > 0), -np.expm1(run.interruptions * np.log1p(-min(q, 1 - 1e-12))), 0.0
@@ -610,14 +617,14 @@ def job_costs(
     total_hours = setup_hours + run.hours + p_fallback * params.max_wait_capacity_hours
 
     disk = params.allocated_disk_gb
-    gb_month = _arr(cols["storage_gb_month"])
+    gb_month = _arr(cols.storage_gb_month)
     storage_assumed = np.isnan(gb_month)
     gb_month = np.where(storage_assumed, DEFAULT_STORAGE_USD_GB_MONTH, gb_month)
-    month = _arr(cols["month_hours"])
+    month = _arr(cols.month_hours)
     month = np.where(np.isnan(month) | (month <= 0), MONTH_HOURS_CLOUD, month)
     storage = nodes * stopped_usd_per_hour(np.full(w.shape, disk), gb_month, month) * total_hours
-    egress_price = np.nan_to_num(_arr(cols["egress_gb"]), nan=0.0)
-    ingress_price = np.nan_to_num(_arr(cols["ingress_gb"]), nan=0.0)
+    egress_price = np.nan_to_num(_arr(cols.egress_gb), nan=0.0)
+    ingress_price = np.nan_to_num(_arr(cols.ingress_gb), nan=0.0)
     egress = (params.checkpoint_gb + params.results_gb) * egress_price
     # every start (the first, and each restart) pulls the data in again on every node
     ingress = nodes * params.data_gb * ingress_price * (1.0 + run.interruptions)
@@ -669,5 +676,5 @@ def job_costs(
         ingress_gb=ingress_price,
         download_gbps=download_gbps,
         storage_price_assumed=storage_assumed,
-        bandwidth_assumed=bandwidth_assumed & (cols["provider"] != "local"),
+        bandwidth_assumed=bandwidth_assumed & (cols.provider != "local"),
     )

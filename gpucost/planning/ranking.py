@@ -28,7 +28,7 @@ from gpucost.errors import InputError, NoOffersError, UnknownProviderError
 from gpucost.format import usd
 from gpucost.limits import MAX_NODES, node_limit
 from gpucost.model.bands import NO_BAND, Band
-from gpucost.model.economics import job_costs, offer_terms
+from gpucost.model.economics import CostInputs, job_costs, offer_terms
 from gpucost.planning.fit import MemoryPlan, cpu_memory_plan, plan_memory
 from gpucost.planning.plans import PLAN_UNITS, Plans
 from gpucost.planning.request import Filters, Job, Request, SortKey
@@ -413,27 +413,28 @@ def _chunk_plans(
     market_text = np.where(spot, "spot", "on-demand")
     market = market_text.astype(object)
     # the cost model matches these against its tables: fixed-width text compares fastest
-    cols = {
-        "provider": offers["provider"][offer],
-        "instance_type": offers["instance_type"][offer],
-        "market": market_text,
-        "reliability": offers["reliability"][offer],
-        "nodes": nodes.astype(np.float64),
-        "price_hr": price,
-        "on_demand_hr": offers["price_hr"][offer],
-        "network_gbps": offers["network_gbps"][offer],
-        "storage_gb_month": offers["storage_gb_month"][offer],
-        "egress_gb": offers["egress_gb"][offer],
-        "ingress_gb": offers["ingress_gb"][offer],
-        "month_hours": offers["month_hours"][offer],
-    }
+    inputs = CostInputs(
+        provider=offers["provider"][offer],
+        instance_type=offers["instance_type"][offer],
+        market=market_text,
+        reliability=offers["reliability"][offer],
+        nodes=nodes.astype(np.float64),
+        price_hr=price,
+        on_demand_hr=offers["price_hr"][offer],
+        network_gbps=offers["network_gbps"][offer],
+        storage_gb_month=offers["storage_gb_month"][offer],
+        egress_gb=offers["egress_gb"][offer],
+        ingress_gb=offers["ingress_gb"][offer],
+        month_hours=offers["month_hours"][offer],
+    )
     hours = request.job.samples / np.where(runnable, throughput, 1.0) / 3600.0
     # setup and interruption rates depend on the offer and market, not on the node count
-    base = {"provider": offers["provider"][base_offer], "reliability": offers["reliability"][
-        base_offer], "instance_type": offers["instance_type"][base_offer],
-        "market": np.where(base_spot, "spot", "on-demand")}
-    terms = offer_terms(base, request.economics).take(row_base)
-    costs = job_costs(cols, hours, request.economics, terms=terms)
+    terms = offer_terms(
+        request.economics, provider=offers["provider"][base_offer],
+        instance_type=offers["instance_type"][base_offer],
+        market=np.where(base_spot, "spot", "on-demand"),
+        reliability=offers["reliability"][base_offer]).take(row_base)
+    costs = job_costs(inputs, hours, request.economics, terms=terms)
     source = text.source[offer]
     plans = Plans(
         provider=text.provider[offer],
@@ -447,36 +448,10 @@ def _chunk_plans(
         price_hr=price,
         throughput=throughput,
         hours=hours,
-        cost_usd=costs.cost_usd,
         # compute hours scale with 1 / throughput: the band of the throughput bounds them
         cost_low_usd=costs.cost_usd - costs.compute_usd * (1.0 - 1.0 / band_high),
         cost_high_usd=costs.cost_usd + costs.compute_usd * (1.0 / band_low - 1.0),
-        total_hours=costs.total_hours,
-        setup_hours=costs.setup_hours,
-        setup_minutes=costs.setup_minutes,
-        setup_source=costs.setup_source,
-        compute_usd=costs.compute_usd,
-        setup_usd=costs.setup_usd,
-        storage_usd=costs.storage_usd,
-        egress_usd=costs.egress_usd,
-        ingress_usd=costs.ingress_usd,
-        checkpoint_usd=costs.checkpoint_usd,
-        spot_rework_usd=costs.spot_rework_usd,
-        disk_gb=costs.disk_gb,
-        interruption_rate=costs.interruption_rate,
-        rate_source=costs.rate_source,
-        checkpoint_interval_hours=costs.checkpoint_interval_hours,
-        interruptions=costs.interruptions,
-        risk=costs.risk,
-        worst_usd=costs.worst_usd,
-        on_demand_hr=costs.on_demand_hr,
-        storage_gb_month=costs.storage_gb_month,
-        month_hours=costs.month_hours,
-        egress_gb=costs.egress_gb,
-        ingress_gb=costs.ingress_gb,
-        download_gbps=costs.download_gbps,
-        storage_price_assumed=costs.storage_price_assumed,
-        bandwidth_assumed=costs.bandwidth_assumed,
+        **costs.columns(),  # the expected $/job, its terms and the unit prices behind them
         usd_per_hour_total=nodes * price,
         efficiency=efficiency,
         # what a multi-node plan's nodes talk over (a one-node plan crosses no network)
