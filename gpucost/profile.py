@@ -98,6 +98,9 @@ class Profile:
     # "seq2seq-rnn"...) or an explicit mix of flops shares per class; None: matched by name.
     workload: str | Mapping[str, float] | None = None
     launches_per_step: float | None = None  # kernels one step launches (counted by the profiler)
+    # (per-device batch, step seconds) measured on the same GPU and group at batches other than
+    # batch_size: with them the step's fixed and per-sample parts are measured, not modelled.
+    other_batches: tuple[tuple[int, float], ...] = ()
     # A profile that is itself a prediction (gpucost.measurements: a compute/memory mix fitted on
     # several measured GPUs) is banded as a translation from the nearest measured GPU, not as a
     # measurement on its own gpu; None: its own gpu.
@@ -142,10 +145,14 @@ class Profile:
         sample_unit: str = "samples",
         peak_memory_gb: float | None = None,
         workload: str | Mapping[str, float] | None = None,
+        other_batches: Mapping[int, float] | None = None,
     ) -> Profile:
         """A profile from a published or hand-measured throughput (samples/s over all devices).
 
         ``batch_size`` is per device. The GPU name is resolved against the catalog.
+        ``other_batches``: throughput (samples/s over all devices) measured on the same GPUs at
+        other per-device batches, ``{64: 700.0}``; with one or more, a prediction at another
+        batch uses the step's measured fixed and per-sample parts instead of modelled ones.
 
         ``precision`` is what the framework ran, as PyTorch runs it: ``"fp32"`` is PyTorch's
         default float32 (matmuls and linear layers on CUDA cores at the plain FP32 rate, cuDNN
@@ -177,6 +184,12 @@ class Profile:
         if not isinstance(device_count, int) or device_count <= 0:
             raise ProfileError(f"device_count must be a positive integer, got {device_count!r}")
         step = batch_size * device_count / float(throughput)
+        others = []
+        for batch, rate in (other_batches or {}).items():
+            if not (isinstance(rate, int | float) and rate > 0 and math.isfinite(rate)):
+                raise ProfileError(f"other_batches: throughput at batch {batch!r} must be a "
+                                   f"positive number of samples/s, got {rate!r}")
+            others.append((batch, batch * device_count / float(rate)))
         return cls(
             gpu=resolve_gpu_name(gpu),
             precision=_check_precision(precision),
@@ -190,6 +203,7 @@ class Profile:
             flops_per_sample=flops_per_sample,
             peak_memory_gb=peak_memory_gb,
             workload=workload,
+            other_batches=tuple(sorted(others)),
         )
 
     def with_changes(self, **changes: Any) -> Profile:
@@ -206,6 +220,8 @@ class Profile:
         body["throughput"] = self.throughput
         if self.band_gpu is None:  # only derived profiles carry it; saved files stay as they were
             del body["band_gpu"]
+        if not self.other_batches:  # likewise: only profiles measured at several batches
+            del body["other_batches"]
         return {"schema": SCHEMA_ID, "schema_version": SCHEMA_VERSION, **body}
 
     @classmethod
@@ -248,6 +264,7 @@ class Profile:
             if body.get("breakdown") is not None:
                 body["breakdown"] = StepBreakdown(**body["breakdown"])
             body["operators"] = tuple(OperatorStat(**op) for op in body.get("operators") or ())
+            body["other_batches"] = _batch_steps(body.get("other_batches") or ())
             if body.get("verdict") is not None:
                 body["verdict"] = Verdict(**body["verdict"])
         except TypeError as exc:
@@ -276,6 +293,32 @@ class Profile:
         )
         data = parse_json(text, origin=f"profile {path}", error=ProfileError)
         return cls.from_dict(data, origin=str(path))
+
+
+MAX_OTHER_BATCHES = 16
+
+
+def _batch_steps(value: object) -> tuple[tuple[int, float], ...]:
+    """``other_batches`` as a tuple of (batch, step seconds) pairs, from JSON's lists."""
+    if not isinstance(value, list | tuple) or len(value) > MAX_OTHER_BATCHES:
+        raise ProfileError(f"other_batches must be a list of at most {MAX_OTHER_BATCHES} "
+                           "[batch, step seconds] pairs")
+    pairs = []
+    for item in value:
+        if not isinstance(item, list | tuple) or len(item) != 2:
+            raise ProfileError(f"other_batches entry {item!r} is not a [batch, step seconds] pair")
+        pairs.append((item[0], item[1]))
+    return tuple(pairs)
+
+
+def _check_other_batches(p: Profile) -> None:
+    seen = {p.batch_size}
+    for batch, step in _batch_steps(p.other_batches):
+        if isinstance(batch, bool) or not isinstance(batch, int) or batch <= 0 or batch in seen:
+            raise ProfileError(f"other_batches: batch {batch!r} must be a positive integer other "
+                               "than batch_size and the other entries'")
+        _positive(f"other_batches step time at batch {batch}", step)
+        seen.add(batch)
 
 
 def _check_precision(value: object) -> Precision:
@@ -332,6 +375,7 @@ def _validate(p: Profile) -> None:
         from_spec(p.workload)  # raises ProfileError naming the built-ins
     if p.launches_per_step is not None:
         _positive("launches_per_step", p.launches_per_step)
+    _check_other_batches(p)
     for name in (
         "step_time_p10_s",
         "step_time_p90_s",

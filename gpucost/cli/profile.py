@@ -52,6 +52,9 @@ def register(sub: Any) -> None:
                    "their matmuls run at")
     p.add_argument("--probe-batch", action="store_true",
                    help="--model only: first find the largest power-of-two batch that fits")
+    p.add_argument("--also-batch", type=int, action="append", metavar="N",
+                   help="--model only: time the step at batch N too (repeatable); predictions "
+                   "at other batches then use the measured fixed and per-sample parts")
     p.add_argument("--probe-max", type=int, default=4096,
                    help="largest batch the probe tries (default 4096)")
     p.add_argument("--memory-limit-gb", type=float,
@@ -111,6 +114,13 @@ def _check(args: argparse.Namespace) -> None:
     if args.script is not None and args.probe_batch:
         raise InputError("--probe-batch works with --model only",
                          hint="profile your model with the library: gpucost.profiler.probe_batch")
+    if args.also_batch and args.script is not None:
+        raise InputError("--also-batch works with --model only",
+                         hint="profile the script at each batch and list the others' step times "
+                         "in the profile's other_batches ([[batch, seconds], ...])")
+    for batch in args.also_batch or ():
+        if batch < 1 or batch == args.batch:
+            raise InputError(f"--also-batch {batch}: give a positive batch other than --batch")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -126,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_model(args: argparse.Namespace, torch: Any) -> int:
     from gpucost.errors import InputError
+    from gpucost.model.perf import measured_fixed_share
     from gpucost.profiler.reference import profile_model
 
     device = args.device
@@ -145,10 +156,29 @@ def _run_model(args: argparse.Namespace, torch: Any) -> int:
         precision=args.precision or "fp32",
         probe=args.probe_batch, probe_max=args.probe_max, memory_limit_bytes=limit,
         device_count=args.devices, profile_name=args.name)
+    others = []
+    for batch in sorted(set(args.also_batch or ())):
+        if profile.partial or batch == profile.batch_size:
+            continue
+        other, _ = profile_model(args.model, batch_size=batch, steps=args.steps,
+                                 warmup=args.warmup, device=device,
+                                 precision=args.precision or "fp32",
+                                 device_count=args.devices, profile_name=args.name)
+        if other.partial:  # interrupted: keep the main profile, say so below
+            profile = profile.with_changes(partial=True)
+            break
+        others.append((batch, other.step_time_s))
+    if others:
+        profile = profile.with_changes(other_batches=tuple(others))
     profile = _with_job(args, profile)
     path = profile.save(_out_path(args, profile.name))
     note = f"partial profile: interrupted after {profile.steps_measured} timed steps"
     _report(args, profile, path, note=note if profile.partial else None)
+    if others and args.format == "text":
+        print("also timed: " + ", ".join(f"batch {b}: {t * 1e3:,.3g} ms" for b, t in others)
+              + ("" if profile.gpu == "CPU" else
+                 f" (the step's fixed part at batch {profile.batch_size}: "
+                 f"{100 * (measured_fixed_share(profile) or 0.0):.0f} %)"))
     if found is not None and args.format == "text":
         more = " (the probe's cap; raise --probe-max)" if found.capped else ""
         print(f"max batch: {found.local_batch} per device, {found.global_batch} global over "

@@ -219,12 +219,45 @@ def _target_compute_s(profile: Profile, source_compute_s: float, gpu: str) -> fl
     return source_compute_s * translate.compute_ratio(profile, source, rates, kappa)
 
 
+# A measured line with a negative slope is noise around a step that barely grows with the batch:
+# at most this share of it is taken as fixed, so throughput still grows with the batch.
+MAX_FIXED_SHARE = 0.95
+
+
+def measured_fixed_share(profile: Profile) -> float | None:
+    """The share of the profile's step that does not grow with the batch, from its step times
+    measured at several per-device batches (``other_batches``): the least-squares line
+    step(b) = fixed + b x per_sample through them, at the profile's batch; None when only one
+    batch was measured, or measured on the CPU (a GPU's step is recomputed from the counted
+    flops: the CPU's split says nothing of it). A step that grew faster than the batch (memory
+    pressure) reads 0."""
+    if not profile.other_batches or profile.gpu == "CPU":
+        return None
+    points = [(float(profile.batch_size), profile.step_time_s),
+              *((float(b), s) for b, s in profile.other_batches)]
+    n = len(points)
+    mean_b = sum(b for b, _ in points) / n
+    mean_s = sum(s for _, s in points) / n
+    spread = sum((b - mean_b) ** 2 for b, _ in points)
+    slope = sum((b - mean_b) * (s - mean_s) for b, s in points) / spread
+    fixed = mean_s - slope * mean_b
+    if slope <= 0.0:
+        return MAX_FIXED_SHARE
+    return min(max(fixed / (fixed + slope * profile.batch_size), 0.0), MAX_FIXED_SHARE)
+
+
 def _at_batch(profile: Profile, gpu: str, parts: tuple[float, float, float],
               batch_size: int) -> tuple[float, float, float]:
     """(compute, data, host) seconds of one micro-step on ``gpu`` at another per-device batch,
     from ``parts`` at the profile's: data loading grows with the batch, device and host time
-    with it less their per-step share (``translate.batch_step_factors``)."""
+    with it less their per-step share (``translate.batch_step_factors``), or, for a profile
+    measured at several batches, every part with the measured line (``measured_fixed_share``)."""
     compute, data, host = parts
+    share = measured_fixed_share(profile)
+    if share is not None:
+        # Measured at several batches: the whole step is the measured line through them.
+        grow = (1.0 - share) * batch_size / profile.batch_size + share
+        return compute * grow, data * grow, host * grow
     mix = translate.profile_mix(profile)
     device_f, host_f = translate.batch_step_factors(
         translate.workload_terms(profile),
