@@ -353,11 +353,14 @@ SIA_PARAMS = {"BERT-base SQuAD fine-tune (seq 384)": 110e6, "ResNet-50 (ImageNet
               "DeepSpeech2 (LibriSpeech/AN4)": 38e6, "NeuMF/NCF (MovieLens)": 6.6e6}
 
 
-def _cluster_step(row: Any, cluster: Any, batch: int, single_s: float) -> float:
-    """Predicted step time of a trace row's placement from a 1-GPU step at ``batch``."""
+def _cluster_step(row: Any, cluster: Any, batch: int, single_s: float,
+                  other: tuple[int, float] | None = None) -> float:
+    """Predicted step time of a trace row's placement from a 1-GPU step at ``batch`` (and,
+    with ``other``, a second 1-GPU (batch, step seconds) measurement)."""
     profile = gpucost.Profile.from_measurement(
         gpu=cluster.gpu, throughput=batch / single_s, batch_size=batch, precision="fp32",
-        param_count=SIA_PARAMS[row.model], name=row.model)
+        param_count=SIA_PARAMS[row.model], name=row.model,
+        other_batches={other[0]: other[0] / other[1]} if other else None)
     return gpucost.predict(profile, gpus_per_node=row.placement[0], nodes=len(row.placement),
                            inter_node_gbps=cluster.network_gbps, inter_node_transport="tcp",
                            batch_size=row.local_bsz, fit_batch="keep").step_time_s
@@ -369,14 +372,17 @@ def held_out_clusters(data: Path) -> dict[str, list[float]]:
     per node, the cluster's network over TCP, the shipped link coefficients, which come from
     NCCL anchors, not the traces), at the same local batch and from the 1-GPU step at the job's
     median measured local batch ("target's batch": the traces span up to 1,000x in batch); the
-    job's size is its published parameter count (SIA_PARAMS). Uniform placements only (the
-    model's groups have one GPU count per node). Baselines: no communication (the 1-GPU step),
-    and the floor (1-GPU compute plus the trace's true sync time)."""
+    job's size is its published parameter count (SIA_PARAMS); "target's batch, two measured"
+    adds the 1-GPU step at the next larger batch as a second measurement (rows at either
+    measured batch left out of both). Uniform placements only (the model's groups have one GPU
+    count per node). Baselines: no communication (the 1-GPU step), and the floor (1-GPU compute
+    plus the trace's true sync time)."""
     path = data / "benchmarks" / "sia_step_times_calibration.csv"
     rows = [r for r in fitc.load_sia(path) if r.cluster in fitc.SIA_CLUSTERS]
     times = trace_times(path)
-    errors: dict[str, list[float]] = {SAME_BATCH: [], TARGET_BATCH: [], "no communication": [],
-                                      "floor (true sync)": [], RATIOS: []}
+    two = f"{TARGET_BATCH}, two measured"
+    errors: dict[str, list[float]] = {SAME_BATCH: [], TARGET_BATCH: [], two: [],
+                                      "no communication": [], "floor (true sync)": [], RATIOS: []}
     for held in sorted(fitc.SIA_CLUSTERS):
         cluster = fitc.SIA_CLUSTERS[held]
         singles: dict[str, dict[int, float]] = {}
@@ -384,6 +390,7 @@ def held_out_clusters(data: Path) -> dict[str, list[float]]:
             if r.cluster == held:
                 singles.setdefault(r.model, {})[r.local_bsz] = r.single_step_s
         middle = {m: sorted(b.items())[len(b) // 2] for m, b in singles.items()}
+        second = {m: sorted(b.items())[len(b) // 2 + 1] for m, b in singles.items()}
         n_before = len(errors[SAME_BATCH])
         for r in rows:
             if r.cluster != held or len(set(r.placement)) != 1:
@@ -394,6 +401,9 @@ def held_out_clusters(data: Path) -> dict[str, list[float]]:
             errors[SAME_BATCH].append(abs(same / r.step_s - 1))
             errors[RATIOS].append(same / r.step_s)  # measured over predicted throughput
             errors[TARGET_BATCH].append(abs(moved / r.step_s - 1))
+            if r.local_bsz not in (middle[r.model][0], second[r.model][0]):
+                moved_two = _cluster_step(r, cluster, *middle[r.model], other=second[r.model])
+                errors[two].append(abs(moved_two / r.step_s - 1))
             errors["no communication"].append(abs(r.single_step_s / r.step_s - 1))
             sync_s = times[(r.cluster, r.model, r.placement, r.local_bsz)][0]
             single_compute_s = times[(r.cluster, r.model, (1,), r.local_bsz)][1]
