@@ -286,8 +286,8 @@ class FilterArgs:
         """The validated filters (``default_cpu_arch`` where no ``cpu_arch`` is given)."""
         from gpucost.catalog import match_gpu_names
 
-        market, cpu_arch, max_nodes = self.market, self.cpu_arch or default_cpu_arch, \
-            self.max_nodes
+        market, max_nodes = self.market, self.max_nodes
+        cpu_arch = self.cpu_arch or default_cpu_arch
         if market not in ("any", "on-demand", "spot"):
             raise InputError(f"market must be any, on-demand or spot, got {market!r}")
         if cpu_arch not in CPU_ARCH_CHOICES:
@@ -341,7 +341,8 @@ class EconomicsArgs:
     """What the job moves and how its machines behave, as :class:`JobParams` names them: the
     dataset downloaded onto each node, one checkpoint and the results copied off, GB; setup
     minutes (None: per provider and instance family); spot interruptions per node-hour (None:
-    the sourced rates); the chance spot capacity is still gone after the longest wait, hours."""
+    the sourced rates); the chance spot capacity is still gone after the longest wait for it,
+    and that wait in hours."""
 
     data_gb: float = 0.0
     checkpoint_gb: float = 0.0
