@@ -24,23 +24,28 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import hashlib
+import inspect
 import math
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, cast
 
 from gpucost.errors import InputError
+from gpucost.model.perf import Prediction
+from gpucost.model.perf import predict as model_predict
 
 if TYPE_CHECKING:
     from gpucost.model.bands import Band
-    from gpucost.model.perf import Prediction
     from gpucost.planfile import Plan
     from gpucost.profile import Profile
+
+P = ParamSpec("P")
 
 FORMAT = "gpucost-measurements"
 VERSION = 1
@@ -480,39 +485,41 @@ def source_for(profile: Profile, gpu: str | None,
     return Source(fitted, tuple(latest.values()), method)
 
 
-def predict(
-    profile: Profile,
-    gpu: str | None = None,
-    gpus_per_node: int = 1,
-    nodes: int = 1,
-    intra_node_gbps: float | None = None,
-    inter_node_gbps: float | None = None,
-    *,
-    intra_node_link: str | None = None,
-    grad_accum_steps: int = 1,
-    member_gpus: Sequence[str] | None = None,
-    overlap_gamma: float | None = None,
-    batch_size: int | None = None,
-    inter_node_transport: str | None = None,
-    fit_batch: str = "accumulate",
-) -> Prediction:
-    """``gpucost.predict``: :func:`gpucost.model.perf.predict` (same arguments), started from
-    the workload's own stored measurements where there are any (:func:`source_for`); a mixed
-    group (``member_gpus``) starts from the profile as given. Between nodes it assumes what
-    `gpucost predict` does: TCP, the transport of a fabric no offer publishes, unless
-    ``inter_node_transport`` names one."""
-    from gpucost.model.fabrics import check_transport, default_transport
-    from gpucost.model.perf import predict as model_predict
+def _from_measurements(model: Callable[P, Prediction]) -> Callable[P, Prediction]:
+    """``model`` (the performance model's predict) with its parameters, started from the
+    workload's own stored measurements."""
+    signature = inspect.signature(model)
+    call_model = cast("Callable[..., Prediction]", model)
 
-    # the model's own default is RDMA: the API and the CLI would answer one question twice
-    inter_node_transport = check_transport(inter_node_transport) or default_transport()
-    if member_gpus is None:
-        profile = source_for(profile, gpu).profile
-    return model_predict(profile, gpu, gpus_per_node, nodes, intra_node_gbps, inter_node_gbps,
-                         intra_node_link=intra_node_link, grad_accum_steps=grad_accum_steps,
-                         member_gpus=member_gpus, overlap_gamma=overlap_gamma,
-                         batch_size=batch_size, inter_node_transport=inter_node_transport,
-                         fit_batch=fit_batch)
+    @functools.wraps(model)
+    def predict(*args: P.args, **kwargs: P.kwargs) -> Prediction:
+        from gpucost.model.fabrics import check_transport, default_transport
+
+        given = signature.bind(*args, **kwargs)
+        arguments = given.arguments
+        # the model's own default is RDMA: the API and the CLI would answer one question twice
+        arguments["inter_node_transport"] = (
+            check_transport(arguments.get("inter_node_transport")) or default_transport())
+        if arguments.get("member_gpus") is None:
+            arguments["profile"] = source_for(arguments["profile"], arguments.get("gpu")).profile
+        return call_model(*given.args, **given.kwargs)
+
+    predict.__module__ = __name__
+    predict.__doc__ = _PREDICT_DOC + (model.__doc__ or "")
+    return predict
+
+
+_PREDICT_DOC = """``gpucost.predict``: :func:`gpucost.model.perf.predict`, its parameters
+declared there once, started from the workload's own stored measurements where there are any
+(:func:`source_for`); a mixed group (``member_gpus``) starts from the profile as given. Between
+nodes it assumes what `gpucost predict` does: TCP, the transport of a fabric no offer
+publishes, unless ``inter_node_transport`` names one.
+
+The model's own words:
+
+"""
+
+predict = _from_measurements(model_predict)
 
 
 # ------------------------------------------------------------ what the measurements taught --
@@ -569,7 +576,6 @@ def learning(measurements: Sequence[Measurement] | None = None,
     its band, against the band a prediction there carries now. A workload whose profile cannot
     be found (a file saved elsewhere: pass it in ``profiles``) gets no prediction."""
     from gpucost.errors import GpuCostError
-    from gpucost.model.perf import predict as model_predict
 
     if measurements is None:
         measurements = read_all()

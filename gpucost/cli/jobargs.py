@@ -2,8 +2,9 @@
 `scale`.
 
 Each ``add_*`` function adds one group of options; :func:`request_from_args` turns the parsed
-namespace into the planning request (:func:`gpucost.planning.request.build_request`, which the
-Python API and the TUI call too), so the commands agree on names, defaults and units.
+namespace into the planning request through the one declaration of its keywords
+(:class:`gpucost.planning.request.RequestArgs`, which the Python API and the TUI fill too), so
+the commands agree on names, defaults and units.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from gpucost.limits import (
 )
 
 if TYPE_CHECKING:
-    from gpucost.planning.request import LocalMachineArgs, Request
+    from gpucost.planning.request import LocalMachineArgs, Request, RequestArgs
 
 
 def add_profile_and_job(p: argparse.ArgumentParser) -> None:
@@ -135,42 +136,28 @@ def local_from_args(args: argparse.Namespace) -> LocalMachineArgs | bool:
                             amortisation_usd_hr=args.amortisation_hr)
 
 
+def request_args(args: argparse.Namespace) -> RequestArgs:
+    """The planning request's keywords the parsed options give: each keyword read from its
+    option's attribute (:func:`gpucost.planning.request.option_dest`); options a command lacks,
+    or leaves unset, keep the keyword's default."""
+    from dataclasses import fields
+
+    from gpucost.planning.request import RequestArgs, option_dest
+
+    values: dict[str, Any] = {}
+    for f in fields(RequestArgs):
+        dest = option_dest(f)
+        value = getattr(args, dest, None) if dest else None
+        if value is not None:
+            values[f.name] = value
+    if values.get("include_local"):
+        values["include_local"] = local_from_args(args)
+    return RequestArgs(**values)
+
+
 def request_from_args(args: argparse.Namespace, **overrides: Any) -> Request:
-    """The planning request the parsed options describe (options a command lacks keep their
-    defaults; ``overrides`` win)."""
-    from gpucost.planning.request import build_request
+    """The planning request the parsed options describe; ``overrides`` (keywords of
+    :class:`~gpucost.planning.request.RequestArgs`) win."""
+    from dataclasses import replace
 
-    def opt(name: str, default: Any = None) -> Any:
-        return getattr(args, name, default)
-
-    values: dict[str, Any] = dict(
-        epochs=opt("epochs"),
-        dataset_size=opt("dataset_size"),
-        samples=opt("samples"),
-        steps=opt("steps"),
-        gpu=opt("gpu"),
-        provider=opt("provider"),
-        region=opt("region"),
-        market=opt("market", "any"),
-        max_price_hr=opt("max_price_hr"),
-        min_gpu_memory_gb=opt("min_gpu_memory"),
-        gpu_count=opt("gpu_count"),
-        max_nodes=opt("max_nodes", 1),
-        cpu_arch=opt("cpu_arch"),
-        deadline_hours=opt("deadline_hours"),
-        budget_usd=opt("budget"),
-        data_gb=opt("data_gb", 0.0),
-        checkpoint_gb=opt("checkpoint_gb", 0.0),
-        results_gb=opt("results_gb", 0.0),
-        setup_minutes=opt("setup_min", 10.0),
-        interruption_rate_per_hr=opt("interruption_rate"),
-        p_no_capacity=opt("p_no_capacity", 0.0),
-        max_wait_capacity_hours=opt("max_wait_hours", 2.0),
-        prices=opt("prices"),
-        include_local=local_from_args(args) if opt("include_local") else False,
-        sort=opt("sort", "cost"),
-    )
-    if opt("stale_days") is not None:
-        values["stale_days"] = args.stale_days
-    values.update(overrides)
-    return build_request(opt("profile"), **values)
+    return replace(request_args(args), **overrides).build()

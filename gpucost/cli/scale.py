@@ -224,9 +224,7 @@ def build_curve(args: argparse.Namespace) -> tuple[Request, Scaling, str, list[s
     # the GPU named decides the host (a GH200 is a Grace host): any CPU architecture
     request = request_from_args(args, gpu=gpu, gpu_count=None, market="on-demand",
                                 max_nodes=2 * args.max_nodes, provider=None, region=None,
-                                cpu_arch="any",
-                                inter_node_gbps=args.network_gbps,
-                                inter_node_transport=args.transport, **_job_args(profile, args))
+                                cpu_arch="any", **_job_args(profile, args))
     if args.gpus_per_node is None:
         per_node, note = _gpus_per_node(request, gpu)
         notes.append(note)
@@ -268,8 +266,7 @@ def _mixed_curve(args: argparse.Namespace, profile: Profile,
     slowest = predict(profile, gpus_per_node=len(node), member_gpus=node).gpu
     request = request_from_args(args, gpu=slowest, gpu_count=[float(len(node))],
                                 market="on-demand", max_nodes=2 * args.max_nodes, provider=None,
-                                region=None, cpu_arch="any", inter_node_gbps=args.network_gbps,
-                                inter_node_transport=args.transport, **_job_args(profile, args))
+                                region=None, cpu_arch="any", **_job_args(profile, args))
     request = replace(request, node_gpus=tuple(node))
     request = replace(request, snapshots=(_override_snapshot(request, None, slowest, len(node),
                                                               args),))

@@ -1,7 +1,7 @@
 """The planning core: a typed request -> a ranking of plans -> advice.
 
 - :mod:`~gpucost.planning.request`: the request (profile, job, filters, economics,
-  constraints) and its one builder;
+  constraints), its keywords declared once (``RequestArgs``) and built into it;
 - :mod:`~gpucost.planning.ranking`: every plan's $/job, in bounded chunks;
   :mod:`~gpucost.planning.plans`: the ranked plans as typed columns and rows;
 - :mod:`~gpucost.planning.fit`: the memory rule every plan passes;

@@ -21,7 +21,7 @@ from gpucost.planfile import Plan
 from gpucost.planning.advice import Advice, Choice, advise
 from gpucost.planning.planbuild import to_plan
 from gpucost.planning.plans import PlanRow, Plans
-from gpucost.planning.request import Request, build_request
+from gpucost.planning.request import EconomicsArgs, Request, RequestArgs
 from gpucost.planning.scaling import SCALING_MAX_NODES, Scaling, scaling_curve
 from gpucost.pricing.snapshot import Snapshot
 from gpucost.profile import Profile
@@ -50,20 +50,16 @@ class JobInputs:
 
     def request(self, profile: Profile, snapshots: Sequence[Snapshot], *,
                 params: JobParams | None = None, now: dt.datetime | None = None) -> Request:
-        """The planning request the form describes (the command line's builder)."""
-        params = params or JobParams()
-        return build_request(
+        """The planning request the form describes, with the app's economics (the command
+        line's builder)."""
+        return RequestArgs(
             profile, samples=self.samples,
             epochs=self.epochs if self.samples is None else None, gpu=_split(self.gpu),
             provider=_split(self.provider),
             market="any" if self.spot else "on-demand", max_nodes=self.max_nodes,
             deadline_hours=self.deadline_hours, budget_usd=self.budget_usd,
-            data_gb=params.data_gb, checkpoint_gb=params.checkpoint_gb,
-            results_gb=params.results_gb, setup_minutes=params.setup_minutes,
-            interruption_rate_per_hr=params.interruption_rate_per_hr,
-            p_no_capacity=params.p_no_capacity,
-            max_wait_capacity_hours=params.max_wait_capacity_hours,
-            snapshots=snapshots, now=now)
+            snapshots=snapshots, now=now,
+            **EconomicsArgs.keywords(params or JobParams())).build()
 
 
 def _split(text: str) -> list[str] | None:
