@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from gpucost.envelope import add_format_argument, print_document
+from gpucost.format import text_table
 
 if TYPE_CHECKING:
     from gpucost.pricing.snapshot import Snapshot
@@ -147,17 +148,18 @@ def _show(args: argparse.Namespace) -> int:
             payload["offers"] = cheapest[1]
         print_document("prices-show", payload)
         return 0
-    print(_table(["source", "offers", "providers", "prices of", "age", ""],
-                 [[s["source"], f"{s['offers']:,}", ",".join(s["providers"]), s["date"],
-                   f"{s['age_days']:.1f} d", "STALE" if s["stale"] else ""] for s in sources],
-                 right={1, 4}))
+    print(text_table(["source", "offers", "providers", "prices of", "age", ""],
+                     [[s["source"], f"{s['offers']:,}", ",".join(s["providers"]), s["date"],
+                       f"{s['age_days']:.1f} d", "STALE" if s["stale"] else ""]
+                      for s in sources],
+                     right={1, 4}))
     stale = [s["source"] for s in sources if s["stale"]]
     if stale:
         print(f"\nSTALE: prices older than {args.max_age_days:g} days from {', '.join(stale)}; "
               "run `gpucost prices refresh` or import a newer catalog")
     if rates is not None:
         print("\nstorage and transfer (USD; see gpucost.pricing.rates for sources):")
-        print(_table(
+        print(text_table(
             ["provider", "disk", "$/GB-month", "stopped", "egress $/GB", "ingress $/GB",
              "h/month", "as of"],
             [[r["provider"], r["storage_kind"], _usd(r["storage_gb_month"]),
@@ -167,7 +169,7 @@ def _show(args: argparse.Namespace) -> int:
             right={2, 3, 4, 5, 6}))
         print("\nsetup before training, by instance family (gpucost/model/setup_times.csv has "
               "each source; --setup-min overrides):")
-        print(_table(
+        print(text_table(
             ["provider", "instance", "minutes", "confidence"],
             [[r["provider"], r["instance"], f"{r['minutes']:g}", r["confidence"]]
              for r in _setup_times([r["provider"] for r in rates])],
@@ -178,7 +180,7 @@ def _show(args: argparse.Namespace) -> int:
         if not offers:
             print("  (none in these snapshots)")
         else:
-            print(_table(
+            print(text_table(
                 ["provider", "region", "instance", "GPUs", "$/h", "spot $/h", "$/GPU-h", "source",
                  "prices of"],
                 [[o["provider"], o["region"], o["instance_type"], f"{o['gpu_count']:g}",
@@ -255,16 +257,6 @@ def _setup_times(providers: Sequence[str]) -> list[dict[str, Any]]:
 
 def _usd(value: float | None) -> str:
     return "?" if value is None else f"{value:.3f}"
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: set[int]) -> str:
-    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
-
-    def line(cells: Sequence[str]) -> str:
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
-
-    return "\n".join([line(header), *(line(r) for r in rows)])
 
 
 # --------------------------------------------------------------------------------------- refresh
