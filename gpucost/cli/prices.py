@@ -8,16 +8,13 @@ in ``SUBCOMMANDS``. Heavy modules (numpy, the catalog) load inside handlers.
 from __future__ import annotations
 
 import argparse
-import math
+import dataclasses
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gpucost.envelope import add_format_argument, print_document
 from gpucost.format import text_table
-
-if TYPE_CHECKING:
-    from gpucost.pricing.snapshot import Snapshot
 
 SubRegister = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
 
@@ -112,9 +109,11 @@ def _register_show(actions: argparse._SubParsersAction[argparse.ArgumentParser])
 
 
 def _show(args: argparse.Namespace) -> int:
+    from gpucost.catalog import resolve_gpu_name
     from gpucost.errors import InputError, UnknownProviderError
+    from gpucost.pricing.cheapest import cheapest_per_gpu_hour
     from gpucost.pricing.registry import is_stale
-    from gpucost.pricing.snapshot import load_snapshots
+    from gpucost.pricing.snapshot import Offers, load_snapshots
 
     if args.max_age_days < 0:
         raise InputError(f"--max-age-days must be 0 or more, got {args.max_age_days:g}")
@@ -136,7 +135,9 @@ def _show(args: argparse.Namespace) -> int:
         "stale": is_stale(s, args.max_age_days),
         "path": str(s.path) if s.path else None,
     } for s in snapshots]
-    cheapest = _cheapest(snapshots, args.gpu, args.limit) if args.gpu else None
+    gpu = resolve_gpu_name(args.gpu) if args.gpu else None
+    cheapest = None if gpu is None else cheapest_per_gpu_hour(
+        Offers.concat([s.offers for s in snapshots]), gpu, args.limit)
     rates = _rates(sorted({p for s in sources for p in s["providers"]})) if args.rates else None
     if args.format == "json":
         payload: dict[str, Any] = {"max_age_days": args.max_age_days, "sources": sources}
@@ -144,8 +145,8 @@ def _show(args: argparse.Namespace) -> int:
             payload["rates"] = rates
             payload["setup_times"] = _setup_times([r["provider"] for r in rates])
         if cheapest is not None:
-            payload["gpu"] = cheapest[0]
-            payload["offers"] = cheapest[1]
+            payload["gpu"] = gpu
+            payload["offers"] = [dataclasses.asdict(o) for o in cheapest]
         print_document("prices-show", payload)
         return 0
     print(text_table(["source", "offers", "providers", "prices of", "age", ""],
@@ -175,54 +176,18 @@ def _show(args: argparse.Namespace) -> int:
              for r in _setup_times([r["provider"] for r in rates])],
             right={2}))
     if cheapest is not None:
-        gpu, offers = cheapest
         print(f"\ncheapest {gpu} offers by on-demand $ per GPU-hour:")
-        if not offers:
+        if not cheapest:
             print("  (none in these snapshots)")
         else:
             print(text_table(
                 ["provider", "region", "instance", "GPUs", "$/h", "spot $/h", "$/GPU-h", "source",
                  "prices of"],
-                [[o["provider"], o["region"], o["instance_type"], f"{o['gpu_count']:g}",
-                  f"{o['price_hr']:.3f}",
-                  "-" if o["spot_price_hr"] is None else f"{o['spot_price_hr']:.3f}",
-                  f"{o['usd_per_gpu_hr']:.3f}", o["source"], o["date"]] for o in offers],
+                [[o.provider, o.region, o.instance_type, f"{o.gpu_count:g}", f"{o.price_hr:.3f}",
+                  "-" if o.spot_price_hr is None else f"{o.spot_price_hr:.3f}",
+                  f"{o.usd_per_gpu_hr:.3f}", o.source, o.date] for o in cheapest],
                 right={3, 4, 5, 6}))
     return 0
-
-
-def _cheapest(snapshots: Sequence[Snapshot], gpu: str, limit: int
-              ) -> tuple[str, list[dict[str, Any]]]:
-    """The ``limit`` cheapest offers per GPU-hour, one per (provider, region, instance type)."""
-    import numpy as np
-
-    from gpucost.catalog import resolve_gpu_name
-    from gpucost.pricing.snapshot import Offers
-
-    name = resolve_gpu_name(gpu)
-    offers = Offers.concat([s.offers for s in snapshots])
-    offers = offers.select(offers["gpu"] == name)
-    per_gpu = offers["price_hr"] / offers["gpu_count"]
-    seen: set[tuple[str, str, str]] = set()
-    out: list[dict[str, Any]] = []
-    for i in np.argsort(per_gpu, kind="stable").tolist():
-        key = (str(offers["provider"][i]), str(offers["region"][i]),
-               str(offers["instance_type"][i]))
-        if key in seen:
-            continue
-        seen.add(key)
-        spot = float(offers["spot_price_hr"][i])
-        out.append({
-            "provider": key[0], "region": key[1], "instance_type": key[2],
-            "zone": str(offers["zone"][i]), "gpu_count": float(offers["gpu_count"][i]),
-            "price_hr": float(offers["price_hr"][i]),
-            "spot_price_hr": None if math.isnan(spot) else spot,  # NaN: no spot market
-            "usd_per_gpu_hr": round(float(per_gpu[i]), 6),
-            "source": str(offers["source"][i]), "date": str(offers["fetched_at"][i])[:10],
-        })
-        if len(out) == limit:
-            break
-    return name, out
 
 
 def _rates(providers: Sequence[str]) -> list[dict[str, Any]]:
