@@ -1,4 +1,5 @@
-"""`gpucost breakeven`: stop or destroy a rented machine between runs."""
+"""`gpucost breakeven`: stop or destroy a rented machine between runs. The defaults taken from
+an offer or a provider are :mod:`gpucost.planning.breakeven`'s: this module parses and prints."""
 
 from __future__ import annotations
 

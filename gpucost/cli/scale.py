@@ -1,8 +1,8 @@
 """`gpucost scale`: job time, throughput, efficiency and $/job against the node count.
 
 The same plans as `gpucost compare` (setup, storage and transfers included, the memory rule
-applied) for one offer at 1..N nodes, or for a mixed node at --price-hr; the knee is
-:mod:`gpucost.planning.scaling`'s.
+applied) for one offer at 1..N nodes, or for a mixed node at --price-hr. Which offer, and the
+knee, are :mod:`gpucost.planning.scaling`'s: this module parses the arguments and prints.
 """
 
 from __future__ import annotations
