@@ -4,11 +4,13 @@ Tables want short figures ("$1,235", "12 min"); explanations want exact ones ("$
 "12.3 min"). Money under a dollar keeps three significant digits ("$0.0123", "$0.548"): jobs that
 cost cents must still read apart, and a local run's fraction of a cent must not read "$0.00".
 Every front end rounds a sum the same way, so one figure never reads two ways in one plan.
+Plain-text tables (`gpucost gpus`, `prices show`, `runs`) are aligned by :func:`text_table`.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Collection, Sequence
 
 SIGNIFICANT = 3  # digits of a sum under a dollar
 
@@ -70,3 +72,18 @@ def rate(value: float) -> str:
 def count(value: float) -> str:
     """A count that may be fractional: 1,281,167 or 2.5."""
     return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.3g}"
+
+
+def text_table(header: Sequence[str], rows: Sequence[Sequence[str]], *,
+               right: Collection[int] = (), rule: bool = False) -> str:
+    """Cells aligned under their header, two spaces apart, no trailing blanks: columns whose
+    index is in ``right`` (numbers) right-aligned, the others left; ``rule`` puts a line of
+    dashes under the header."""
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+
+    ruler = [line(["-" * w for w in widths])] if rule else []
+    return "\n".join([line(header), *ruler, *(line(r) for r in rows)])

@@ -141,7 +141,7 @@ def test_scale_network_options_reach_the_request() -> None:
 
     args = _namespace("scale", "--gpu", "A100", "-N", "2", "--network-gbps", "100",
                       "--transport", "rdma")
-    request = build_curve(args)[0]
+    request = build_curve(args).request
     assert (request.inter_node_gbps, request.inter_node_transport) == (100, "rdma")
 
 

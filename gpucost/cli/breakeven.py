@@ -1,11 +1,11 @@
-"""`gpucost breakeven`: stop or destroy a rented machine between runs."""
+"""`gpucost breakeven`: stop or destroy a rented machine between runs. The defaults taken from
+an offer or a provider are :mod:`gpucost.planning.breakeven`'s: this module parses and prints."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gpucost.cli.numbers import number
 from gpucost.envelope import add_format_argument
@@ -18,8 +18,6 @@ from gpucost.limits import (
     MAX_TRANSFER_USD_GB,
 )
 
-if TYPE_CHECKING:
-    from gpucost.model.setup_times import SetupTime
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -108,133 +106,26 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=run)
 
 
-def _offer_row(instance_type: str, provider: str, prices: list[str] | None) -> dict[str, Any]:
-    """The cheapest on-demand offer of an instance type in the price snapshots."""
-    import numpy as np
-
-    from gpucost.errors import NoOffersError
+def run(args: argparse.Namespace) -> int:
+    from gpucost.planning.breakeven import (
+        GivenFigures,
+        breakeven_defaults,
+        machine_breakeven,
+        offer_terms,
+    )
     from gpucost.pricing.snapshot import load_snapshots, merge_offers
 
-    offers = merge_offers(load_snapshots(prices))
-    mask = offers["instance_type"] == instance_type
-    if provider:
-        mask &= offers["provider"] == provider
-    if not mask.any():
-        where = f" from {provider}" if provider else ""
-        raise NoOffersError(
-            f"no offer of instance type {instance_type!r}{where} in the price snapshots",
-            hint="check the name with `gpucost compare --format csv`, or give --running-hr",
-        )
-    found = offers.select(mask)
-    best = int(np.argmin(found["price_hr"]))
-    return found.to_records()[best]
-
-
-@dataclass(frozen=True)
-class _Defaults:
-    """What --offer and --provider say when the user does not: one rule for each figure."""
-
-    provider: str
-    running_hr: float | None
-    gb_month: float | None
-    month_hours: float
-    ingress_per_gb: float
-    setup: SetupTime
-    gb_month_note: str | None  # said when the figure was assumed, not known
-    ingress_note: str | None
-
-
-def _defaults(args: argparse.Namespace) -> _Defaults:
-    """Disk, month, inbound and setup figures from the offer (--offer), else the provider's
-    rates (gpucost.pricing.rates, the table every snapshot is priced with), else unknown."""
-    import math
-
-    from gpucost.model.economics import DEFAULT_STORAGE_USD_GB_MONTH
-    from gpucost.model.setup_times import setup_time
-    from gpucost.pricing.rates import month_hours_for, rates_for
-
     provider = (args.provider or "").lower()
-    row = _offer_row(args.offer, provider, args.prices) if args.offer else None
-    if row is not None:
-        provider = str(row["provider"])
-    rates = rates_for(provider)
-    gb_month_note = ingress_note = None
-    # A stopped disk: the provider's stopped price where it differs, else the offer's.
-    gb_month = rates.storage_stopped_gb_month if rates else None
-    if gb_month is None and row is not None and math.isfinite(row["storage_gb_month"]):
-        gb_month = float(row["storage_gb_month"])
-    if gb_month is None and rates is not None:
-        gb_month = rates.stopped_gb_month
-    if gb_month is None and row is not None:
-        gb_month = DEFAULT_STORAGE_USD_GB_MONTH  # as compare and plan price this offer
-        gb_month_note = f"disk ${gb_month:g}/GB-month: the offer gives no disk price"
-    month = month_hours_for(provider)
-    if row is not None and math.isfinite(row["month_hours"]) and row["month_hours"] > 0:
-        month = float(row["month_hours"])
-    ingress = rates.ingress_gb if rates and rates.ingress_gb is not None else None
-    if row is not None and math.isfinite(row["ingress_gb"]):
-        ingress = float(row["ingress_gb"])
-    if ingress is None:
-        ingress = 0.0
-        if provider:
-            ingress_note = f"inbound data free: no inbound price for {provider}"
-    return _Defaults(
-        provider=provider,
-        running_hr=None if row is None else float(row["price_hr"]),
-        gb_month=gb_month,
-        month_hours=month,
-        ingress_per_gb=ingress,
-        setup=setup_time(provider, "" if row is None else str(row["instance_type"])),
-        gb_month_note=gb_month_note,
-        ingress_note=ingress_note,
-    )
-
-
-def run(args: argparse.Namespace) -> int:
-    from gpucost.errors import InputError
-    from gpucost.model.economics import breakeven
-    from gpucost.model.setup_times import check_setup_minutes
-
-    defaults = _defaults(args)
-    running = args.running_hr if args.running_hr is not None else defaults.running_hr
-    if running is None:
-        raise InputError(
-            "the running price is missing", hint="give --running-hr USD or --offer INSTANCE_TYPE"
-        )
-    gb_month = args.gb_month if args.gb_month is not None else defaults.gb_month
-    if gb_month is None:
-        where = f"provider {defaults.provider!r} has no" if defaults.provider else "no"
-        raise InputError(
-            f"the disk price is missing: {where} disk price in gpucost's rates table",
-            hint="give --gb-month USD (per GB-month)"
-            + ("" if defaults.provider else ", --provider NAME or --offer INSTANCE_TYPE"),
-        )
-    month_hours = args.month_hours if args.month_hours is not None else defaults.month_hours
-    ingress_per_gb = (
-        args.ingress_per_gb if args.ingress_per_gb is not None else defaults.ingress_per_gb
-    )
-    if args.setup_min is not None:
-        check_setup_minutes(args.setup_min)
-        setup_min, setup_note = args.setup_min, None
-    else:
-        setup_min, setup_note = defaults.setup.minutes, f"setup {defaults.setup.source}"
-    assumptions = [
-        note
-        for note, given in (
-            (defaults.gb_month_note, args.gb_month),
-            (defaults.ingress_note, args.ingress_per_gb),
-            (setup_note, args.setup_min),
-        )
-        if note and given is None
-    ]
-    b = breakeven(
-        running,
-        args.disk_gb,
-        gb_month,
-        month_hours=month_hours,
-        setup_minutes=setup_min,
+    offer = (offer_terms(merge_offers(load_snapshots(args.prices)), args.offer, provider)
+             if args.offer else None)
+    given = GivenFigures(running_hr=args.running_hr, gb_month=args.gb_month,
+                         month_hours=args.month_hours, ingress_per_gb=args.ingress_per_gb,
+                         setup_min=args.setup_min)
+    b, assumptions = machine_breakeven(
+        breakeven_defaults(provider, offer),
+        given,
+        disk_gb=args.disk_gb,
         ingress_gb=args.ingress_gb,
-        ingress_usd_gb=ingress_per_gb,
         p_no_gpus=args.p_no_gpus,
         lost_gpus_usd=args.lost_gpu_cost,
     )
@@ -248,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
             doc["idle_hours"] = args.idle_hours
             doc["policy"] = b.policy(args.idle_hours)
         doc["advice"] = b.advice(args.idle_hours)
-        doc["assumptions"] = assumptions
+        doc["assumptions"] = list(assumptions)
         print_document("breakeven", doc)
         return 0
     from gpucost.format import usd

@@ -7,6 +7,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from gpucost.envelope import add_format_argument, print_document
+from gpucost.format import text_table
 
 if TYPE_CHECKING:
     from gpucost.catalog import CatalogEntry
@@ -71,15 +72,9 @@ def format_table(catalog: tuple[CatalogEntry, ...]) -> str:
     """Aligned plain-text table: numbers right-aligned, text left-aligned, units in headers."""
     rows = [[_cell(getattr(e.spec, attr)) for _, attr in _TABLE_COLUMNS] for e in catalog]
     headers = [header for header, _ in _TABLE_COLUMNS]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-
-    def line(cells: list[str]) -> str:
-        parts = [c.ljust(w) if attr in _TEXT_COLUMNS else c.rjust(w)
-                 for c, w, (_, attr) in zip(cells, widths, _TABLE_COLUMNS, strict=True)]
-        return "  ".join(parts).rstrip()
-
-    body = [line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)]
-    return "\n".join([*body, "", f"{len(catalog)} GPUs. {_NOTE}"]) + "\n"
+    right = {i for i, (_, attr) in enumerate(_TABLE_COLUMNS) if attr not in _TEXT_COLUMNS}
+    body = text_table(headers, rows, right=right, rule=True)
+    return "\n".join([body, "", f"{len(catalog)} GPUs. {_NOTE}"]) + "\n"
 
 
 def format_one(entry: CatalogEntry, asked: str) -> str:

@@ -8,15 +8,13 @@ in ``SUBCOMMANDS``. Heavy modules (numpy, the catalog) load inside handlers.
 from __future__ import annotations
 
 import argparse
-import math
+import dataclasses
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gpucost.envelope import add_format_argument, print_document
-
-if TYPE_CHECKING:
-    from gpucost.pricing.snapshot import Snapshot
+from gpucost.format import text_table
 
 SubRegister = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
 
@@ -111,9 +109,11 @@ def _register_show(actions: argparse._SubParsersAction[argparse.ArgumentParser])
 
 
 def _show(args: argparse.Namespace) -> int:
+    from gpucost.catalog import resolve_gpu_name
     from gpucost.errors import InputError, UnknownProviderError
+    from gpucost.pricing.cheapest import cheapest_per_gpu_hour
     from gpucost.pricing.registry import is_stale
-    from gpucost.pricing.snapshot import load_snapshots
+    from gpucost.pricing.snapshot import Offers, load_snapshots
 
     if args.max_age_days < 0:
         raise InputError(f"--max-age-days must be 0 or more, got {args.max_age_days:g}")
@@ -135,7 +135,9 @@ def _show(args: argparse.Namespace) -> int:
         "stale": is_stale(s, args.max_age_days),
         "path": str(s.path) if s.path else None,
     } for s in snapshots]
-    cheapest = _cheapest(snapshots, args.gpu, args.limit) if args.gpu else None
+    gpu = resolve_gpu_name(args.gpu) if args.gpu else None
+    cheapest = None if gpu is None else cheapest_per_gpu_hour(
+        Offers.concat([s.offers for s in snapshots]), gpu, args.limit)
     rates = _rates(sorted({p for s in sources for p in s["providers"]})) if args.rates else None
     if args.format == "json":
         payload: dict[str, Any] = {"max_age_days": args.max_age_days, "sources": sources}
@@ -143,21 +145,22 @@ def _show(args: argparse.Namespace) -> int:
             payload["rates"] = rates
             payload["setup_times"] = _setup_times([r["provider"] for r in rates])
         if cheapest is not None:
-            payload["gpu"] = cheapest[0]
-            payload["offers"] = cheapest[1]
+            payload["gpu"] = gpu
+            payload["offers"] = [dataclasses.asdict(o) for o in cheapest]
         print_document("prices-show", payload)
         return 0
-    print(_table(["source", "offers", "providers", "prices of", "age", ""],
-                 [[s["source"], f"{s['offers']:,}", ",".join(s["providers"]), s["date"],
-                   f"{s['age_days']:.1f} d", "STALE" if s["stale"] else ""] for s in sources],
-                 right={1, 4}))
+    print(text_table(["source", "offers", "providers", "prices of", "age", ""],
+                     [[s["source"], f"{s['offers']:,}", ",".join(s["providers"]), s["date"],
+                       f"{s['age_days']:.1f} d", "STALE" if s["stale"] else ""]
+                      for s in sources],
+                     right={1, 4}))
     stale = [s["source"] for s in sources if s["stale"]]
     if stale:
         print(f"\nSTALE: prices older than {args.max_age_days:g} days from {', '.join(stale)}; "
               "run `gpucost prices refresh` or import a newer catalog")
     if rates is not None:
         print("\nstorage and transfer (USD; see gpucost.pricing.rates for sources):")
-        print(_table(
+        print(text_table(
             ["provider", "disk", "$/GB-month", "stopped", "egress $/GB", "ingress $/GB",
              "h/month", "as of"],
             [[r["provider"], r["storage_kind"], _usd(r["storage_gb_month"]),
@@ -167,60 +170,24 @@ def _show(args: argparse.Namespace) -> int:
             right={2, 3, 4, 5, 6}))
         print("\nsetup before training, by instance family (gpucost/model/setup_times.csv has "
               "each source; --setup-min overrides):")
-        print(_table(
+        print(text_table(
             ["provider", "instance", "minutes", "confidence"],
             [[r["provider"], r["instance"], f"{r['minutes']:g}", r["confidence"]]
              for r in _setup_times([r["provider"] for r in rates])],
             right={2}))
     if cheapest is not None:
-        gpu, offers = cheapest
         print(f"\ncheapest {gpu} offers by on-demand $ per GPU-hour:")
-        if not offers:
+        if not cheapest:
             print("  (none in these snapshots)")
         else:
-            print(_table(
+            print(text_table(
                 ["provider", "region", "instance", "GPUs", "$/h", "spot $/h", "$/GPU-h", "source",
                  "prices of"],
-                [[o["provider"], o["region"], o["instance_type"], f"{o['gpu_count']:g}",
-                  f"{o['price_hr']:.3f}",
-                  "-" if o["spot_price_hr"] is None else f"{o['spot_price_hr']:.3f}",
-                  f"{o['usd_per_gpu_hr']:.3f}", o["source"], o["date"]] for o in offers],
+                [[o.provider, o.region, o.instance_type, f"{o.gpu_count:g}", f"{o.price_hr:.3f}",
+                  "-" if o.spot_price_hr is None else f"{o.spot_price_hr:.3f}",
+                  f"{o.usd_per_gpu_hr:.3f}", o.source, o.date] for o in cheapest],
                 right={3, 4, 5, 6}))
     return 0
-
-
-def _cheapest(snapshots: Sequence[Snapshot], gpu: str, limit: int
-              ) -> tuple[str, list[dict[str, Any]]]:
-    """The ``limit`` cheapest offers per GPU-hour, one per (provider, region, instance type)."""
-    import numpy as np
-
-    from gpucost.catalog import resolve_gpu_name
-    from gpucost.pricing.snapshot import Offers
-
-    name = resolve_gpu_name(gpu)
-    offers = Offers.concat([s.offers for s in snapshots])
-    offers = offers.select(offers["gpu"] == name)
-    per_gpu = offers["price_hr"] / offers["gpu_count"]
-    seen: set[tuple[str, str, str]] = set()
-    out: list[dict[str, Any]] = []
-    for i in np.argsort(per_gpu, kind="stable").tolist():
-        key = (str(offers["provider"][i]), str(offers["region"][i]),
-               str(offers["instance_type"][i]))
-        if key in seen:
-            continue
-        seen.add(key)
-        spot = float(offers["spot_price_hr"][i])
-        out.append({
-            "provider": key[0], "region": key[1], "instance_type": key[2],
-            "zone": str(offers["zone"][i]), "gpu_count": float(offers["gpu_count"][i]),
-            "price_hr": float(offers["price_hr"][i]),
-            "spot_price_hr": None if math.isnan(spot) else spot,  # NaN: no spot market
-            "usd_per_gpu_hr": round(float(per_gpu[i]), 6),
-            "source": str(offers["source"][i]), "date": str(offers["fetched_at"][i])[:10],
-        })
-        if len(out) == limit:
-            break
-    return name, out
 
 
 def _rates(providers: Sequence[str]) -> list[dict[str, Any]]:
@@ -255,16 +222,6 @@ def _setup_times(providers: Sequence[str]) -> list[dict[str, Any]]:
 
 def _usd(value: float | None) -> str:
     return "?" if value is None else f"{value:.3f}"
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: set[int]) -> str:
-    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
-
-    def line(cells: Sequence[str]) -> str:
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
-
-    return "\n".join([line(header), *(line(r) for r in rows)])
 
 
 # --------------------------------------------------------------------------------------- refresh

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpucost.envelope import add_format_argument, print_document
 from gpucost.errors import InputError
-from gpucost.format import amount
+from gpucost.format import amount, text_table
 from gpucost.terminal import printable
 
 if TYPE_CHECKING:
@@ -162,9 +162,7 @@ def _detached_ready() -> None:
 
 def _table(rows: list[list[str]]) -> str:
     rows = [[printable(cell, keep="") for cell in row] for row in rows]  # ids, states: any text
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-                     for r in rows)
+    return text_table(rows[0], rows[1:])
 
 
 def _age(seconds: float) -> str:

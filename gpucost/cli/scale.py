@@ -1,8 +1,8 @@
 """`gpucost scale`: job time, throughput, efficiency and $/job against the node count.
 
 The same plans as `gpucost compare` (setup, storage and transfers included, the memory rule
-applied) for one offer at 1..N nodes, or for a mixed node at --price-hr; the knee is
-:mod:`gpucost.planning.scaling`'s.
+applied) for one offer at 1..N nodes, or for a mixed node at --price-hr. Which offer, and the
+knee, are :mod:`gpucost.planning.scaling`'s: this module parses the arguments and prints.
 """
 
 from __future__ import annotations
@@ -15,18 +15,14 @@ from gpucost.cli.numbers import count, positive
 from gpucost.cli.predict import add_group_arguments
 from gpucost.envelope import add_format_argument, print_document
 from gpucost.limits import MAX_EPOCHS, MAX_JOB_SAMPLES, MAX_NODES, MAX_PRICE_HR_USD, node_limit
-from gpucost.planning.scaling import KNEE_TIME_CUT, BatchPoint
+from gpucost.planning.scaling import KNEE_TIME_CUT, PRICE_GIVEN
 
 if TYPE_CHECKING:
-    from gpucost.planning.plans import PlanRow, Plans
-    from gpucost.planning.ranking import Ranking
+    from gpucost.planning.plans import PlanRow
     from gpucost.planning.request import Request
-    from gpucost.planning.scaling import Scaling
-    from gpucost.pricing.snapshot import Snapshot
-    from gpucost.profile import Profile
+    from gpucost.planning.scaling import BatchPoint, OfferCurve, Scaling
 
 BAR_WIDTH = 40  # characters of the terminal bar chart
-OVERRIDE_SOURCE = "gpucost-scale-overrides"
 
 
 def register(sub: Any) -> None:
@@ -83,116 +79,16 @@ def _job_args(profile: Any, args: argparse.Namespace) -> dict[str, Any]:
     return {"samples": 1e6}
 
 
-def _override_snapshot(request: Request, row: PlanRow | None, gpu: str, per_node: int,
-                       args: argparse.Namespace) -> Snapshot:
-    """One offer: the cheapest one found (or a bare one) with --price-hr and --link applied. A
-    mixed node's bare offer is named after its slowest member (``gpu``) and holds its smallest
-    member's memory. --network-gbps and --transport are the request's (every offer's fabric), so
-    the offer keeps its provider's setup time, storage and transfer terms."""
-    import datetime as dt
-
-    from gpucost.catalog import get_gpu
-    from gpucost.errors import InputError
-    from gpucost.pricing.snapshot import Offers, Snapshot
-
-    members = request.node_gpus or (gpu,)
-    bare_name = "+".join(request.node_gpus) if request.node_gpus else f"{per_node}x-{gpu}"
-    price = args.price_hr if args.price_hr is not None else (row.price_hr if row else None)
-    if price is None:
-        raise InputError(f"no on-demand offer for {per_node}x {gpu} in the price snapshots",
-                         hint="pass --price-hr")
-    # A custom offer, not the provider's: your price for a group where the offer's provider
-    # launches one node.
-    own = row is not None and not (
-        args.price_hr is not None and node_limit(row.provider) < args.max_nodes)
-    record: dict[str, Any] = {
-        "provider": row.provider if row and own else "custom",
-        "region": row.region if row and own else "custom",
-        "instance_type": row.instance_type if row else bare_name,
-        "gpu": gpu,
-        "gpu_count": per_node,
-        "gpu_memory_gb": min(get_gpu(g).memory_gb for g in members),
-        "price_hr": price,
-        "intra_node_link": args.link or "",
-    }
-    if row is not None:
-        original = next(s for s in request.snapshots if s.source == row.source)
-        mask = ((original.offers["instance_type"] == row.instance_type)
-                & (original.offers["region"] == row.region))
-        i = int(mask.nonzero()[0][0])
-        for name in ("storage_gb_month", "egress_gb", "ingress_gb", "month_hours", "reliability",
-                     "network_gbps"):
-            record[name] = float(original.offers[name][i])
-        if not args.link:
-            record["intra_node_link"] = str(original.offers["intra_node_link"][i])
-    now = request.now or dt.datetime.now(dt.UTC)
-    return Snapshot(source=OVERRIDE_SOURCE, fetched_at=now, offers=Offers.from_records([record]))
-
-
-def _try_rank(request: Request) -> Ranking | None:
-    """The ranking, or None when no offer matches (the overrides may still price the group)."""
-    from gpucost.errors import NoOffersError
-    from gpucost.planning.ranking import rank
-
-    try:
-        return rank(request)
-    except NoOffersError:
-        return None
-
-
-def _first_fit(plans: Plans, max_nodes: int = 1) -> tuple[PlanRow | None, str]:
-    """The first (cheapest) plan at the fewest nodes that fit (1, unless the model's training
-    state needs sharding over more GPUs than one node holds), on a provider where a group of
-    ``max_nodes`` can be launched if there is one: a curve is no curve on one node. With it, a
-    note when that passed over a cheaper plan ("" when not)."""
-    import numpy as np
-
-    if not plans.nodes.size:
-        return None, ""
-    fewest = plans.nodes == plans.nodes.min()
-    scales = np.array([node_limit(str(p)) >= max_nodes for p in plans.provider], dtype=bool)
-    candidates = np.flatnonzero(fewest & scales)
-    first = int(np.flatnonzero(fewest)[0])
-    if not candidates.size or int(candidates[0]) == first:
-        return plans.row(first), ""
-    row, cheaper = plans.row(int(candidates[0])), plans.row(first)
-    from gpucost.format import usd
-
-    skipped = sorted({str(p) for p in plans.provider[fewest & ~scales]})
-    return row, (
-        f"offers on {', '.join(skipped)} left out: gpucost launches one node only there; the "
-        f"cheapest, {cheaper.label()}, is {usd(cheaper.cost_usd, exact=True)}/job at "
-        f"{cheaper.nodes} node(s), where this curve starts at {usd(row.cost_usd, exact=True)} "
-        f"(its curve: --price-hr {cheaper.price_hr:g})")
-
-
-def _gpus_per_node(request: Request, gpu: str) -> tuple[int, str]:
-    """-k when not given: 1, or the fewest whole GPUs per node of any on-demand offer for the GPU
-    when none has one (with a note saying so)."""
-    from dataclasses import replace
-
-    import numpy as np
-
-    found = _try_rank(replace(request, filters=replace(request.filters, max_nodes=1)))
-    counts = found.plans.gpu_count if found is not None else np.array([])
-    whole = sorted({int(c) for c in counts.tolist() if c >= 1 and float(c).is_integer()})
-    if not whole or whole[0] == 1:
-        return 1, ""
-    return whole[0], (f"-k not given: no on-demand offer has 1 x {gpu} per node, so "
-                      f"{whole[0]} per node, the fewest one has (-k K to choose)")
-
-
-def build_curve(args: argparse.Namespace) -> tuple[Request, Scaling, str, list[str]]:
-    """The request, the offer's curve, where its price comes from and notes on what was left
-    out or defaulted."""
+def build_curve(args: argparse.Namespace) -> OfferCurve:
+    """The offer's curve (:mod:`gpucost.planning.scaling`) for the arguments, with notes on
+    what was left out or defaulted."""
     from dataclasses import replace
 
     from gpucost.cli.jobargs import request_from_args
     from gpucost.cli.predict import group_gpus
     from gpucost.errors import InputError
     from gpucost.model.translate import gpu_spec
-    from gpucost.planning.ranking import rank
-    from gpucost.planning.scaling import offer_curve
+    from gpucost.planning.scaling import cheapest_offer_curve, mixed_node_curve, slowest_member
     from gpucost.profile import resolve_profile
 
     if args.max_nodes < 1:
@@ -212,71 +108,31 @@ def build_curve(args: argparse.Namespace) -> tuple[Request, Scaling, str, list[s
                 "so no offer in the snapshots holds a mixed node",
                 hint="pass --price-hr USD, the mixed node's $/h",
             )
-        return _mixed_curve(args, profile, [gpu_spec(g).name for g in mixed])
+        node = [gpu_spec(g).name for g in mixed]
+        request = request_from_args(
+            args, gpu=slowest_member(profile, node), gpu_count=[float(len(node))],
+            market="on-demand", max_nodes=2 * args.max_nodes, provider=None, region=None,
+            cpu_arch="any", inter_node_gbps=args.network_gbps,
+            inter_node_transport=args.transport, **_job_args(profile, args))
+        return mixed_node_curve(request, node, max_nodes=args.max_nodes,
+                                price_hr=args.price_hr, link=args.link)
     if gpu is None and profile.gpu == "CPU":
         raise InputError("this profile was measured on the CPU: pass --gpu")
-    notes: list[str] = []
+    variant = ""
     if gpu is not None:
         from gpucost.catalog import variant_note
 
-        notes.append(variant_note(gpu))
+        variant = variant_note(gpu)
     gpu = gpu_spec(gpu or profile.gpu).name
     # the GPU named decides the host (a GH200 is a Grace host): any CPU architecture
     request = request_from_args(args, gpu=gpu, gpu_count=None, market="on-demand",
                                 max_nodes=2 * args.max_nodes, provider=None, region=None,
                                 cpu_arch="any", **_job_args(profile, args))
-    if args.gpus_per_node is None:
-        per_node, note = _gpus_per_node(request, gpu)
-        notes.append(note)
-    request = replace(request, filters=replace(request.filters, gpu_counts=(float(per_node),)))
-    ranking = _try_rank(request)
-    single, skipped = _first_fit(ranking.plans, args.max_nodes) if ranking is not None else (
-        None, "")
-    label = (f"{single.provider} {single.instance_type} ({single.region}), prices of "
-             f"{single.price_date}" if single else "")
-    if args.price_hr is not None or args.link or single is None:
-        request = replace(request, snapshots=(_override_snapshot(request, single, gpu, per_node,
-                                                                  args),))
-        ranking = rank(request)
-        if args.price_hr is not None:
-            label = "--price-hr"
-            skipped = ""  # your price, not the cheapest offer's
-        if not ranking.plans.nodes.size:
-            raise InputError(f"no group of {per_node}x {gpu} fits the profile's batch",
-                             hint=ranking.notes[-1] if ranking.notes else "")
-        single, _ = _first_fit(ranking.plans)
-    assert ranking is not None and single is not None
-    notes.append(skipped)
-    return (request, offer_curve(ranking.plans, single, args.max_nodes), label,
-            [n for n in notes if n])
-
-
-def _mixed_curve(args: argparse.Namespace, profile: Profile,
-                 node: list[str]) -> tuple[Request, Scaling, str, list[str]]:
-    """A mixed node at --price-hr: one bare offer named after the slowest member (the pace
-    predict gives the group), ranked by the planning core with ``Request.node_gpus``."""
-    from dataclasses import replace
-
-    from gpucost.cli.jobargs import request_from_args
-    from gpucost.errors import InputError
-    from gpucost.model.perf import predict
-    from gpucost.planning.ranking import rank
-    from gpucost.planning.scaling import offer_curve
-
-    slowest = predict(profile, gpus_per_node=len(node), member_gpus=node).gpu
-    request = request_from_args(args, gpu=slowest, gpu_count=[float(len(node))],
-                                market="on-demand", max_nodes=2 * args.max_nodes, provider=None,
-                                region=None, cpu_arch="any", **_job_args(profile, args))
-    request = replace(request, node_gpus=tuple(node))
-    request = replace(request, snapshots=(_override_snapshot(request, None, slowest, len(node),
-                                                              args),))
-    ranking = rank(request)
-    if not ranking.plans.nodes.size:
-        raise InputError(f"no mixed node of {' + '.join(node)} fits the profile's batch",
-                         hint=ranking.notes[-1] if ranking.notes else "")
-    single, _ = _first_fit(ranking.plans)
-    assert single is not None
-    return request, offer_curve(ranking.plans, single, args.max_nodes), "--price-hr", []
+    curve = cheapest_offer_curve(
+        request, gpu, max_nodes=args.max_nodes,
+        gpus_per_node=None if args.gpus_per_node is None else per_node,
+        price_hr=args.price_hr, link=args.link)
+    return replace(curve, notes=tuple(n for n in (variant, *curve.notes) if n))
 
 
 def _node_label(request: Request, row: PlanRow) -> str:
@@ -286,14 +142,15 @@ def _node_label(request: Request, row: PlanRow) -> str:
     return f"{row.gpu_count:g} x {row.gpu}"
 
 
-def render(request: Request, scaling: Scaling, label: str, notes: list[str]) -> str:
+def render(curve: OfferCurve) -> str:
     from gpucost.format import hours, usd
     from gpucost.planning.scaling import curve_note
 
+    request, scaling, label = curve.request, curve.scaling, curve.price_source
     profile = request.profile
     first = scaling.points[0].row
     unit = profile.sample_unit
-    price = (f"{usd(first.price_hr, exact=True)}/h per node ({label})" if label == "--price-hr"
+    price = (f"{usd(first.price_hr, exact=True)}/h per node ({label})" if label == PRICE_GIVEN
              else f"{usd(first.price_hr, exact=True)}/h per node: {label}")
     between = f"; between nodes: {scaling.fabric}" if scaling.fabric else ""
     lines = [f"{profile.name} on {_node_label(request, first)} per node; "
@@ -309,7 +166,7 @@ def render(request: Request, scaling: Scaling, label: str, notes: list[str]) -> 
     lines += [f"memory: {n}" for n in memory]
     hint = "; another provider's curve: --price-hr USD with its price"
     lines.append(curve_note(scaling) + (hint if node_limit(first.provider) == 1 else ""))
-    lines += [f"note: {n}" for n in notes]
+    lines += [f"note: {n}" for n in curve.notes]
     lines.append(f"time and $/job include {hours(first.setup_hours, exact=True)} of setup per "
                  f"start, as in `gpucost compare`: {first.setup_source}")
     return "\n".join(lines)
@@ -378,7 +235,8 @@ def render_batches(points: tuple[BatchPoint, ...]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    request, scaling, label, notes = build_curve(args)
+    curve = build_curve(args)
+    request, scaling = curve.request, curve.scaling
     batches = _batch_points(args, request, scaling)
     first = scaling.points[0].row
     if args.plot:
@@ -391,11 +249,11 @@ def run(args: argparse.Namespace) -> int:
             "member_gpus": list(request.node_gpus) or [first.gpu] * int(first.gpu_count),
             "samples": request.job.samples,
             "price_hr": first.price_hr,
-            "price_source": label,
+            "price_source": curve.price_source,
             "setup_minutes": first.setup_minutes if first.provider != "local" else 0.0,
             "setup_source": first.setup_source,
             "knee_nodes": scaling.knee,
-            "notes": notes,
+            "notes": list(curve.notes),
             "knee_rule": f"doubling the nodes cuts job time (setup included) by < "
                          f"{KNEE_TIME_CUT:.0%}",
             "points": [{"nodes": p.nodes, "job_hours": p.hours, "compute_hours": p.compute_hours,
@@ -411,7 +269,7 @@ def run(args: argparse.Namespace) -> int:
                                  for p in batches],
         })
     else:
-        print(render(request, scaling, label, notes))
+        print(render(curve))
         if batches:
             print(render_batches(batches))
         if args.plot:

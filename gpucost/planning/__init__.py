@@ -7,7 +7,8 @@
 - :mod:`~gpucost.planning.fit`: the memory rule every plan passes;
 - :mod:`~gpucost.planning.advice` (selection), :mod:`~gpucost.planning.relax`,
   :mod:`~gpucost.planning.reasons` (in words), :mod:`~gpucost.planning.planbuild`;
-- :mod:`~gpucost.planning.scaling`: one offer over node counts and the knee;
+- :mod:`~gpucost.planning.scaling`: one offer over node counts, the knee, the offer to follow;
+- :mod:`~gpucost.planning.breakeven`: stop or destroy a machine between runs, and its defaults;
 - :mod:`~gpucost.planning.api`: ``gpucost.compare()`` and ``gpucost.planfile()``.
 
 The command line, the TUI and the Python API call these and format the result; nothing here

@@ -4,24 +4,33 @@ The knee is the first node count from which doubling the nodes cuts the job's wa
 (setup included, as in every $/job) by less than KNEE_TIME_CUT: the hourly bill doubles, so
 $/job rises by more than half while the job finishes only a little sooner. `gpucost scale` and
 the TUI's plan screen both use it.
+
+Which offer a curve follows (:func:`cheapest_offer_curve`, :func:`mixed_node_curve`) is decided
+here too, so the command line only parses and prints. numpy, the ranking and the snapshot
+format load inside the functions that use them: `gpucost --help` reads KNEE_TIME_CUT.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from gpucost.errors import InputError
+from gpucost.errors import InputError, NoOffersError
+from gpucost.format import usd
 from gpucost.limits import node_limit
 
 if TYPE_CHECKING:
     from gpucost.planning.plans import PlanRow, Plans
+    from gpucost.planning.ranking import Ranking
     from gpucost.planning.request import Request
+    from gpucost.pricing.snapshot import Snapshot
     from gpucost.profile import Profile
 
 KNEE_TIME_CUT = 0.25  # doubling the nodes must cut the job's time by at least this fraction
 SCALING_MAX_NODES = 16
+OVERRIDE_SOURCE = "gpucost-scale-overrides"  # the one offer a curve at your own terms ranks
+PRICE_GIVEN = "--price-hr"  # a curve's price source when the price is the caller's
 
 
 @dataclass(frozen=True)
@@ -105,6 +114,176 @@ def scaling_curve(request: Request, row: PlanRow, *,
                            cpu_arch=request.filters.cpu_arch)
     full = rank(replace(request, snapshots=mine, filters=filters))
     return offer_curve(full.plans, row, max_nodes)
+
+
+@dataclass(frozen=True)
+class OfferCurve:
+    """A curve, the request its plans were ranked with and where its offer comes from."""
+
+    request: Request  # one GPU count per node; your terms' one offer as its only snapshot
+    scaling: Scaling
+    price_source: str  # the offer ("provider instance (region), prices of DATE") or PRICE_GIVEN
+    notes: tuple[str, ...]  # what was defaulted or left out, in words
+
+
+def cheapest_offer_curve(request: Request, gpu: str, *, max_nodes: int,
+                         gpus_per_node: int | None = None, price_hr: float | None = None,
+                         link: str | None = None) -> OfferCurve:
+    """The curve of the cheapest on-demand offer of ``gpu`` up to ``max_nodes`` (``request``
+    ranks groups of up to twice that: the knee at max_nodes needs them), at ``gpus_per_node``
+    (None: 1, else the fewest an offer has). ``price_hr`` ($/h per node) and ``link`` (the
+    GPUs' link inside a node) replace the offer's terms; with no offer, a bare one at
+    ``price_hr``."""
+    notes: list[str] = []
+    if gpus_per_node is None:
+        gpus_per_node, note = _fewest_gpus_per_node(request, gpu)
+        notes.append(note)
+    request = replace(request, filters=replace(request.filters,
+                                               gpu_counts=(float(gpus_per_node),)))
+    ranking = _try_rank(request)
+    single, skipped = (_first_fit(ranking.plans, max_nodes) if ranking is not None
+                       else (None, ""))
+    label = (f"{single.provider} {single.instance_type} ({single.region}), prices of "
+             f"{single.price_date}" if single else "")
+    if price_hr is not None or link or single is None:
+        from gpucost.planning.ranking import rank
+
+        request = replace(request, snapshots=(_override_snapshot(
+            request, single, gpu, gpus_per_node, price_hr=price_hr, link=link,
+            max_nodes=max_nodes),))
+        ranking = rank(request)
+        if price_hr is not None:
+            label = PRICE_GIVEN
+            skipped = ""  # your price, not the cheapest offer's
+        if not ranking.plans.nodes.size:
+            raise InputError(f"no group of {gpus_per_node}x {gpu} fits the profile's batch",
+                             hint=ranking.notes[-1] if ranking.notes else "")
+        single, _ = _first_fit(ranking.plans)
+    assert ranking is not None and single is not None
+    notes.append(skipped)
+    return OfferCurve(request, offer_curve(ranking.plans, single, max_nodes), label,
+                      tuple(n for n in notes if n))
+
+
+def slowest_member(profile: Profile, node: Sequence[str]) -> str:
+    """The GPU that sets a mixed node's pace (as predict gives the group)."""
+    from gpucost.model.perf import predict
+
+    return predict(profile, gpus_per_node=len(node), member_gpus=list(node)).gpu
+
+
+def mixed_node_curve(request: Request, node: Sequence[str], *, max_nodes: int,
+                     price_hr: float, link: str | None = None) -> OfferCurve:
+    """A mixed node (``node``: its GPUs' catalog names) at ``price_hr`` $/h: one bare offer
+    named after the slowest member (:func:`slowest_member`, the GPU ``request`` names), ranked
+    by the planning core with ``Request.node_gpus``. An offer has one GPU type, so no offer in
+    the snapshots holds a mixed node."""
+    from gpucost.planning.ranking import rank
+
+    slowest = slowest_member(request.profile, node)
+    request = replace(request, node_gpus=tuple(node))
+    request = replace(request, snapshots=(_override_snapshot(
+        request, None, slowest, len(node), price_hr=price_hr, link=link,
+        max_nodes=max_nodes),))
+    ranking = rank(request)
+    if not ranking.plans.nodes.size:
+        raise InputError(f"no mixed node of {' + '.join(node)} fits the profile's batch",
+                         hint=ranking.notes[-1] if ranking.notes else "")
+    single, _ = _first_fit(ranking.plans)
+    assert single is not None
+    return OfferCurve(request, offer_curve(ranking.plans, single, max_nodes), PRICE_GIVEN, ())
+
+
+def _override_snapshot(request: Request, row: PlanRow | None, gpu: str, per_node: int, *,
+                       price_hr: float | None, link: str | None, max_nodes: int) -> Snapshot:
+    """One offer: the cheapest one found (or a bare one) with ``price_hr`` and ``link``
+    applied. A mixed node's bare offer is named after its slowest member (``gpu``) and holds its
+    smallest member's memory. The request's network (every offer's fabric) stays the
+    request's, so the offer keeps its provider's setup time, storage and transfer terms."""
+    import datetime as dt
+
+    from gpucost.catalog import get_gpu
+    from gpucost.pricing.snapshot import Offers, Snapshot
+
+    members = request.node_gpus or (gpu,)
+    bare_name = "+".join(request.node_gpus) if request.node_gpus else f"{per_node}x-{gpu}"
+    price = price_hr if price_hr is not None else (row.price_hr if row else None)
+    if price is None:
+        raise InputError(f"no on-demand offer for {per_node}x {gpu} in the price snapshots",
+                         hint="pass --price-hr")
+    # A custom offer, not the provider's: your price for a group where the offer's provider
+    # launches one node.
+    own = row is not None and not (price_hr is not None and node_limit(row.provider) < max_nodes)
+    record: dict[str, Any] = {
+        "provider": row.provider if row and own else "custom",
+        "region": row.region if row and own else "custom",
+        "instance_type": row.instance_type if row else bare_name,
+        "gpu": gpu,
+        "gpu_count": per_node,
+        "gpu_memory_gb": min(get_gpu(g).memory_gb for g in members),
+        "price_hr": price,
+        "intra_node_link": link or "",
+    }
+    if row is not None:
+        original = next(s for s in request.snapshots if s.source == row.source)
+        mask = ((original.offers["instance_type"] == row.instance_type)
+                & (original.offers["region"] == row.region))
+        i = int(mask.nonzero()[0][0])
+        for name in ("storage_gb_month", "egress_gb", "ingress_gb", "month_hours", "reliability",
+                     "network_gbps"):
+            record[name] = float(original.offers[name][i])
+        if not link:
+            record["intra_node_link"] = str(original.offers["intra_node_link"][i])
+    now = request.now or dt.datetime.now(dt.UTC)
+    return Snapshot(source=OVERRIDE_SOURCE, fetched_at=now, offers=Offers.from_records([record]))
+
+
+def _try_rank(request: Request) -> Ranking | None:
+    """The ranking, or None when no offer matches (the overrides may still price the group)."""
+    from gpucost.planning.ranking import rank
+
+    try:
+        return rank(request)
+    except NoOffersError:
+        return None
+
+
+def _first_fit(plans: Plans, max_nodes: int = 1) -> tuple[PlanRow | None, str]:
+    """The first (cheapest) plan at the fewest nodes that fit (1, unless the model's training
+    state needs sharding over more GPUs than one node holds), on a provider where a group of
+    ``max_nodes`` can be launched if there is one: a curve is no curve on one node. With it, a
+    note when that passed over a cheaper plan ("" when not)."""
+    import numpy as np
+
+    if not plans.nodes.size:
+        return None, ""
+    fewest = plans.nodes == plans.nodes.min()
+    scales = np.array([node_limit(str(p)) >= max_nodes for p in plans.provider], dtype=bool)
+    candidates = np.flatnonzero(fewest & scales)
+    first = int(np.flatnonzero(fewest)[0])
+    if not candidates.size or int(candidates[0]) == first:
+        return plans.row(first), ""
+    row, cheaper = plans.row(int(candidates[0])), plans.row(first)
+    skipped = sorted({str(p) for p in plans.provider[fewest & ~scales]})
+    return row, (
+        f"offers on {', '.join(skipped)} left out: gpucost launches one node only there; the "
+        f"cheapest, {cheaper.label()}, is {usd(cheaper.cost_usd, exact=True)}/job at "
+        f"{cheaper.nodes} node(s), where this curve starts at {usd(row.cost_usd, exact=True)} "
+        f"(its curve: --price-hr {cheaper.price_hr:g})")
+
+
+def _fewest_gpus_per_node(request: Request, gpu: str) -> tuple[int, str]:
+    """GPUs per node when not given: 1, or the fewest whole GPUs per node of any on-demand offer
+    for the GPU when none has one (with a note saying so)."""
+    import numpy as np
+
+    found = _try_rank(replace(request, filters=replace(request.filters, max_nodes=1)))
+    counts = found.plans.gpu_count if found is not None else np.array([])
+    whole = sorted({int(c) for c in counts.tolist() if c >= 1 and float(c).is_integer()})
+    if not whole or whole[0] == 1:
+        return 1, ""
+    return whole[0], (f"-k not given: no on-demand offer has 1 x {gpu} per node, so "
+                      f"{whole[0]} per node, the fewest one has (-k K to choose)")
 
 
 @dataclass(frozen=True)
