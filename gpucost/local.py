@@ -41,7 +41,7 @@ class LocalMachine:
 
 
 def _nvml_module() -> ModuleType | None:
-    from gpucost.extras import optional
+    from gpucost._optional import optional
 
     return optional("pynvml")  # the nvidia-ml-py package
 

@@ -35,6 +35,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpucost.errors import InputError
+from gpucost.errors import (
+    MeasurementStoreError as MeasurementStoreError,  # re-exported: its old home
+)
 
 if TYPE_CHECKING:
     from gpucost.model.bands import Band
@@ -54,10 +57,6 @@ MAX_RECORDS = 10_000
 # per parameter per sample). Real runs report 1e2-1e4 images/s and up to ~1e6 tokens/s per GPU,
 # so this is 1,000x above them, yet far below what prices a job at nothing (1e300).
 MAX_SAMPLES_PER_S_PER_DEVICE = 1e9
-
-
-class MeasurementStoreError(InputError):
-    """The measurement store is unreadable or malformed."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -116,7 +116,7 @@ def _check(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     script_args = _split_script_args(args)
     _check(args)
-    from gpucost.extras import require
+    from gpucost._optional import require
 
     torch = require("torch", needed_for="the profiler")
     if args.model is not None:

@@ -24,8 +24,8 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gpucost._optional import require
     from gpucost.errors import InputError
-    from gpucost.extras import require
 
     require("textual", needed_for="the terminal UI")
     from gpucost.tui.app import GpuCostApp

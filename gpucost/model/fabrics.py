@@ -33,13 +33,11 @@ from pathlib import Path
 
 import numpy as np
 
+from gpucost.errors import FabricFileError as FabricFileError  # re-exported: its old home
+
 CSV_PATH = Path(__file__).with_name("fabrics.csv")
 TRANSPORTS = ("rdma", "tcp")
 UNKNOWN = "unknown"
-
-
-class FabricFileError(ValueError):
-    """The shipped fabrics.csv is malformed: a packaging bug, not a user error."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from gpucost._io import parse_json, parse_toml, read_text
-from gpucost.errors import InputError, PlanFileError
+from gpucost.errors import InputError, PlanFileError, PolicyError
 from gpucost.limits import MAX_RUN_FILE_BYTES
 from gpucost.preflight.checks import CHECK_IDS, CheckResult, Context, run_checks
-from gpucost.preflight.policy import Policy, PolicyError, load_policy
+from gpucost.preflight.policy import Policy, load_policy
 from gpucost.preflight.report import REPORT_SCHEMA, PreflightReport
 
 

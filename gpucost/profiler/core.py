@@ -86,6 +86,8 @@ def driving(profiler: StepProfiler) -> Iterator[None]:
         _driver = previous
 
 
+# Not in errors.py: control flow that unwinds the user's training loop and is caught by the
+# profiler itself; it never reaches a user.
 class ProfilingComplete(BaseException):
     """Raised at a step boundary once the planned steps are measured (``stop_when_done``).
 

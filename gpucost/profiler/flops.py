@@ -28,6 +28,8 @@ from torch.utils._pytree import tree_flatten
 from torch.utils.flop_counter import FlopCounterMode
 
 
+# Not in errors.py: the CPU stand-in for torch's out-of-memory error (a RuntimeError, as
+# torch's is), caught by the batch probe; it needs torch to be raised at all.
 class MemoryLimitExceeded(RuntimeError):
     """An allocation pushed the accounted memory over the imposed limit (CPU out of memory)."""
 

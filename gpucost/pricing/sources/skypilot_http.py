@@ -19,8 +19,8 @@ import numpy as np
 
 from gpucost import providers
 from gpucost._io import atomic_write_text
-from gpucost.errors import GpuCostError, ProviderError
-from gpucost.http import HttpStatusError, RetryingHttp
+from gpucost.errors import GpuCostError, HttpStatusError, ProviderError
+from gpucost.http import RetryingHttp
 from gpucost.limits import MAX_CATALOG_BYTES
 from gpucost.pricing.snapshot import Offers, Snapshot
 from gpucost.pricing.sources.base import HttpPriceSource, now_utc
