@@ -84,6 +84,13 @@ ALLOWED: dict[str, tuple[int, str]] = {
 }
 
 
+def _names_gpucost(node: ast.AST) -> bool:
+    """Whether ``node`` is an import of one of gpucost's own modules."""
+    if isinstance(node, ast.ImportFrom):
+        return bool(node.level) or (node.module or "").startswith("gpucost")
+    return isinstance(node, ast.Import) and any(a.name.startswith("gpucost") for a in node.names)
+
+
 def _own_imports_in_functions(path: Path) -> int:
     tree = ast.parse(path.read_text())
     count = 0
@@ -92,9 +99,7 @@ def _own_imports_in_functions(path: Path) -> int:
         nonlocal count
         for child in ast.iter_child_nodes(node):
             inner = in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
-            if (in_function and isinstance(child, ast.ImportFrom) and (
-                    child.level or (child.module or "").startswith("gpucost"))) or (in_function and isinstance(child, ast.Import) and any(
-                    a.name.startswith("gpucost") for a in child.names)):
+            if in_function and _names_gpucost(child):
                 count += 1
             visit(child, inner)
 
