@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from gpucost.limits import MAX_NESTING
+
 if TYPE_CHECKING:
     from gpucost.errors import InputError
 
@@ -131,8 +133,6 @@ def _finite_float(text: str) -> float:
 
 
 def _too_deep(origin: str, error: type[InputError]) -> InputError:
-    from gpucost.limits import MAX_NESTING
-
     return error(f"{origin} is nested deeper than {MAX_NESTING} levels",
                  hint="it is damaged or not a gpucost file")
 
@@ -141,8 +141,6 @@ def _check_depth(value: Any, origin: str, error: type[InputError]) -> Any:
     """Refuse documents nested deeper than MAX_NESTING (iteratively: no recursion to exhaust),
     and text that is not Unicode (JSON's "\\ud800" escapes a lone surrogate, which no output
     can print)."""
-    from gpucost.limits import MAX_NESTING
-
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         item, depth = stack.pop()

@@ -25,6 +25,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePath
 from typing import Any, TextIO
 
+from gpucost import __version__
+
 SCHEMA_PREFIX = "gpucost-"
 ENVELOPE_KEYS = ("schema", "schema_version", "gpucost_version", "generated_at")
 
@@ -45,8 +47,6 @@ def envelope(
     generated_at: dt.datetime | None = None,
 ) -> dict[str, Any]:
     """``body`` behind the four envelope keys (schema ``gpucost-<kind>``)."""
-    from gpucost import __version__
-
     clash = set(ENVELOPE_KEYS) & set(body)
     if clash:
         raise ValueError(f"the body of a {kind!r} document sets envelope keys {sorted(clash)}")

@@ -30,7 +30,9 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from gpucost.errors import Cancelled as Cancelled  # re-exported: its old home
 from gpucost.errors import CredentialsError, ProviderError
+from gpucost.errors import HttpStatusError as HttpStatusError  # re-exported: its old home
 from gpucost.limits import HTTP_READ_TIMEOUT_S, HTTP_REQUEST_DEADLINE_S, MAX_ANSWER_BYTES
 
 if TYPE_CHECKING:
@@ -80,14 +82,6 @@ def default_sleep(seconds: float) -> None:
     time.sleep(seconds)
 
 
-class HttpStatusError(ProviderError):
-    """The API answered with an HTTP error status that retrying does not fix (404, 400, ...)."""
-
-    def __init__(self, message: str, *, status_code: int, hint: str | None = None) -> None:
-        self.status_code = status_code
-        super().__init__(message, hint=hint)
-
-
 class RateLimiter:
     """At most one request per ``min_interval_s`` across threads (a provider's stated limit)."""
 
@@ -124,10 +118,6 @@ def retry_after_s(value: str | None, *, now: dt.datetime | None = None) -> float
     if when.tzinfo is None:
         when = when.replace(tzinfo=dt.UTC)
     return max(0.0, (when - (now or dt.datetime.now(dt.UTC))).total_seconds())
-
-
-class Cancelled(ProviderError):
-    """The request was given up because its ``cancel`` event was set (Ctrl-C, a deadline)."""
 
 
 class _Watchdog:

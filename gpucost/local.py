@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from gpucost._optional import optional
+from gpucost.catalog import get_gpu, try_resolve_gpu_name
 from gpucost.errors import InputError
 from gpucost.pricing.snapshot import Offers, Snapshot
 
@@ -41,8 +43,6 @@ class LocalMachine:
 
 
 def _nvml_module() -> ModuleType | None:
-    from gpucost.extras import optional
-
     return optional("pynvml")  # the nvidia-ml-py package
 
 
@@ -53,8 +53,6 @@ def _text(value: Any) -> str:
 def detect(nvml: ModuleType | Any | None = None, *, power_w: float | None = None) -> LocalMachine:
     """This machine's GPUs through NVML (``nvml``: the pynvml module, injectable for tests),
     else its CPU."""
-    from gpucost.catalog import get_gpu, try_resolve_gpu_name
-
     nvml = nvml if nvml is not None else _nvml_module()
     if nvml is not None:
         try:
@@ -119,8 +117,6 @@ class _NoGpu:
 
 def given_machine(gpu: str, gpu_count: int = 1, *, power_w: float | None = None) -> LocalMachine:
     """A machine described by the user rather than detected (planning for a box you own)."""
-    from gpucost.catalog import get_gpu
-
     if gpu.upper() == "CPU":
         return detect(_NoGpu(), power_w=power_w)
     if gpu_count < 1:

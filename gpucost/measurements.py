@@ -36,9 +36,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, cast
 
-from gpucost.errors import InputError
+from gpucost._io import atomic_write_json, parse_json, read_text
+from gpucost.catalog import get_gpu, try_resolve_gpu_name
+from gpucost.errors import GpuCostError, InputError
+from gpucost.errors import (
+    MeasurementStoreError as MeasurementStoreError,  # re-exported: its old home
+)
 from gpucost.model.perf import Prediction
 from gpucost.model.perf import predict as model_predict
+from gpucost.paths import home
+from gpucost.profile import resolve_profile
 
 if TYPE_CHECKING:
     from gpucost.model.bands import Band
@@ -61,10 +68,6 @@ MAX_RECORDS = 10_000
 MAX_SAMPLES_PER_S_PER_DEVICE = 1e9
 
 
-class MeasurementStoreError(InputError):
-    """The measurement store is unreadable or malformed."""
-
-
 @dataclass(frozen=True, slots=True)
 class Measurement:
     id: str
@@ -85,8 +88,6 @@ class Measurement:
 
 
 def store_path() -> Path:
-    from gpucost.paths import home
-
     return home() / "measurements.json"
 
 
@@ -124,8 +125,6 @@ def problem(raw: Any, *, flops_per_sample: float | None = None) -> str | None:
                 f"device(s), over the {MAX_SAMPLES_PER_S_PER_DEVICE:g} per device any GPU can "
                 "train")
     if flops_per_sample and m.gpu != "CPU":
-        from gpucost.catalog import get_gpu, try_resolve_gpu_name
-
         gpu = try_resolve_gpu_name(m.gpu)
         if gpu is not None and m.precision in ("fp32", "tf32", "fp16", "bf16", "amp"):
             peak = get_gpu(gpu).tflops(m.precision) * 1e12 * m.device_count  # type: ignore[arg-type]
@@ -175,8 +174,6 @@ def read_store(path: Path | None = None) -> Store:
     is what `gpucost calibrate forget` takes). A file that is not a store at all (cut off, not
     JSON) is moved aside to ``measurements.json.damaged-<time>``, never deleted, and said so;
     one from a newer gpucost is left alone and not used."""
-    from gpucost._io import parse_json, read_text
-
     path = path or store_path()
     if not path.exists():
         return Store((), (), ())
@@ -234,8 +231,6 @@ def read_all(path: Path | None = None) -> tuple[Measurement, ...]:
 
 
 def _write(records: Sequence[Any], path: Path) -> None:
-    from gpucost._io import atomic_write_json
-
     _CACHE.clear()
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_json(path, {"format": FORMAT, "version": VERSION, "measurements": [
@@ -308,8 +303,6 @@ def record_on_arrival(plan: Plan, throughput: float, *,
 def _flops_per_sample(ref: str) -> float | None:
     """The plan's profile's flops per sample, for the peak check; None when it cannot be read
     (moved, damaged): the per-device bound still applies."""
-    from gpucost.profile import resolve_profile
-
     try:
         profile = resolve_profile(ref)
     except (InputError, OSError):
@@ -446,7 +439,6 @@ def source_for(profile: Profile, gpu: str | None,
         measurements = stored()
     if not measurements:
         return Source(profile, (), "profile")
-    from gpucost.catalog import try_resolve_gpu_name
 
     mine = [m for m in measurements if m.workload == profile.name
             and m.precision == profile.precision and m.device_count == 1
@@ -556,8 +548,6 @@ class Learned:
 def _profile_for(workload: str, profiles: Sequence[Profile]) -> Profile | None:
     """The profile standing for ``workload``: one given by name, else the example or file the
     name resolves to; None when none does."""
-    from gpucost.profile import resolve_profile
-
     for p in profiles:
         if p.name == workload:
             return p
@@ -575,7 +565,6 @@ def learning(measurements: Sequence[Measurement] | None = None,
     measurement (the profile and the workload's other GPUs, as :func:`source_for` chooses) and
     its band, against the band a prediction there carries now. A workload whose profile cannot
     be found (a file saved elsewhere: pass it in ``profiles``) gets no prediction."""
-    from gpucost.errors import GpuCostError
 
     if measurements is None:
         measurements = read_all()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from gpucost.errors import InputError
+from gpucost.errors import StateFolderError as StateFolderError  # re-exported: its old home
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _REPO_ROOT = _PACKAGE_DIR.parent
@@ -42,17 +42,6 @@ def runs_dir() -> Path:
 
 def ledger_path() -> Path:
     return home() / "ledger.sqlite"
-
-
-class StateFolderError(InputError):
-    """The state folder (or a file in it) cannot be written: one line naming it and the fix."""
-
-    def __init__(self, where: Path, problem: str, fix: str | None = None) -> None:
-        if fix is None and os.environ.get("GPUCOST_HOME"):
-            fix = "point GPUCOST_HOME at a folder you can write to"
-        elif fix is None:
-            fix = "make it writable, or set GPUCOST_HOME to a folder you can write to"
-        super().__init__(f"gpucost's state folder cannot be used: {where} {problem}", hint=fix)
 
 
 def writable_dir(folder: Path) -> Path:

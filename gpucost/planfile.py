@@ -41,6 +41,7 @@ from typing import Any
 from gpucost import providers
 from gpucost._io import atomic_write_text, parse_toml, read_text
 from gpucost.errors import PlanFileError
+from gpucost.format import usd
 from gpucost.jobname import NAME_HINT, job_name_problem
 from gpucost.limits import (
     MAX_BUDGET_USD,
@@ -310,8 +311,6 @@ class Plan:
     def budget_cap_text(self) -> str:
         """The budget cap in words, with where it comes from: "budget cap $300.00 (your
         budget), warned at 80 % ($240.00)"."""
-        from gpucost.format import usd
-
         cap, budget, cost = (self.safety.budget_cap_usd, self.job.budget_usd,
                              self.estimate.cost_usd)
         if budget is not None and abs(cap - budget) < 0.01:

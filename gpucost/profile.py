@@ -19,9 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from gpucost._io import atomic_write_json, parse_json, read_text
+from gpucost.catalog import resolve_gpu_name
 from gpucost.catalog.spec import PRECISIONS, Precision
 from gpucost.errors import ProfileError
 from gpucost.limits import MAX_PROFILE_BYTES
+from gpucost.model.signature import from_spec
+from gpucost.paths import embedded_profiles_dir
 
 SCHEMA_VERSION = 1
 SCHEMA_ID = "gpucost-profile"
@@ -171,8 +174,6 @@ class Profile:
         Without it the profile's ``name`` is matched against the built-ins ("resnet50",
         "my-gpt2-run").
         """
-        from gpucost.catalog import resolve_gpu_name
-
         if not (
             isinstance(throughput, int | float) and throughput > 0 and math.isfinite(throughput)
         ):
@@ -344,8 +345,6 @@ _TEXT_LIMITS = {"name": 200, "description": 2000, "source": 2000, "sample_unit":
 
 
 def _validate(p: Profile) -> None:
-    from gpucost.catalog import resolve_gpu_name
-
     if not isinstance(p.gpu, str) or not p.gpu:
         raise ProfileError("gpu must be a GPU name such as 'A100 SXM4 80GB' (or 'CPU')")
     if p.gpu != "CPU":
@@ -370,8 +369,6 @@ def _validate(p: Profile) -> None:
     _positive("step_time_s", p.step_time_s)
     _positive("param_count", p.param_count)
     if p.workload is not None:
-        from gpucost.model.signature import from_spec
-
         from_spec(p.workload)  # raises ProfileError naming the built-ins
     if p.launches_per_step is not None:
         _positive("launches_per_step", p.launches_per_step)
@@ -441,8 +438,6 @@ def _non_negative(name: str, value: object) -> None:
 
 def resolve_profile(ref: str | os.PathLike[str] | None) -> Profile:
     """A profile from a path, or from the name of an example in the embedded ``profiles/``."""
-    from gpucost.paths import embedded_profiles_dir
-
     if ref is None:
         ref = DEFAULT_PROFILE
     path = Path(ref)
@@ -459,8 +454,6 @@ def resolve_profile(ref: str | os.PathLike[str] | None) -> Profile:
 
 def example_names() -> list[str]:
     """The names of the example profiles shipped with gpucost (`--profile NAME`)."""
-    from gpucost.paths import embedded_profiles_dir
-
     return sorted(p.stem for p in embedded_profiles_dir().glob("*.json") if p.stem != "schema")
 
 

@@ -24,6 +24,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from gpucost._io import atomic_write_json
+from gpucost.executor.checkpoints import CheckpointStore
+from gpucost.executor.markers import MARKER_ENV, format_marker
+from gpucost.executor.rundir import RunDir, append_line
+from gpucost.executor.runfiles import Report, problem
+
 RUN_DIR_ENV = "GPUCOST_RUN_DIR"
 
 _warned: set[str] = set()
@@ -48,8 +54,6 @@ def report(*, epoch: int | None = None, metrics: Mapping[str, float] | None = No
 
 
 def _record(run_dir: Path, epoch: Any, metrics: Any, checkpoint: Any, throughput: Any) -> None:
-    from gpucost.executor.runfiles import Report, problem
-
     if metrics is not None and not isinstance(metrics, Mapping):
         _warn_once("metrics", f"metrics must be a mapping of name to number, got "
                               f"{type(metrics).__name__}: dropped")
@@ -78,7 +82,6 @@ def _record(run_dir: Path, epoch: Any, metrics: Any, checkpoint: Any, throughput
         except Exception as err:  # the report is still worth recording
             _warn_once("checkpoint", f"checkpoint not shipped ({type(err).__name__}: {err})")
     write_report(run_dir, entry)
-    from gpucost.executor.markers import MARKER_ENV, format_marker
 
     if os.environ.get(MARKER_ENV) == "1":
         print(format_marker(entry), flush=True)
@@ -87,9 +90,6 @@ def _record(run_dir: Path, epoch: Any, metrics: Any, checkpoint: Any, throughput
 def write_report(run_dir: Path, entry: Mapping[str, Any]) -> None:
     """Append one checked report to the run folder's metrics.jsonl and make it progress.json:
     the job does it on its node, the SkyPilot launcher for each marker its log brings home."""
-    from gpucost._io import atomic_write_json
-    from gpucost.executor.rundir import RunDir, append_line
-
     rd = RunDir(run_dir)
     append_line(rd.metrics_path, json.dumps(entry, allow_nan=False))
     atomic_write_json(rd.progress_path, dict(entry))
@@ -118,6 +118,5 @@ def _ship(path: Path, epoch: float) -> str | None:
     every = float(os.environ.get("GPUCOST_CHECKPOINT_EVERY", "1") or 1)
     if not os.environ.get("GPUCOST_CHECKPOINT_TARGET") or epoch % max(1, round(every)) != 0:
         return None
-    from gpucost.executor.checkpoints import CheckpointStore
 
     return CheckpointStore.from_env().ship(path, int(epoch))

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpucost.catalog.spec import GpuSpec
+from gpucost.errors import CatalogFileError as CatalogFileError  # re-exported: its old home
 
 CSV_PATH = Path(__file__).with_name("gpus.csv")
 
@@ -33,10 +34,6 @@ class CatalogEntry:
     segment: str
     fp16_acc16_tflops: float | None  # dense tensor fp16 with fp16 accumulate; None if no unit
     mamf_bf16_tflops: float | None = None  # measured best bf16 matmul; None if none published
-
-
-class CatalogFileError(ValueError):
-    """The shipped CSV is malformed: a packaging bug, not a user error."""
 
 
 def _optional_float(row: dict[str, str], column: str) -> float | None:

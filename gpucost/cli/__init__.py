@@ -16,6 +16,9 @@ import os
 import sys
 from collections.abc import Sequence
 
+from gpucost import __version__
+from gpucost.errors import GpuCostError, InputError
+
 # Explicit registry, in help order. Each entry is a module of this package.
 COMMAND_MODULES: tuple[str, ...] = (
     # plan
@@ -42,14 +45,11 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         # A usage error is an input error like any other: one line and exit 2 from main(),
         # pointing to the help instead of printing the whole usage.
-        from gpucost.errors import InputError
 
         raise InputError(f"{message} (see `{self.prog} --help`)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from gpucost import __version__
-
     parser = _Parser(
         prog="gpucost",
         description="Train on rented GPUs for the least money: "
@@ -64,8 +64,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from gpucost.errors import GpuCostError
-
     try:
         # Building the parser imports every command's module (about half a second): a Ctrl-C
         # then is an interrupt like any other, not a traceback.

@@ -12,6 +12,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from gpucost.envelope import add_format_argument, print_document
+from gpucost.errors import InputError
 from gpucost.terminal import printable
 
 if TYPE_CHECKING:
@@ -128,7 +129,6 @@ def _record(m: Measurement) -> dict[str, Any]:
 
 
 def run_forget(args: argparse.Namespace) -> int:
-    from gpucost.errors import InputError
     from gpucost.measurements import forget
 
     if bool(args.ids) == bool(args.all):

@@ -9,7 +9,8 @@ from typing import Any
 from gpucost import providers
 from gpucost.cli.jobargs import add_economics, add_prices, add_profile_and_job
 from gpucost.cli.numbers import count, number, positive
-from gpucost.envelope import add_format_argument
+from gpucost.envelope import add_format_argument, dumps
+from gpucost.errors import InputError, NoOffersError
 from gpucost.limits import (
     MAX_GPU_MEMORY_GB,
     MAX_GPUS_PER_NODE,
@@ -85,7 +86,6 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gpucost.cli.jobargs import request_from_args
-    from gpucost.errors import InputError, NoOffersError
     from gpucost.planning.ranking import rank
 
     if args.limit < 0:
@@ -105,8 +105,6 @@ def run(args: argparse.Namespace) -> int:
     total, unfit = len(ranking), len(ranking.unfit)
     shown = ranking.head(args.limit) if args.limit else ranking
     if args.format == "json":
-        from gpucost.envelope import dumps
-
         doc = shown.to_dict(show_unfit=args.show_unfit)
         doc["plans_total"] = total
         doc["unfit_total"] = unfit

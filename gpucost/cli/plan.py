@@ -7,9 +7,12 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
+from gpucost._io import atomic_write_text
 from gpucost.cli.jobargs import add_economics, add_prices, add_profile_and_job
 from gpucost.cli.numbers import count, number, positive
 from gpucost.envelope import add_format_argument, print_document
+from gpucost.errors import InputError, PolicyViolation
+from gpucost.format import usd
 from gpucost.limits import MAX_BUDGET_USD, MAX_DEADLINE_HOURS, MAX_GPU_MEMORY_GB, MAX_NODES
 
 if TYPE_CHECKING:
@@ -127,7 +130,6 @@ def build_advice(args: argparse.Namespace) -> Advice:
 
 def chosen_plan(args: argparse.Namespace, advice: Advice) -> Any:
     """The plan for ``--pick``; PolicyViolation (exit 1) saying what to relax if none fits."""
-    from gpucost.errors import PolicyViolation
     from gpucost.planning.planbuild import to_plan
 
     if not advice.ok:
@@ -138,8 +140,6 @@ def chosen_plan(args: argparse.Namespace, advice: Advice) -> Any:
     choice = advice.cheapest if args.pick == "cheapest" else advice.fastest
     assert choice is not None
     if args.return_hours is not None and not args.return_hours >= 0:
-        from gpucost.errors import InputError
-
         raise InputError(f"--return-hours must be >= 0, got {args.return_hours}")
     return to_plan(
         choice,
@@ -154,8 +154,6 @@ def chosen_plan(args: argparse.Namespace, advice: Advice) -> Any:
 
 
 def _choice_text(title: str, choice: Choice) -> list[str]:
-    from gpucost.format import usd
-
     row = choice.row
     lines = [
         f"{title}: {row.label()}",
@@ -169,7 +167,6 @@ def _choice_text(title: str, choice: Choice) -> list[str]:
 def _export_skypilot(plan: Any, args: argparse.Namespace) -> None:
     from pathlib import Path
 
-    from gpucost._io import atomic_write_text
     from gpucost.executor.skypilot_task import task_yaml as export_skypilot
 
     target = args.export_out
@@ -185,8 +182,6 @@ def _export_skypilot(plan: Any, args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpucost.format import usd
-
     if args.output:
         from gpucost.cli.outputs import check_plan_output
 

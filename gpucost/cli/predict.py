@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpucost.cli.numbers import count, positive
 from gpucost.envelope import add_format_argument, print_document
+from gpucost.errors import InputError
 from gpucost.limits import MAX_GPUS_PER_NODE, MAX_GRAD_ACCUM, MAX_NETWORK_GBPS, MAX_NODES
 from gpucost.terminal import printable
 
@@ -42,8 +43,6 @@ def group_gpus(args: argparse.Namespace) -> tuple[str | None, int, list[str] | N
     One ``--gpu``: every GPU is that one. Several: they are one node's GPUs, in order (``-k``,
     if given, must count them); every node holds the same mix.
     """
-    from gpucost.errors import InputError
-
     names: list[str] = args.gpu or []
     if len(names) <= 1:
         return (names[0] if names else None), args.gpus_per_node or 1, None

@@ -8,6 +8,9 @@ import os
 import sys
 from typing import Any
 
+from gpucost._io import atomic_write_text
+from gpucost.errors import InputError
+
 _FORMATS = ("table", "json", "markdown", "github", "junit")
 
 
@@ -39,8 +42,6 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpucost._io import atomic_write_text
-    from gpucost.errors import InputError
     from gpucost.preflight.report import append_step_summary, render, render_table
     from gpucost.preflight.run import run_preflight
 

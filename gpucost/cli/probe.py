@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from gpucost.cli.numbers import count, positive
 from gpucost.envelope import add_format_argument, print_document
+from gpucost.errors import InputError, PolicyViolation
+from gpucost.format import usd
 from gpucost.limits import MAX_BUDGET_USD, MAX_DEADLINE_HOURS
 
 if TYPE_CHECKING:
@@ -77,15 +79,12 @@ def _candidates(args: argparse.Namespace) -> tuple[list[Candidate], Any]:
     if args.plan:
         return candidates_from_files(args.plan), None
     from gpucost.cli.plan import build_advice
-    from gpucost.errors import PolicyViolation
 
     advice = build_advice(args)
     if not advice.ok:
         raise PolicyViolation(f"no plan meets the constraints ({advice.describe()})",
                               hint="; ".join(advice.relax) or "relax the constraints")
     if args.return_hours is not None and not args.return_hours >= 0:
-        from gpucost.errors import InputError
-
         raise InputError(f"--return-hours must be >= 0, got {args.return_hours}")
     found = candidates_from_advice(
         advice, args.top, Path.cwd(), profile_ref=args.profile or advice.ranking.profile.name,
@@ -95,7 +94,6 @@ def _candidates(args: argparse.Namespace) -> tuple[list[Candidate], Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpucost.errors import PolicyViolation
     from gpucost.executor.probe import plan_probes
     from gpucost.executor.probe import run as run_probes
 
@@ -125,8 +123,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _usd(x: float) -> str:
-    from gpucost.format import usd
-
     return usd(x, exact=True)
 
 

@@ -16,14 +16,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gpucost.envelope import add_format_argument
+from gpucost._optional import require
+from gpucost.catalog.spec import PRECISIONS
+from gpucost.envelope import add_format_argument, print_document
+from gpucost.errors import GpuCostError, InputError
+from gpucost.model.perf import measured_fixed_share
 
 MODELS = ("mlp", "cnn", "vit", "transformer")  # gpucost.profiler.models.MODEL_NAMES, torch-free
 
 
 def register(sub: Any) -> None:
-    from gpucost.catalog.spec import PRECISIONS
-
     p = sub.add_parser(
         "profile",
         help="measure a training step (your script or a built-in model) and write a profile",
@@ -94,8 +96,6 @@ def _split_script_args(args: argparse.Namespace) -> list[str]:
 
 
 def _check(args: argparse.Namespace) -> None:
-    from gpucost.errors import InputError
-
     if args.script is None and args.model is None:
         raise InputError("nothing to profile", hint="pass a training script "
                          "(gpucost profile train.py -- ARGS) or --model " + "|".join(MODELS))
@@ -126,7 +126,6 @@ def _check(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     script_args = _split_script_args(args)
     _check(args)
-    from gpucost.extras import require
 
     torch = require("torch", needed_for="the profiler")
     if args.model is not None:
@@ -135,8 +134,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_model(args: argparse.Namespace, torch: Any) -> int:
-    from gpucost.errors import InputError
-    from gpucost.model.perf import measured_fixed_share
     from gpucost.profiler.reference import profile_model
 
     device = args.device
@@ -187,7 +184,6 @@ def _run_model(args: argparse.Namespace, torch: Any) -> int:
 
 
 def _run_script(args: argparse.Namespace, script_args: list[str]) -> int:
-    from gpucost.errors import GpuCostError
     from gpucost.profiler.runner import run_script
 
     run = run_script(args.script, script_args, name=args.name, steps=args.steps,
@@ -228,8 +224,6 @@ def _out_path(args: argparse.Namespace, name: str) -> Path:
 
 def _report(args: argparse.Namespace, profile: Any, path: Path, note: str | None) -> None:
     if args.format == "json":
-        from gpucost.envelope import print_document
-
         print_document("profile-run", {"path": str(path), "profile": profile.to_dict()})
         return
     from gpucost.profiler.summary import summary_lines

@@ -6,6 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from gpucost._optional import require
+from gpucost.errors import InputError
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -24,9 +27,6 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpucost.errors import InputError
-    from gpucost.extras import require
-
     require("textual", needed_for="the terminal UI")
     from gpucost.tui.app import GpuCostApp
 

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 from gpucost import paths
 from gpucost.errors import InputError
+from gpucost.errors import LedgerError as LedgerError  # re-exported: its old home
 from gpucost.executor.base import LIVE_STATES, Resource
 
 _SCHEMA = """
@@ -78,20 +79,6 @@ CREATE INDEX IF NOT EXISTS segments_run ON segments(run_id);
 
 
 _Row = TypeVar("_Row")
-
-
-class LedgerError(InputError):
-    """The ledger file cannot be opened, read or written (exit 2). Without ``message``: it is
-    damaged, and the hint is to move it aside."""
-
-    def __init__(self, path: Path, problem: object, *, message: str | None = None,
-                 hint: str | None = None) -> None:
-        if message is None:
-            message = f"the ledger {path} is unreadable ({problem})"
-            hint = (f"move it aside with `mv {path} {path}.broken` and run again; what it "
-                    "recorded is then unknown to gpucost: check your providers' consoles for "
-                    "machines it started")
-        super().__init__(message, hint=hint)
 
 
 _KEEP = "the ledger is intact: do not move it aside"

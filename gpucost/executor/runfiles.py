@@ -21,13 +21,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpucost._io import parse_json, read_text
-from gpucost.errors import InputError
+from gpucost.errors import RunFileError as RunFileError  # re-exported: its old home
 from gpucost.limits import MAX_METRICS_BYTES, MAX_RUN_FILE_BYTES
-
-
-class RunFileError(InputError):
-    """A run file (status.json, progress.json, metrics.jsonl) that is damaged (exit 2)."""
-
 
 Number = Annotated[float, Field(allow_inf_nan=False)]
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]

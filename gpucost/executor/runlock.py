@@ -42,6 +42,7 @@ from gpucost.executor.guard import GUARD_EXIT_S
 from gpucost.executor.ledger import Ledger, RunRow
 
 
+# Not in errors.py: the runner catches it and raises the user's error naming the holder.
 class LockBusy(Exception):
     """The lock is held; ``holder`` is the run id written into it ("" if not yet written)."""
 

@@ -33,13 +33,13 @@ from pathlib import Path
 
 import numpy as np
 
+from gpucost.errors import FabricFileError as FabricFileError  # re-exported: its old home
+from gpucost.errors import InputError
+from gpucost.model.translate import calibration
+
 CSV_PATH = Path(__file__).with_name("fabrics.csv")
 TRANSPORTS = ("rdma", "tcp")
 UNKNOWN = "unknown"
-
-
-class FabricFileError(ValueError):
-    """The shipped fabrics.csv is malformed: a packaging bug, not a user error."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,16 +118,12 @@ def default_transport() -> str:
 def check_transport(transport: str | None) -> str | None:
     """``transport`` if it is one of :data:`TRANSPORTS` (or None); a usage error otherwise."""
     if transport is not None and transport not in TRANSPORTS:
-        from gpucost.errors import InputError
-
         raise InputError(f"transport must be rdma or tcp, got {transport!r}",
                          hint="rdma: InfiniBand, EFA or RoCE; tcp: plain Ethernet")
     return transport
 
 
 def default_gbps() -> float:
-    from gpucost.model.translate import calibration
-
     return float(calibration()["scaling"]["default_network_gbps"])
 
 

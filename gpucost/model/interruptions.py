@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from gpucost._io import read_text
 from gpucost.errors import InputError
 from gpucost.model.patterns import pattern_mask
 from gpucost.pricing.rates import HYPERSCALER_MONTH_HOURS
@@ -85,8 +86,6 @@ def rules() -> tuple[RateRule, ...]:
 def read_rate_table(path: Path) -> tuple[RateRule, ...]:
     """The rules of an interruption-rate table (CSV, ``#`` comment lines), every cell checked:
     InputError (exit 2) names the file, line and column and what was expected."""
-    from gpucost._io import read_text
-
     text = read_text(path, what="interruption-rate table", error=InputError,
                      max_bytes=_MAX_TABLE_BYTES)
     numbered = [(n, ln) for n, ln in enumerate(text.splitlines(), 1)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from gpucost.errors import InputError
 from gpucost.model import scaling, translate
 from gpucost.model.bands import Band, band_for
+from gpucost.model.memory import fit_memory
 
 if TYPE_CHECKING:
     from gpucost.model.memory import MemoryFit
@@ -131,8 +132,6 @@ class Prediction:
     @property
     def memory(self) -> MemoryFit:
         """Predicted peak memory per GPU against the (smallest) member's capacity."""
-        from gpucost.model.memory import fit_memory
-
         smallest = min((translate.gpu_spec(g) for g in self.member_gpus), key=lambda s: s.memory_gb)
         return fit_memory(self.profile, smallest, group_gpus=self.gpu_count,
                           batch_size=self.batch_size)
@@ -280,7 +279,6 @@ def _batch_that_fits(profile: Profile, members: tuple[str, ...], group: int) -> 
     cached = _FITS.get(key)
     if cached is not None and cached[0] is profile:
         return cached[1]
-    from gpucost.model.memory import fit_memory
 
     smallest = min((translate.gpu_spec(g) for g in members), key=lambda sp: sp.memory_gb)
     fit = fit_memory(profile, smallest, group_gpus=group)

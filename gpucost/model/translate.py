@@ -45,6 +45,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
+from gpucost.catalog import get_gpu
 from gpucost.catalog.spec import GpuSpec
 from gpucost.errors import ProfileError
 from gpucost.model import signature
@@ -102,8 +103,6 @@ def set_calibration(cal: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
 @lru_cache(maxsize=1024)
 def gpu_spec(name: str) -> GpuSpec:
     """Catalog lookup, cached: the planner asks for the same few GPUs thousands of times."""
-    from gpucost.catalog import get_gpu
-
     return get_gpu(name)
 
 

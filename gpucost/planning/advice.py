@@ -16,11 +16,12 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucost.errors import NoOffersError
-from gpucost.planning.plans import PlanRow, Plans
+from gpucost.planning.picks import meets, pick
+from gpucost.planning.plans import PlanRow
 from gpucost.planning.ranking import Ranking, rank
+from gpucost.planning.reasons import reasons
+from gpucost.planning.relax import relax, relax_filters
 from gpucost.planning.request import Constraints, Request
-
-TIE_FRACTION = 0.01  # plans within 1 % on one criterion are ranked by the other
 
 
 @dataclass(frozen=True)
@@ -74,34 +75,9 @@ def pareto_front(hours: npt.ArrayLike, cost: npt.ArrayLike) -> npt.NDArray[np.in
     return order[keep].astype(np.int64)
 
 
-def pick(
-    hours: npt.NDArray[np.float64], cost: npt.NDArray[np.float64], idx: npt.NDArray[np.int64]
-) -> tuple[int, int]:
-    """(cheapest, fastest) among the rows ``idx``. Near-ties go to the other criterion: a plan
-    0.5 % faster is not worth four times the money."""
-    near_cheapest = idx[cost[idx] <= cost[idx].min() * (1 + TIE_FRACTION)]
-    cheapest = int(near_cheapest[np.lexsort((cost[near_cheapest], hours[near_cheapest]))[0]])
-    near_fastest = idx[hours[idx] <= hours[idx].min() * (1 + TIE_FRACTION)]
-    fastest = int(near_fastest[np.lexsort((hours[near_fastest], cost[near_fastest]))[0]])
-    return cheapest, fastest
-
-
-def meets(plans: Plans, c: Constraints) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
-    """Per plan: (meets the deadline, within the budget)."""
-    hours, cost = plans.total_hours, plans.cost_usd
-    on_time = (
-        np.ones(len(hours), dtype=bool) if c.deadline_hours is None else hours <= c.deadline_hours
-    )
-    affordable = np.ones(len(cost), dtype=bool) if c.budget_usd is None else cost <= c.budget_usd
-    return on_time, affordable
-
-
 def advise(request: Request) -> Advice:
     """Rank every plan of the request and pick the cheapest and the fastest meeting its
     constraints."""
-    from gpucost.planning.reasons import reasons
-    from gpucost.planning.relax import relax, relax_filters
-
     try:
         ranking = rank(request)
     except NoOffersError as err:

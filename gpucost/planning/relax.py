@@ -12,6 +12,7 @@ import numpy.typing as npt
 
 from gpucost.errors import NoOffersError
 from gpucost.format import usd
+from gpucost.planning.picks import meets, pick
 from gpucost.planning.ranking import Ranking, rank
 from gpucost.planning.request import Filters, Request
 
@@ -25,8 +26,6 @@ def relax(
     affordable: npt.NDArray[np.bool_],
 ) -> list[str]:
     """Which constraint to relax, and by how much, when no plan meets them all."""
-    from gpucost.planning.advice import meets, pick
-
     c, filters = request.constraints, request.filters
     plans = ranking.plans
     hours, cost = plans.total_hours, plans.cost_usd

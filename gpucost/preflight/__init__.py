@@ -7,8 +7,9 @@
 
 from __future__ import annotations
 
+from gpucost.errors import PolicyError
 from gpucost.preflight.checks import CHECK_IDS, CHECKS, CheckResult
-from gpucost.preflight.policy import Policy, PolicyError, load_policy
+from gpucost.preflight.policy import Policy, load_policy
 from gpucost.preflight.report import FORMATS, PreflightReport, render
 from gpucost.preflight.run import load_baseline, run_preflight
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gpucost._optional import optional
+
 _LEGACY = ("sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90")
 _CU117 = ("sm_37", "sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86")
 _CU128_V = ("sm_70", "sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120")
@@ -129,9 +131,8 @@ def pinned_build(text: str) -> BuildArchs | None:
 
 def installed_build() -> BuildArchs | None:
     """The arch list of the torch installed here; None when torch is not installed."""
-    try:
-        import torch
-    except ImportError:
+    torch = optional("torch")
+    if torch is None:
         return None
     return BuildArchs(str(torch.__version__), tuple(torch.cuda.get_arch_list()), "installed",
                       "torch.cuda.get_arch_list() of the installed torch")

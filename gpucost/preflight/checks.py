@@ -20,12 +20,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from gpucost import providers
+from gpucost.catalog import get_gpu
 from gpucost.errors import GpuCostError, InputError, UnknownGpuError
 from gpucost.format import hours as fmt_hours
 from gpucost.format import usd_text as fmt_usd
+from gpucost.model.economics import SYSTEM_DISK_GB, disk_need, outlives_instance, spot_run
+from gpucost.model.memory import fit_memory, usable_gb
 from gpucost.planfile import Plan
+from gpucost.planning.fit import need_gb, plan_memory
 from gpucost.preflight import arch, mainguard
 from gpucost.preflight.policy import Policy
+from gpucost.profile import Profile, resolve_profile
 
 if TYPE_CHECKING:
     from gpucost.catalog.spec import GpuSpec
@@ -110,15 +115,11 @@ class Context:
 
     @cached_property
     def spec(self) -> GpuSpec:
-        from gpucost.catalog import get_gpu
-
         return get_gpu(self.plan.offer.gpu)
 
     @cached_property
     def profile(self) -> Profile | None:
         """The workload's profile (a path beside the plan, or an embedded example), if any."""
-        from gpucost.profile import Profile, resolve_profile
-
         ref = self.plan.workload.profile
         if not ref:
             return None
@@ -265,9 +266,6 @@ def check_memory(c: Check, ctx: Context) -> CheckResult:
     """The plan's own memory plan ([workload] micro_batch, grad_accum_steps, sharding: what
     `gpucost plan` re-planned the batch to) against the planning core's rule
     (:func:`gpucost.planning.fit.need_gb`); a failure's fix is the core's own re-plan."""
-    from gpucost.model.memory import fit_memory, usable_gb
-    from gpucost.planning.fit import need_gb, plan_memory
-
     if ctx.on_cpu:
         return c.skip("the plan runs on the CPU")
     try:
@@ -346,8 +344,6 @@ def _free_gb(folder: Path) -> float:
 
 
 def check_disk(c: Check, ctx: Context) -> CheckResult:
-    from gpucost.model.economics import SYSTEM_DISK_GB, disk_need
-
     job, disk = ctx.plan.job, ctx.plan.disk
     kept = CHECKPOINTS_KEPT if ctx.plan.checkpoint.enabled else 0
     # Your own disk already holds the OS and the image; a rented one must hold them too.
@@ -387,8 +383,6 @@ def check_spot(c: Check, ctx: Context) -> CheckResult:
     :func:`gpucost.model.economics.outlives_instance`); one that cannot resume must be priced
     as restart-from-zero, as `gpucost plan` prices it, or its estimate assumes a resume it
     cannot do."""
-    from gpucost.model.economics import outlives_instance
-
     plan = ctx.plan
     if plan.offer.market != "spot":
         return c.skip("on-demand: not interruptible")
@@ -447,8 +441,6 @@ def check_spot(c: Check, ctx: Context) -> CheckResult:
 def _restart_rework_usd(plan: Plan) -> float:
     """Expected USD of lost work and rebuilds when every interruption restarts the job from
     zero (economics.spot_run without checkpoints), from the plan's own compute and setup."""
-    from gpucost.model.economics import spot_run
-
     hourly = plan.offer.price_hr * plan.offer.nodes
     if hourly <= 0:
         return 0.0

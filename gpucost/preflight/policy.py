@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpucost._io import parse_toml, read_text
-from gpucost.errors import InputError
+from gpucost.errors import PolicyError as PolicyError  # re-exported: its old home
 from gpucost.limits import MAX_POLICY_BYTES
 
 POLICY_SCHEMA = "gpucost-preflight-policy"
@@ -30,10 +30,6 @@ DEFAULT_MAX_PRICE_AGE_DAYS = 30.0
 
 _NUMBERS = ("max_job_usd", "max_hourly_usd", "max_increase_pct", "max_price_age_days")
 _KEYS = frozenset({"schema", "schema_version", *_NUMBERS, "fail_on_warnings", "skip"})
-
-
-class PolicyError(InputError):
-    """A policy file that is missing, malformed or out of range (exit 2)."""
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpucost._io import atomic_write_text
+from gpucost.envelope import dumps, envelope
 from gpucost.format import hours as fmt_hours
 from gpucost.format import usd_text as fmt_usd
 
@@ -93,8 +94,6 @@ class PreflightReport:
         return summary
 
     def to_dict(self) -> dict[str, Any]:
-        from gpucost.envelope import envelope
-
         return envelope("preflight", {
             "today": self.today.isoformat(),
             "plan": self.plan_summary(),
@@ -133,8 +132,6 @@ def _plan_line(report: PreflightReport) -> str:
 
 
 def render_json(report: PreflightReport) -> str:
-    from gpucost.envelope import dumps
-
     return dumps(report.to_dict())
 
 

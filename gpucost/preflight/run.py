@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from gpucost._io import parse_json, parse_toml, read_text
-from gpucost.errors import InputError, PlanFileError
+from gpucost.errors import InputError, PlanFileError, PolicyError
 from gpucost.limits import MAX_RUN_FILE_BYTES
+from gpucost.planfile import parse_plan, read_plan_text
 from gpucost.preflight.checks import CHECK_IDS, CheckResult, Context, run_checks
-from gpucost.preflight.policy import Policy, PolicyError, load_policy
+from gpucost.preflight.policy import Policy, load_policy
 from gpucost.preflight.report import REPORT_SCHEMA, PreflightReport
 
 
@@ -57,8 +58,6 @@ def run_preflight(plan_path: str | os.PathLike[str], *,
                   baseline_path: str | os.PathLike[str] | None = None,
                   today: dt.date | None = None,
                   now: dt.datetime | None = None) -> PreflightReport:
-    from gpucost.planfile import parse_plan, read_plan_text
-
     now = now or dt.datetime.now(dt.UTC)
     today = today or now.date()
     shown = str(plan_path)

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from gpucost.errors import GpuCostError, SnapshotError
 from gpucost.http import redact_text
 from gpucost.limits import MAX_REFRESH_SHRINK, REFRESH_DEADLINE_S
+from gpucost.paths import user_snapshots_dir, writable_dir
 from gpucost.pricing.snapshot import Snapshot, read_snapshot, snapshot_candidates, write_snapshot
 from gpucost.pricing.sources.base import PriceSource, get_source, sources
 
@@ -129,8 +130,6 @@ def refresh(names: Sequence[str] | None = None, *, out_dir: str | os.PathLike[st
     Returns within ``deadline_s`` (plus the writing); results come in the order of ``names``.
     A KeyboardInterrupt while waiting stops every fetch and propagates at once.
     """
-    from gpucost.paths import user_snapshots_dir, writable_dir
-
     chosen = [get_source(n) for n in dict.fromkeys(names)] if names else list(sources().values())
     target = Path(out_dir) if out_dir is not None else writable_dir(user_snapshots_dir())
     environment = dict(os.environ if env is None else env)

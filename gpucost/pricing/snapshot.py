@@ -34,6 +34,7 @@ import numpy as np
 
 from gpucost import providers
 from gpucost._io import _check_depth, atomic_write_json, read_text
+from gpucost.catalog.table import entries_by_name
 from gpucost.errors import SnapshotError
 from gpucost.limits import (
     MAX_GPUS_PER_NODE,
@@ -41,6 +42,7 @@ from gpucost.limits import (
     MAX_SNAPSHOT_BYTES,
     MAX_SNAPSHOT_OFFERS,
 )
+from gpucost.paths import embedded_snapshots_dir, user_snapshots_dir
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -253,8 +255,6 @@ def cpu_archs(offers: Offers) -> np.ndarray:
     """Each offer's host CPU architecture: the one its source states, else arm64 for a Grace
     superchip (GH200, GB200: the GPU's catalog form factor is "Superchip") and AWS's Graviton GPU
     instances, else x86-64 (every other GPU host the sources list)."""
-    from gpucost.catalog.table import entries_by_name
-
     stated = offers["cpu_arch"]
     specs = entries_by_name()
     gpus, code = np.unique(offers["gpu"], return_inverse=True)
@@ -567,8 +567,6 @@ def newest_intact_snapshots(directories: Sequence[str | os.PathLike[str]], *,
 
 
 def default_snapshot_dirs() -> list[Path]:
-    from gpucost.paths import embedded_snapshots_dir, user_snapshots_dir
-
     return [embedded_snapshots_dir(), user_snapshots_dir()]
 
 

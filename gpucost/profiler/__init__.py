@@ -11,7 +11,7 @@ Importing this package imports torch; the planning path never does.
 
 from __future__ import annotations
 
-from gpucost.extras import require
+from gpucost._optional import require
 
 # Every module here imports torch: without it, one line naming the extra, whichever is imported
 # (so the imports below come after this call).

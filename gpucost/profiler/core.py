@@ -41,10 +41,14 @@ from typing import Any
 
 import torch
 
+from gpucost.catalog import resolve_gpu_name, try_resolve_gpu_name
 from gpucost.catalog.spec import PRECISIONS
 from gpucost.errors import ProfileError
 from gpucost.profile import OperatorStat, Profile, StepBreakdown
+from gpucost.profiler import environment
 from gpucost.profiler.flops import OpCensus
+from gpucost.profiler.nvml import NvmlSampler
+from gpucost.profiler.ops import operator_table
 from gpucost.profiler.verdict import StepFacts, decide
 
 MIN_TIMED_STEPS = 2  # fewer cannot give a median worth writing down
@@ -86,6 +90,8 @@ def driving(profiler: StepProfiler) -> Iterator[None]:
         _driver = previous
 
 
+# Not in errors.py: control flow that unwinds the user's training loop and is caught by the
+# profiler itself; it never reaches a user.
 class ProfilingComplete(BaseException):
     """Raised at a step boundary once the planned steps are measured (``stop_when_done``).
 
@@ -364,8 +370,6 @@ class StepProfiler:
                 torch.cuda.synchronize(self.device)
             self._trace_s = time.perf_counter()
         elif starting == "timed" and self.device is not None and self.device.type == "cuda":
-            from gpucost.profiler.nvml import NvmlSampler
-
             torch.cuda.reset_peak_memory_stats(self.device)
             self._nvml_sampler = NvmlSampler(self.device.index or 0)
             self._nvml_sampler.start()
@@ -496,8 +500,6 @@ class StepProfiler:
         param_bytes = float(sum(p.numel() * p.element_size() for p in params))
         grad_bytes = float(sum(p.numel() * p.element_size() for p in params if p.requires_grad))
 
-        from gpucost.profiler import environment
-
         precision = self.precision or self._detect_precision(params, device)
         dtype = _DTYPES[precision]
         if precision == "amp" and device.type == "cpu":
@@ -515,8 +517,6 @@ class StepProfiler:
         operators: tuple[OperatorStat, ...] = ()
         kernel_s: float | None = None
         if self._trace is not None:
-            from gpucost.profiler.ops import operator_table
-
             averages = self._trace.key_averages()
             operators = operator_table(
                 averages, steps=self.trace_steps, on_device=self._is_cuda,
@@ -617,7 +617,6 @@ def gpu_name(device: torch.device) -> str:
     """The catalog name of ``device`` ("CPU" for the CPU); UnknownGpuError if not catalogued."""
     if device.type != "cuda":
         return "CPU"
-    from gpucost.catalog import resolve_gpu_name, try_resolve_gpu_name
 
     raw = torch.cuda.get_device_name(device)
     memory_gb = torch.cuda.get_device_properties(device).total_memory / 1e9

@@ -25,6 +25,9 @@ from typing import Any
 
 import torch
 
+from gpucost.profiler.flops import OpCensus
+from gpucost.profiler.nvml import driver_version
+
 
 def cpu_model() -> str:
     try:
@@ -82,8 +85,6 @@ def launch_floor_s(device: torch.device) -> float:
     its time per operator is what Python, autograd, dispatch and (on CUDA) the kernel launch
     cost. Median of several runs, divided by the operators one step launches (counted).
     """
-    from gpucost.profiler.flops import OpCensus
-
     model = torch.nn.Sequential(torch.nn.Linear(1, 1), torch.nn.ReLU(),
                                 torch.nn.Linear(1, 1)).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
@@ -113,8 +114,6 @@ def launch_floor_s(device: torch.device) -> float:
 def describe(device: torch.device, dtype: torch.dtype = torch.float32,
              *, calibrate: bool = True) -> dict[str, Any]:
     """Versions, names and (with ``calibrate``) this device's measured rates."""
-    from gpucost.profiler.nvml import driver_version
-
     env: dict[str, Any] = {
         "python": platform.python_version(),
         "platform": platform.platform(),

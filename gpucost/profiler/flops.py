@@ -27,7 +27,11 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 from torch.utils.flop_counter import FlopCounterMode
 
+from gpucost.model.signature import COMPUTE_CLASSES, op_class
 
+
+# Not in errors.py: the CPU stand-in for torch's out-of-memory error (a RuntimeError, as
+# torch's is), caught by the batch probe; it needs torch to be raised at all.
 class MemoryLimitExceeded(RuntimeError):
     """An allocation pushed the accounted memory over the imposed limit (CPU out of memory)."""
 
@@ -110,8 +114,6 @@ class OpCensus:
         (gpucost.model.signature), bytes per flop and kernels per step; None when it cannot be
         told from the census (no counted flops, or recurrent layers, whose fused kernels torch's
         flop counter does not count: the profile's name then picks a built-in)."""
-        from gpucost.model.signature import COMPUTE_CLASSES, op_class
-
         if any(op_class(name) == "recurrent" for name in self.kernel_calls):
             return None
         flops: dict[str, float] = defaultdict(float)

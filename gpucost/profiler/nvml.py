@@ -10,7 +10,7 @@ import contextlib
 import threading
 from typing import Any
 
-from gpucost.extras import optional
+from gpucost._optional import optional
 
 SAMPLE_INTERVAL_S = 0.1
 

@@ -39,6 +39,7 @@ from gpucost.profiler.environment import redact_args
 OUTCOMES = ("complete", "ended", "crashed", "interrupted")
 
 
+# Not in errors.py: unwinds the profiled script on SIGTERM and is caught by run_script.
 class Terminated(BaseException):
     """SIGTERM arrived while the script ran."""
 

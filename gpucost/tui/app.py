@@ -22,6 +22,7 @@ from gpucost.errors import GpuCostError
 from gpucost.format import hours as fmt_hours
 from gpucost.format import usd as fmt_usd
 from gpucost.model.economics import JobParams
+from gpucost.planfile import save_plan
 from gpucost.pricing.snapshot import Snapshot, load_snapshots
 from gpucost.profile import Profile, resolve_profile
 from gpucost.tui.screens.confirm import ConfirmScreen
@@ -132,8 +133,6 @@ class GpuCostApp(App[None]):
                                          command=self.plan_command), chosen)
 
     def write_plan(self, view: View, index: int, request: WriteRequest) -> Path | None:
-        from gpucost.planfile import save_plan
-
         try:
             plan = build_plan(view, index, command=request.command,
                               profile_ref=self.profile_ref or "", now=self.now)

@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from gpucost import providers
+from gpucost.catalog import get_gpu, try_resolve_gpu_name
 from gpucost.errors import ProviderError, SnapshotError, UnknownProviderError
+from gpucost.http import RetryingHttp
 from gpucost.limits import HTTP_READ_TIMEOUT_S, HTTP_REQUEST_DEADLINE_S, MAX_ANSWER_BYTES
 from gpucost.pricing.snapshot import Offers, Snapshot
 
@@ -101,8 +103,6 @@ class HttpPriceSource(PriceSource["RetryingHttp"]):
     def _client(self, base_url: str, secret: str,
                 cancel: threading.Event | None) -> Iterator[RetryingHttp]:
         import httpx
-
-        from gpucost.http import RetryingHttp
 
         headers, params = self.auth(secret)
         headers["User-Agent"] = "gpucost price refresh"
@@ -209,15 +209,11 @@ def build_snapshot(source: PriceSource[Any], rows: Iterable[Mapping[str, Any]], 
 
 def resolve_gpu(name: str, memory_gb: float | None = None) -> str | None:
     """The catalog's canonical name for a provider's GPU name, or None (not a known GPU)."""
-    from gpucost.catalog import try_resolve_gpu_name
-
     return try_resolve_gpu_name(name, memory_gb=memory_gb)
 
 
 def gpu_link(canonical: str) -> str:
     """"nvlink" for SXM/OAM boards, "pcie" otherwise (what the catalog says of the form factor)."""
-    from gpucost.catalog import get_gpu
-
     form = get_gpu(canonical).form_factor.upper()
     return "nvlink" if form.startswith("SXM") or form in ("OAM", "SUPERCHIP") else "pcie"
 

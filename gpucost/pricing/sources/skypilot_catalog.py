@@ -48,6 +48,7 @@ from typing import Any
 
 from gpucost import providers
 from gpucost._io import parse_json, parse_toml, read_text
+from gpucost.catalog import get_gpu, try_resolve_gpu_name
 from gpucost.catalog.spec import GpuSpec
 from gpucost.errors import InputError, SnapshotError
 from gpucost.limits import MAX_CATALOG_BYTES, MAX_GPUS_PER_NODE, MAX_PRICE_HR_USD
@@ -463,8 +464,6 @@ def _resolve(candidate: str, memory_hint_gb: float | None) -> GpuSpec | None:
 
     The memory hint picks between variants of one model (RTX 4060 Ti 8 GB or 16 GB).
     """
-    from gpucost.catalog import get_gpu, try_resolve_gpu_name
-
     canonical = try_resolve_gpu_name(candidate, memory_gb=memory_hint_gb)
     return None if canonical is None else get_gpu(canonical)
 

@@ -19,11 +19,12 @@ import numpy as np
 
 from gpucost import providers
 from gpucost._io import atomic_write_text
-from gpucost.errors import GpuCostError, ProviderError
-from gpucost.http import HttpStatusError, RetryingHttp
+from gpucost.errors import GpuCostError, HttpStatusError, ProviderError
+from gpucost.http import RetryingHttp
 from gpucost.limits import MAX_CATALOG_BYTES
 from gpucost.pricing.snapshot import Offers, Snapshot
 from gpucost.pricing.sources.base import HttpPriceSource, now_utc
+from gpucost.pricing.sources.skypilot_catalog import import_skypilot_catalog
 
 CATALOG_PATH = "/skypilot-org/skypilot-catalog/master/catalogs/v8"
 
@@ -45,8 +46,6 @@ class SkyPilotHttpSource(HttpPriceSource):
               clouds: tuple[str, ...] | None = None) -> Snapshot:
         """The hosted catalogs of ``clouds``, by default every cloud whose GPU offers the planner
         can use (its provider declares ``hosted_catalog``)."""
-        from gpucost.pricing.sources.skypilot_catalog import import_skypilot_catalog
-
         clouds = hosted_catalog_clouds() if clouds is None else clouds
         fetched_at = now_utc(now)
         urls = {cloud: f"{CATALOG_PATH}/{cloud}/vms.csv" for cloud in clouds}

@@ -41,8 +41,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from gpucost._optional import install_hint, installed, require
 from gpucost.errors import CredentialsError, ProviderError
-from gpucost.extras import install_hint, installed
 from gpucost.http import redact_text, snippet
 from gpucost.limits import HTTP_READ_TIMEOUT_S, HTTP_REQUEST_DEADLINE_S, MAX_ANSWER_BYTES
 from gpucost.pricing.rates import offer_rates
@@ -96,7 +96,7 @@ def bounded_send(client: Any, *, source: str, max_bytes: int = MAX_ANSWER_BYTES,
     """Make ``client`` (a boto3 client) read each answer in chunks, refusing one longer than
     ``max_bytes`` or slower than ``deadline_s`` before holding more of it (botocore's
     ``before-send`` hook: a response returned there is used instead of botocore's own send)."""
-    from botocore.awsrequest import AWSResponse
+    AWSResponse = require("botocore.awsrequest", needed_for="AWS prices").AWSResponse
 
     session = client._endpoint.http_session  # botocore's own: same proxies, TLS and timeouts
 
@@ -170,7 +170,10 @@ def network_gbps(text: str) -> float:
 
 @contextlib.contextmanager
 def _aws_errors(source: str, what: str) -> Iterator[None]:
-    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+    botocore_errors = require("botocore.exceptions", needed_for="AWS prices")
+    NoCredentialsError = botocore_errors.NoCredentialsError
+    ClientError = botocore_errors.ClientError
+    BotoCoreError = botocore_errors.BotoCoreError
 
     try:
         yield
@@ -217,9 +220,7 @@ class AwsSource(PriceSource[AwsClients]):
 
     def find_credentials(self, env: Mapping[str, str], home: Path) -> str | None:
         """Whether the standard AWS chain finds credentials (it reads the process environment)."""
-        import botocore.session
-
-        session = botocore.session.Session()
+        session = require("botocore.session", needed_for="AWS prices").Session()
         try:
             found = session.get_credentials()
         except Exception:  # a broken ~/.aws/config: treat as missing, boto3 says why later
@@ -230,8 +231,8 @@ class AwsSource(PriceSource[AwsClients]):
     def open_client(self, base_url: str, secret: str,
                     cancel: threading.Event | None = None) -> Iterator[AwsClients]:
         # boto3 has no cancel hook: a refresh stops waiting for it at the refresh deadline.
-        import boto3
-        from botocore.config import Config
+        boto3 = require("boto3", needed_for="AWS prices")
+        Config = require("botocore.config", needed_for="AWS prices").Config
 
         config = Config(retries={"mode": "standard", "max_attempts": 5},
                         connect_timeout=HTTP_READ_TIMEOUT_S, read_timeout=HTTP_READ_TIMEOUT_S)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from gpucost.catalog import get_gpu
 from gpucost.errors import ProviderError
 from gpucost.http import RetryingHttp
 from gpucost.pricing.rates import offer_rates
@@ -145,7 +146,6 @@ class AzureSource(HttpPriceSource):
                 target = spot if sku_name.endswith(" Spot") else on_demand
                 # Several meters per size and region (per-region meters): keep the cheapest.
                 target[key] = min(amount, target.get(key, math.inf))
-        from gpucost.catalog import get_gpu
 
         rows = []
         rates = offer_rates(self.provider)

@@ -28,6 +28,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from gpucost.catalog import get_gpu
 from gpucost.errors import ProviderError
 from gpucost.http import RetryingHttp
 from gpucost.pricing.rates import offer_rates
@@ -225,8 +226,6 @@ class GcpSource(HttpPriceSource):
 
 
 def _memory(gpu: str) -> float:
-    from gpucost.catalog import get_gpu
-
     return get_gpu(gpu).memory_gb
 
 

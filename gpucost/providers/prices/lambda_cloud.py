@@ -18,6 +18,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from gpucost.catalog import get_gpu
 from gpucost.errors import CredentialsError, ProviderError
 from gpucost.http import RetryingHttp
 from gpucost.pricing.rates import offer_rates
@@ -109,7 +110,6 @@ class LambdaSource(HttpPriceSource):
                 if not regions:
                     dropped["no region with capacity"] += 1
                     continue
-                from gpucost.catalog import get_gpu
 
                 for region in regions:
                     rows.append({

@@ -18,6 +18,7 @@ from textual.widgets import Footer, Header, Input, Static
 from gpucost.errors import GpuCostError
 from gpucost.format import hours as fmt_hours
 from gpucost.format import usd as fmt_usd
+from gpucost.tui.screens.plan_detail import PlanDetailScreen
 from gpucost.tui.session import (
     BEST_FIRST_DESCENDING,
     SORTABLE,
@@ -204,8 +205,6 @@ class OffersScreen(Screen[None]):
         return self.view, index
 
     def action_open_detail(self) -> None:
-        from gpucost.tui.screens.plan_detail import PlanDetailScreen
-
         chosen = self.selected()
         if chosen is not None:
             self.app.push_screen(PlanDetailScreen(*chosen))

@@ -23,6 +23,9 @@ from textual.widgets import DataTable, Footer, Header, Static
 
 from gpucost import paths
 from gpucost.errors import GpuCostError
+from gpucost.executor.control import down, request_stop
+from gpucost.executor.rundir import RunDir
+from gpucost.executor.runfiles import RunFileError
 from gpucost.format import hours as fmt_hours
 from gpucost.format import usd as fmt_usd
 from gpucost.terminal import printable
@@ -54,9 +57,6 @@ class RunStatus:
 def read_runs(root: Path | None = None) -> list[RunStatus]:
     """Runs with a readable status.json: live ones first, then newest first (by the
     launcher's last update)."""
-    from gpucost.executor.rundir import RunDir
-    from gpucost.executor.runfiles import RunFileError
-
     root = root or paths.runs_dir()
     if not root.is_dir():
         return []
@@ -191,8 +191,6 @@ class RunsScreen(Screen[None]):
 
     @work(thread=True, group="run-actions")
     def _act(self, action: str, run_id: str) -> None:
-        from gpucost.executor.control import down, request_stop
-
         try:
             done = (request_stop if action == "stop" else down)(run_id)
         except GpuCostError as err:
