@@ -81,7 +81,7 @@ async def settle(pilot: Pilot[None]) -> None:
         await pilot.pause()
 
 
-async def wait_until(pilot: Pilot[None], done: Callable[[], bool], timeout_s: float = 15.0) -> None:
+async def wait_until(pilot: Pilot[None], done: Callable[[], bool], timeout_s: float = 60.0) -> None:
     """Pause until ``done()`` (timers and file polls run on the app's clock, not the test's)."""
     deadline = time.monotonic() + timeout_s
     while not done():
