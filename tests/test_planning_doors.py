@@ -135,6 +135,7 @@ def test_plans_that_fit_no_way_are_left_out_and_shown_on_request(
     assert all("even at micro-batch 1" in p["memory_note"] for p in shown)
 
 
+@pytest.mark.slow  # 30 s on 2 cores; test_memory_fit checks the memory model the doors use
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     params=st.floats(1e6, 2e10),
