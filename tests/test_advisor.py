@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from price_table import tiny_offers, write_prices
 
 from gpucost.cli import main
 from gpucost.errors import InputError, NoOffersError
@@ -21,7 +22,7 @@ from gpucost.planfile import load_plan
 from gpucost.planning.advice import Advice, advise, pareto_front, pick
 from gpucost.planning.planbuild import to_plan
 from gpucost.planning.request import Constraints, Job, Request, make_filters
-from gpucost.pricing.snapshot import Offers, Snapshot, write_snapshot
+from gpucost.pricing.snapshot import Offers, Snapshot
 from gpucost.profile import Profile, resolve_profile
 
 FETCHED = dt.datetime(2026, 11, 30, tzinfo=dt.UTC)
@@ -61,46 +62,8 @@ def advise_under(
 
 
 def _offers() -> Offers:
-    common = {"storage_gb_month": 0.1, "egress_gb": 0.0, "network_gbps": 10.0}
-    return Offers.from_records(
-        [
-            {
-                "provider": "aws",
-                "region": "us-east-1",
-                "instance_type": "p3.2xlarge",
-                "gpu": "V100 SXM2 16GB",
-                "gpu_count": 1,
-                "gpu_memory_gb": 16,
-                "price_hr": 3.06,
-                "spot_price_hr": 0.92,
-                "intra_node_link": "nvlink",
-                **common,
-            },
-            {
-                "provider": "lambda",
-                "region": "us-west-1",
-                "instance_type": "gpu_1x_a100_sxm4",
-                "gpu": "A100 SXM4 40GB",
-                "gpu_count": 1,
-                "gpu_memory_gb": 40,
-                "price_hr": 1.29,
-                "intra_node_link": "nvlink",
-                **common,
-            },
-            {
-                "provider": "aws",
-                "region": "eu-west-1",
-                "instance_type": "p4d.24xlarge",
-                "gpu": "A100 SXM4 40GB",
-                "gpu_count": 8,
-                "gpu_memory_gb": 40,
-                "price_hr": 32.77,
-                "spot_price_hr": 12.0,
-                "intra_node_link": "nvlink",
-                **common,
-            },
-        ]
-    )
+    return tiny_offers("v100", "a100", "a100_x8", a100_x8={"spot_price_hr": 12.0},
+                       every={"storage_gb_month": 0.1, "egress_gb": 0.0, "network_gbps": 10.0})
 
 
 @pytest.fixture
@@ -346,10 +309,7 @@ def test_plan_round_trips_and_carries_its_assumptions(
 
 
 def _write_prices(tmp_path: Path) -> Path:
-    return write_snapshot(
-        Snapshot(source="tiny", fetched_at=dt.datetime.now(dt.UTC), offers=_offers()),
-        tmp_path / "prices",
-    )
+    return write_prices(tmp_path / "prices", _offers())
 
 
 def test_plan_and_explain_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import price_table
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -37,53 +38,8 @@ def rank_of(
 
 
 def tiny_offers() -> Offers:
-    return Offers.from_records(
-        [
-            {
-                "provider": "aws",
-                "region": "us-east-1",
-                "instance_type": "p3.2xlarge",
-                "gpu": "V100 SXM2 16GB",
-                "gpu_count": 1,
-                "gpu_memory_gb": 16,
-                "price_hr": 3.06,
-                "spot_price_hr": 0.92,
-                "intra_node_link": "nvlink",
-            },
-            {
-                "provider": "lambda",
-                "region": "us-west-1",
-                "instance_type": "gpu_1x_a100_sxm4",
-                "gpu": "A100 SXM4 40GB",
-                "gpu_count": 1,
-                "gpu_memory_gb": 40,
-                "price_hr": 1.29,
-                "intra_node_link": "nvlink",
-            },
-            {
-                "provider": "runpod",
-                "region": "EU-RO-1",
-                "instance_type": "1x_RTX4090_COMMUNITY",
-                "gpu": "RTX 4090",
-                "gpu_count": 1,
-                "gpu_memory_gb": 24,
-                "price_hr": 0.34,
-                "spot_price_hr": 0.20,
-                "intra_node_link": "pcie",
-            },
-            {
-                "provider": "aws",
-                "region": "eu-west-1",
-                "instance_type": "p4d.24xlarge",
-                "gpu": "A100 SXM4 40GB",
-                "gpu_count": 8,
-                "gpu_memory_gb": 40,
-                "price_hr": 32.77,
-                "intra_node_link": "nvlink",
-                "network_gbps": 400,
-            },
-        ]
-    )
+    return price_table.tiny_offers("v100", "a100", "rtx4090", "a100_x8",
+                                   a100_x8={"network_gbps": 400})
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from price_table import tiny_offers, write_prices
 
 from gpucost.cli import main
 from gpucost.errors import InputError
@@ -495,29 +496,8 @@ def test_breakeven_from_an_offer_in_the_snapshots(
 def test_compare_json_shows_every_term_and_spot_risk(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import datetime as dt
-
-    from gpucost.pricing.snapshot import Offers, Snapshot, write_snapshot
-
-    offers = Offers.from_records(
-        [
-            {
-                "provider": "aws",
-                "region": "us-east-1",
-                "instance_type": "p3.2xlarge",
-                "gpu": "V100 SXM2 16GB",
-                "gpu_count": 1,
-                "price_hr": 3.06,
-                "spot_price_hr": 0.92,
-                "storage_gb_month": 0.08,
-                "egress_gb": 0.09,
-                "network_gbps": 10.0,
-            },
-        ]
-    )
-    path = write_snapshot(
-        Snapshot(source="tiny", fetched_at=dt.datetime.now(dt.UTC), offers=offers), tmp_path
-    )
+    path = write_prices(tmp_path, tiny_offers(
+        "v100", every={"storage_gb_month": 0.08, "egress_gb": 0.09, "network_gbps": 10.0}))
     assert (
         main(
             [
@@ -567,27 +547,9 @@ def test_compare_json_shows_every_term_and_spot_risk(
 
 
 def test_python_api_compare_takes_the_job_economics(tmp_path: Path) -> None:
-    import datetime as dt
-
     import gpucost
-    from gpucost.pricing.snapshot import Offers, Snapshot, write_snapshot
 
-    offers = Offers.from_records(
-        [
-            {
-                "provider": "lambda",
-                "region": "us-west-1",
-                "instance_type": "gpu_1x_a100_sxm4",
-                "gpu": "A100 SXM4 40GB",
-                "gpu_count": 1,
-                "price_hr": 1.29,
-                "storage_gb_month": 0.2,
-            },
-        ]
-    )
-    path = write_snapshot(
-        Snapshot(source="tiny", fetched_at=dt.datetime.now(dt.UTC), offers=offers), tmp_path
-    )
+    path = write_prices(tmp_path, tiny_offers("a100", every={"storage_gb_month": 0.2}))
     bare = gpucost.compare("resnet50-v100-amp", samples=1e7, prices=[path])
     heavy = gpucost.compare(
         "resnet50-v100-amp", samples=1e7, prices=[path], data_gb=500.0, setup_minutes=30.0
@@ -601,25 +563,7 @@ def test_python_api_compare_takes_the_job_economics(tmp_path: Path) -> None:
 def test_compare_ranks_a_named_local_machine_beside_the_cloud(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import datetime as dt
-
-    from gpucost.pricing.snapshot import Offers, Snapshot, write_snapshot
-
-    offers = Offers.from_records(
-        [
-            {
-                "provider": "lambda",
-                "region": "us-west-1",
-                "instance_type": "gpu_1x_a100_sxm4",
-                "gpu": "A100 SXM4 40GB",
-                "gpu_count": 1,
-                "price_hr": 1.29,
-            },
-        ]
-    )
-    path = write_snapshot(
-        Snapshot(source="tiny", fetched_at=dt.datetime.now(dt.UTC), offers=offers), tmp_path
-    )
+    path = write_prices(tmp_path, tiny_offers("a100"))
     assert (
         main(
             [

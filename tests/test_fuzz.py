@@ -3,8 +3,10 @@ given random arguments. Whatever comes in, a command exits 0, 1, 2 or 3 without 
 changes no file outside its temporary folder; a reader returns or raises gpucost's own one-line
 error.
 
-Bounded so that it runs inside the normal test run (select it with ``-m fuzz``); set
-GPUCOST_FUZZ_EXAMPLES=1000 for a deeper search.
+Bounded so that it runs inside the full test run that CI makes; marked slow as well (90 to
+150 s of a 500 s run on a shared 2-core machine), so that ``-m "not slow"`` leaves it out day
+to day: the hostile-input tests check the same promises by example. Select it with ``-m fuzz``;
+set GPUCOST_FUZZ_EXAMPLES=1000 for a deeper search.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from gpucost.preflight.policy import load_policy
 from gpucost.pricing.snapshot import read_snapshot
 from gpucost.profile import Profile
 
-pytestmark = pytest.mark.fuzz
+pytestmark = [pytest.mark.fuzz, pytest.mark.slow]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO_ROOT / "examples"

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from price_table import tiny_offers, write_prices
 
 import gpucost
 from gpucost.catalog import get_gpu
@@ -21,7 +22,7 @@ from gpucost.limits import node_limit
 from gpucost.model.memory import usable_gb
 from gpucost.planning.advice import advise
 from gpucost.planning.request import build_request
-from gpucost.pricing.snapshot import Offers, Snapshot, load_snapshots, write_snapshot
+from gpucost.pricing.snapshot import Offers, load_snapshots
 from gpucost.profile import Profile, resolve_profile
 from gpucost.tui.session import JobInputs, rank_view
 
@@ -32,27 +33,14 @@ PROFILE = "resnet50-v100-amp"
 
 def _offers() -> Offers:
     """Prices far apart: no two plans are near-ties (the advisor breaks those by time)."""
-    common = {"storage_gb_month": 0.1, "egress_gb": 0.0, "network_gbps": 25.0,
-              "intra_node_link": "nvlink"}
-    return Offers.from_records([
-        {"provider": "aws", "region": "us-east-1", "instance_type": "p3.2xlarge",
-         "gpu": "V100 SXM2 16GB", "gpu_count": 1, "gpu_memory_gb": 16, "price_hr": 3.06,
-         **common},
-        {"provider": "lambda", "region": "us-west-1", "instance_type": "gpu_1x_a100_sxm4",
-         "gpu": "A100 SXM4 40GB", "gpu_count": 1, "gpu_memory_gb": 40, "price_hr": 1.29,
-         **common},
-        {"provider": "aws", "region": "eu-west-1", "instance_type": "p4d.24xlarge",
-         "gpu": "A100 SXM4 40GB", "gpu_count": 8, "gpu_memory_gb": 40, "price_hr": 32.77,
-         **common},
-        {"provider": "runpod", "region": "EU-RO-1", "instance_type": "1x_RTX3080",
-         "gpu": "RTX 3080", "gpu_count": 1, "gpu_memory_gb": 10, "price_hr": 0.17, **common},
-    ])
+    return tiny_offers("v100", "a100", "a100_x8", "rtx3080", v100={"spot_price_hr": None},
+                       every={"storage_gb_month": 0.1, "egress_gb": 0.0, "network_gbps": 25.0,
+                              "intra_node_link": "nvlink"})
 
 
 @pytest.fixture
 def prices(tmp_path: Path) -> Path:
-    snap = Snapshot(source="tiny", fetched_at=dt.datetime.now(dt.UTC), offers=_offers())
-    return write_snapshot(snap, tmp_path / "prices")
+    return write_prices(tmp_path / "prices", _offers())
 
 
 def _key(provider: str, instance_type: str, nodes: int, market: str) -> tuple[str, str, int, str]:
@@ -147,6 +135,7 @@ def test_plans_that_fit_no_way_are_left_out_and_shown_on_request(
     assert all("even at micro-batch 1" in p["memory_note"] for p in shown)
 
 
+@pytest.mark.slow  # 30 s on 2 cores; test_memory_fit checks the memory model the doors use
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     params=st.floats(1e6, 2e10),

@@ -206,7 +206,7 @@ def test_sources_are_fetched_concurrently(clean_env: pytest.MonkeyPatch, tmp_pat
 
     # Each answer waits until both sources have asked: a sequential refresh would deadlock
     # here and fail both sources after the barrier's timeout.
-    barrier = threading.Barrier(2, timeout=5)
+    barrier = threading.Barrier(2, timeout=30)
 
     def together(_: object) -> bool:
         barrier.wait()

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import csv
-import datetime as dt
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+from price_table import tiny_offers, write_prices
 
 from gpucost.cli import main
 from gpucost.errors import InputError
@@ -22,7 +22,7 @@ from gpucost.model.setup_times import (
     setup_time,
 )
 from gpucost.planning.api import compare
-from gpucost.pricing.snapshot import Offers, Snapshot, load_offers, write_snapshot
+from gpucost.pricing.snapshot import load_offers
 
 
 def test_every_row_of_the_table_has_a_source_and_a_confidence() -> None:
@@ -99,13 +99,7 @@ def test_compare_cli_setup_min_overrides_and_refuses_absurd_values(
 
 
 def _vast_snapshot(tmp_path: Path, **extra: float) -> Path:
-    row = {"provider": "vast", "region": "SE", "instance_type": "vast-8x4090", "gpu": "RTX 4090",
-           "gpu_count": 8, "price_hr": 3.4828, "month_hours": 720, **extra}
-    return write_snapshot(
-        Snapshot(source="vast", fetched_at=dt.datetime.now(dt.UTC),
-                 offers=Offers.from_records([row])),
-        tmp_path,
-    )
+    return write_prices(tmp_path, tiny_offers("vast_4090_x8", vast_4090_x8=extra), source="vast")
 
 
 def test_breakeven_setup_comes_from_the_offers_provider(

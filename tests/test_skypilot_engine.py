@@ -613,12 +613,12 @@ def test_the_watchdog_downs_the_cluster_at_the_limit_after_the_launcher_is_sigki
     assert [n for n in by_watchdog if n in ("cancel", "down")] == ["cancel", "down"]
     assert cloud_state()["jobs"]["gpucost-wd-1"] == "CANCELLED"
     with Ledger() as ledger:
-        wait_for("recorded end", lambda: ledger.run("wd-1").ended_at is not None, 10)
+        wait_for("recorded end", lambda: ledger.run("wd-1").ended_at is not None, 60)
         run = ledger.run("wd-1")
         assert run.state == state and ledger.resources("wd-1", live_only=True) == []
     # the watchdog ends the run in the ledger first, then writes status.json: wait for it
     wait_for("final status", lambda: (RunDir(run.run_dir).read_status() or {}).get("final")
-             is True, 10)
+             is True, 60)
     status = RunDir(run.run_dir).read_status()
     assert status is not None and (status["state"], status["final"]) == (state, True)
     assert note in status["reason"] and "watchdog" in status["reason"]
@@ -642,7 +642,7 @@ def test_the_watchdog_cancels_a_managed_job_once_the_segments_spend_reaches_the_
     # This process is the run's launcher and is alive: a zero grace stands for a hung one.
     start = time.monotonic()
     assert watch("m-1", timeout_at=None, poll_s=0.05, launcher_grace_s=0.0) == EXIT_BUDGET
-    assert 8.0 <= time.monotonic() - start < 20.0
+    assert 8.0 <= time.monotonic() - start < 60.0
     assert "jobs.cancel" in cloud.names() and cloud.managed[7][1] == ["CANCELLED"]
     with Ledger() as ledger:
         run = ledger.run("m-1")
@@ -707,7 +707,7 @@ def test_the_watchdog_holds_the_job_so_a_second_launch_is_refused(tmp_path: Path
                 return False
             return True
 
-        wait_for("lock released by the watchdog", free, 10)  # it saw the end and let go
+        wait_for("lock released by the watchdog", free, 60)  # it saw the end and let go
         lock.release()
     finally:
         for proc in (first, second):

@@ -257,5 +257,6 @@ def test_embedded_defaults_load_fast() -> None:
         merged = load_offers([embedded_snapshots_dir()])
         best = min(best, time.perf_counter() - start)
     assert len(merged) > 10_000
-    # Budget 0.15 s on a 2-core CI machine; generous so that a loaded machine does not flake.
-    assert best < 0.3, f"loading the default snapshots took {best:.3f} s"
+    # A deadline a loaded machine meets, not the goal: 0.66 s was seen on 2 cores at load 10.
+    # The 0.15 s goal is measured by bench/cli_latency.py.
+    assert best < 4.0, f"loading the default snapshots took {best:.3f} s"

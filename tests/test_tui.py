@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import price_table
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -55,25 +56,10 @@ SIZE = (80, 24)
 
 
 def tiny_offers() -> Offers:
-    def offer(provider: str, region: str, instance: str, gpu: str, count: int, memory: float,
-              price: float, spot: float = math.nan, link: str = "nvlink",
-              network: float = math.nan) -> dict[str, Any]:
-        return {"provider": provider, "region": region, "instance_type": instance, "gpu": gpu,
-                "gpu_count": count, "gpu_memory_gb": memory, "price_hr": price,
-                "spot_price_hr": spot, "intra_node_link": link, "network_gbps": network,
-                "storage_gb_month": 0.08, "egress_gb": 0.09}
-
-    return Offers.from_records([
-        offer("aws", "us-east-1", "p3.2xlarge", "V100 SXM2 16GB", 1, 16, 3.06, 0.92),
-        offer("aws", "eu-west-1", "p4d.24xlarge", "A100 SXM4 40GB", 8, 40, 32.77, 9.83,
-              network=400),
-        offer("lambda", "us-west-1", "gpu_1x_a100_sxm4", "A100 SXM4 40GB", 1, 40, 1.29),
-        offer("lambda", "us-east-1", "gpu_8x_h100_sxm5", "H100 SXM5 80GB", 8, 80, 23.92,
-              network=800),
-        offer("runpod", "EU-RO-1", "1x_RTX4090_COMMUNITY", "RTX 4090", 1, 24, 0.34, 0.20,
-              link="pcie"),
-        offer("runpod", "US-TX-3", "4x_RTX4090_SECURE", "RTX 4090", 4, 24, 2.76, link="pcie"),
-    ])
+    return price_table.tiny_offers(
+        "v100", "a100_x8", "a100", "h100_x8", "rtx4090", "rtx4090_x4",
+        a100_x8={"spot_price_hr": 9.83, "network_gbps": 400}, h100_x8={"network_gbps": 800},
+        every={"storage_gb_month": 0.08, "egress_gb": 0.09})
 
 
 @pytest.fixture
@@ -95,7 +81,7 @@ async def settle(pilot: Pilot[None]) -> None:
         await pilot.pause()
 
 
-async def wait_until(pilot: Pilot[None], done: Callable[[], bool], timeout_s: float = 15.0) -> None:
+async def wait_until(pilot: Pilot[None], done: Callable[[], bool], timeout_s: float = 60.0) -> None:
     """Pause until ``done()`` (timers and file polls run on the app's clock, not the test's)."""
     deadline = time.monotonic() + timeout_s
     while not done():
