@@ -187,7 +187,9 @@ def test_spend_is_the_sum_of_billed_segments_without_capacity_waits(tmp_path: Pa
         expected = (2 * (spot.ended_at - spot.started_at)
                     + 4 * (run.ended_at - fallback.started_at))
         assert run.cost_usd() == pytest.approx(expected)
-        assert 1.5 < run.cost_usd() < 2.5  # 0.6 + 1.2, where launch-to-end x 2 x 2 USD/s is 3.6
+        # at least 0.6 + 1.2 (the sleeps can only overrun): the wait before the first segment
+        # is not billed, which the formula above checks exactly
+        assert 1.8 <= run.cost_usd() < 10.0
         assert run.cost_usd(run.ended_at + 3600) == run.cost_usd()  # an ended run costs no more
 
 
