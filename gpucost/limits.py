@@ -18,6 +18,9 @@ MAX_PRICE_HR_USD = 10_000.0
 MAX_NODES = 4096
 
 MAX_GPUS_PER_NODE = 64  # the largest machines listed today carry 16
+# A profile's per-device batch: recommendation models run ~1e5 samples per device; past 1e7 it
+# is a damaged file (2**63 overflowed numpy's integers in the ranking).
+MAX_BATCH_SIZE = 10_000_000
 
 # Files: the deepest real document (a profile's operator table) nests 3 levels.
 MAX_NESTING = 32

@@ -22,7 +22,7 @@ from gpucost._io import atomic_write_json, parse_json, read_text
 from gpucost.catalog import resolve_gpu_name
 from gpucost.catalog.spec import PRECISIONS, Precision
 from gpucost.errors import ProfileError
-from gpucost.limits import MAX_PROFILE_BYTES
+from gpucost.limits import MAX_BATCH_SIZE, MAX_GPUS_PER_NODE, MAX_NODES, MAX_PROFILE_BYTES
 from gpucost.model.signature import from_spec
 from gpucost.paths import embedded_profiles_dir
 
@@ -315,7 +315,8 @@ def _batch_steps(value: object) -> tuple[tuple[int, float], ...]:
 def _check_other_batches(p: Profile) -> None:
     seen = {p.batch_size}
     for batch, step in _batch_steps(p.other_batches):
-        if isinstance(batch, bool) or not isinstance(batch, int) or batch <= 0 or batch in seen:
+        if (isinstance(batch, bool) or not isinstance(batch, int)
+                or not 0 < batch <= MAX_BATCH_SIZE or batch in seen):
             raise ProfileError(f"other_batches: batch {batch!r} must be a positive integer other "
                                "than batch_size and the other entries'")
         _positive(f"other_batches step time at batch {batch}", step)
@@ -356,16 +357,17 @@ def _validate(p: Profile) -> None:
             raise ProfileError("band_gpu must be a GPU name such as 'A100 SXM4 80GB', or null")
         object.__setattr__(p, "band_gpu", resolve_gpu_name(p.band_gpu))
     _check_precision(p.precision)
-    if isinstance(p.batch_size, bool) or not isinstance(p.batch_size, int) or p.batch_size <= 0:
-        raise ProfileError(
-            f"batch_size must be a positive integer (per device), got {p.batch_size!r}"
-        )
+    if (isinstance(p.batch_size, bool) or not isinstance(p.batch_size, int)
+            or not 0 < p.batch_size <= MAX_BATCH_SIZE):
+        raise ProfileError(f"batch_size must be a positive integer (per device) of at most "
+                           f"{MAX_BATCH_SIZE:,}, got {p.batch_size!r}")
     if (
         isinstance(p.device_count, bool)
         or not isinstance(p.device_count, int)
-        or p.device_count <= 0
+        or not 0 < p.device_count <= MAX_NODES * MAX_GPUS_PER_NODE
     ):
-        raise ProfileError(f"device_count must be a positive integer, got {p.device_count!r}")
+        raise ProfileError(f"device_count must be a positive integer of at most "
+                           f"{MAX_NODES * MAX_GPUS_PER_NODE:,}, got {p.device_count!r}")
     _positive("step_time_s", p.step_time_s)
     _positive("param_count", p.param_count)
     if p.workload is not None:

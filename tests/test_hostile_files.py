@@ -492,3 +492,17 @@ def test_a_ledger_whose_schema_is_not_utf8_is_one_line(
     path.write_bytes(path.read_bytes().replace(b"zzzz)", b"'\x80\xff  "))
     _one_line_error(capsys, ["ps"], "ledger.sqlite is unreadable",
                     "it holds text that is not UTF-8")
+
+
+@pytest.mark.parametrize(("field", "value"), [("batch_size", 2**63), ("device_count", 2**63)])
+def test_an_impossible_batch_or_device_count_is_one_line_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, value: int) -> None:
+    """The fuzz suite's find: batch_size 2**63 made compare exit 3 with "internal error:
+    OverflowError" (numpy's integers in the ranking)."""
+    body = json.loads((REPO_ROOT / "profiles" / "resnet50-v100-amp.json").read_text())
+    (tmp_path / "p.json").write_text(json.dumps({**body, field: value}))
+    for argv in (["compare", "-p", str(tmp_path / "p.json"), "-n", "3"],
+                 ["predict", "-p", str(tmp_path / "p.json"), "--gpu", "A100"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"{field} must be a positive integer" in err, err
