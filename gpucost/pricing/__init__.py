@@ -1,0 +1,2 @@
+"""Price data: the snapshot format, refreshes from live sources, catalog importers and the
+per-provider rates."""
