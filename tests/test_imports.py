@@ -77,8 +77,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "gpucost/cli/tui.py": (2, "command body: the TUI (textual)"),
     # measurements is on the --help path (cli/probe's defaults -> planfile); model loads numpy.
     "gpucost/measurements.py": (2, "model.fabrics and translate stay lazy; --help reaches here"),
-    # base lists every source; skypilot_http subclasses base's HttpPriceSource.
-    "gpucost/pricing/sources/base.py": (1, "cycle base <-> skypilot_http (the registry)"),
 }
 
 
