@@ -23,6 +23,7 @@ from gpucost.catalog import resolve_gpu_name
 from gpucost.catalog.spec import PRECISIONS, Precision
 from gpucost.errors import ProfileError
 from gpucost.limits import MAX_BATCH_SIZE, MAX_GPUS_PER_NODE, MAX_NODES, MAX_PROFILE_BYTES
+from gpucost.measurement_store import record_profile
 from gpucost.model.signature import from_spec
 from gpucost.paths import embedded_profiles_dir
 
@@ -280,8 +281,6 @@ class Profile:
     def save(self, path: str | os.PathLike[str]) -> Path:
         written = atomic_write_json(path, self.to_dict())
         if self.steps_measured is not None and not self.partial:  # measured by the profiler
-            from gpucost.measurements import record_profile
-
             record_profile(self)  # the user's own runs teach the model
         return written
 

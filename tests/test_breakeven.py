@@ -86,7 +86,7 @@ def test_month_hours_have_one_home() -> None:
     from gpucost import providers
     from gpucost.model import economics, interruptions
     from gpucost.pricing.rates import HYPERSCALER_MONTH_HOURS
-    from gpucost.pricing.sources.base import sources
+    from gpucost.pricing.sources.registry import sources
 
     checked = 0
     for source in sources().values():

@@ -15,7 +15,7 @@ import pytest
 import tomli_w
 
 import gpucost
-from gpucost import measurements
+from gpucost import measurement_store, measurements
 from gpucost.cli import main
 from gpucost.errors import InputError
 from gpucost.executor.ledger import Ledger, LedgerError
@@ -168,7 +168,7 @@ def test_an_impossible_throughput_is_refused_at_the_door(
                                source="profile", flops_per_sample=flops) is None
     assert "the peak of 1 x A100 SXM4 40GB" in capsys.readouterr().err
     with pytest.raises(InputError):  # exit 2 where it is asked for directly
-        measurements._check(_bad("a", 1e300), "measurement")
+        measurement_store._check(_bad("a", 1e300), "measurement")
 
 
 def test_a_bad_stored_record_is_skipped_named_and_forgotten_alone(

@@ -75,12 +75,8 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "gpucost/cli/profile.py": (4, "command body: the profiler (torch)"),
     "gpucost/cli/runs.py": (13, "command bodies: the executor and its ledger"),
     "gpucost/cli/tui.py": (2, "command body: the TUI (textual)"),
-    # measurements -> model.translate -> profile: Profile.save records a measured profile.
-    "gpucost/profile.py": (1, "cycle profile -> measurements -> model.translate -> profile"),
     # measurements is on the --help path (cli/probe's defaults -> planfile); model loads numpy.
     "gpucost/measurements.py": (2, "model.fabrics and translate stay lazy; --help reaches here"),
-    # base lists every source; skypilot_http subclasses base's HttpPriceSource.
-    "gpucost/pricing/sources/base.py": (1, "cycle base <-> skypilot_http (the registry)"),
 }
 
 

@@ -98,7 +98,7 @@ def test_every_reader_sees_what_the_old_tables_said(name: str) -> None:
 
 
 def test_the_price_sources_bill_as_before() -> None:
-    from gpucost.pricing.sources.base import sources
+    from gpucost.pricing.sources.registry import sources
 
     assert {name: (s.provider, s.month_hours) for name, s in sources().items()} == OLD_SOURCES
 
@@ -205,19 +205,19 @@ SOURCE = AcmeSource()
 def acme(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """``acme.py`` dropped beside the shipped provider modules, the registries rebuilt."""
     from gpucost import providers
-    from gpucost.pricing.sources import base
+    from gpucost.pricing.sources import registry
 
     (tmp_path / "acme.py").write_text(ACME, encoding="utf-8")
     monkeypatch.setattr(providers, "__path__", [*providers.__path__, str(tmp_path)])
     monkeypatch.setattr(providers, "_REGISTRY", {})
-    monkeypatch.setattr(base, "_SOURCES", {})
+    monkeypatch.setattr(registry, "_SOURCES", {})
     yield tmp_path
     sys.modules.pop("gpucost.providers.acme", None)
 
 
 def test_a_new_provider_module_reaches_every_reader(acme: Path) -> None:
     from gpucost import providers
-    from gpucost.pricing.sources.base import get_source
+    from gpucost.pricing.sources.registry import get_source
     from gpucost.pricing.sources.skypilot_http import hosted_catalog_clouds
 
     assert providers.get("acme").display_name == "Acme GPUs"

@@ -20,7 +20,7 @@ from gpucost.cli import main
 from gpucost.pricing.diff import diff_offers, format_diff
 from gpucost.pricing.refresh import refresh
 from gpucost.pricing.snapshot import Offers, Snapshot, load_offers, load_snapshots, write_snapshot
-from gpucost.pricing.sources.base import sources
+from gpucost.pricing.sources.registry import sources
 
 ALL = ["aws", "azure", "gcp", "lambda", "runpod", "skypilot-hosted", "vast"]
 CREDENTIAL_VARS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 from gpucost.errors import CredentialsError, ProviderError
 from gpucost.http import RetryingHttp
 from gpucost.pricing.snapshot import Snapshot
-from gpucost.pricing.sources.base import PriceSource, get_source
+from gpucost.pricing.sources.base import PriceSource
+from gpucost.pricing.sources.registry import get_source
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC)
 

@@ -259,7 +259,7 @@ def _refresh(args: argparse.Namespace) -> int:
     from gpucost.errors import InputError
     from gpucost.limits import REFRESH_DEADLINE_S
     from gpucost.pricing.refresh import refresh
-    from gpucost.pricing.sources.base import get_source, sources
+    from gpucost.pricing.sources.registry import get_source, sources
 
     deadline = REFRESH_DEADLINE_S if args.deadline is None else args.deadline
     if not 0 < deadline <= 86_400:

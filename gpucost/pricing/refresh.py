@@ -34,7 +34,8 @@ from gpucost.http import redact_text
 from gpucost.limits import MAX_REFRESH_SHRINK, REFRESH_DEADLINE_S
 from gpucost.paths import user_snapshots_dir, writable_dir
 from gpucost.pricing.snapshot import Snapshot, read_snapshot, snapshot_candidates, write_snapshot
-from gpucost.pricing.sources.base import PriceSource, get_source, sources
+from gpucost.pricing.sources.base import PriceSource
+from gpucost.pricing.sources.registry import get_source, sources
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -1,6 +1,6 @@
 """Offline price-catalog importers, and the staleness rule every front end shares.
 
-Live API sources register in :mod:`gpucost.pricing.sources.base`; an *importer* instead reads a
+Live API sources register in :mod:`gpucost.pricing.sources.registry`; an *importer* instead reads a
 price catalog someone else published (a folder of files) and turns it into snapshots. Both end
 in the same dated snapshot files, so the planner never knows which produced its prices.
 """

@@ -1,12 +1,12 @@
-"""The one interface every live price source implements, and the registry of them.
+"""The one interface every live price source implements, and the helpers sources share.
 
 A source knows its provider's API and units and nothing else: it takes an injected client (a
 :class:`~gpucost.http.RetryingHttp` over ``httpx.Client`` for REST/GraphQL sources, boto3
 clients for AWS), reads prices and returns one :class:`Snapshot`. Where the client comes from,
 concurrency, progress and writing files belong to :mod:`gpucost.pricing.refresh`.
 
-``SOURCES`` is built by importing the source each provider declares (:mod:`gpucost.providers`)
-and SkyPilot's hosted catalog; nothing else dispatches on source names.
+The registry that lists the sources is :mod:`gpucost.pricing.sources.registry`: it imports this
+module and the sources, and this module imports none of them.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import decimal
-import importlib
 import json
 import math
 import os
@@ -25,9 +24,8 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from gpucost import providers
 from gpucost.catalog import get_gpu, try_resolve_gpu_name
-from gpucost.errors import ProviderError, SnapshotError, UnknownProviderError
+from gpucost.errors import ProviderError, SnapshotError
 from gpucost.http import RetryingHttp
 from gpucost.limits import HTTP_READ_TIMEOUT_S, HTTP_REQUEST_DEADLINE_S, MAX_ANSWER_BYTES
 from gpucost.pricing.snapshot import Offers, Snapshot
@@ -217,39 +215,3 @@ def gpu_link(canonical: str) -> str:
     form = get_gpu(canonical).form_factor.upper()
     return "nvlink" if form.startswith("SXM") or form in ("OAM", "SUPERCHIP") else "pcie"
 
-
-def _registry() -> dict[str, PriceSource[Any]]:
-    from gpucost.pricing.sources import skypilot_http
-
-    found: list[PriceSource[Any]] = []
-    for provider in providers.all():
-        if provider.price_source:
-            module, _, attribute = provider.price_source.partition(":")
-            found.append(getattr(importlib.import_module(module), attribute))
-    found.append(skypilot_http.SOURCE)
-    return {s.name: s for s in found}
-
-
-_SOURCES: dict[str, PriceSource[Any]] = {}
-
-
-def sources() -> dict[str, PriceSource[Any]]:
-    """The registry of live sources, by name (imported on first use: boto3 stays unloaded)."""
-    if not _SOURCES:
-        _SOURCES.update(_registry())
-    return _SOURCES
-
-
-def get_source(name: str) -> PriceSource[Any]:
-    registry = sources()
-    try:
-        return registry[name]
-    except KeyError:
-        raise UnknownProviderError(name, sorted(registry)) from None
-
-
-def __getattr__(name: str) -> Any:
-    # ``SOURCES`` reads as a module constant but is built on first access.
-    if name == "SOURCES":
-        return sources()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
