@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from gpucost.columns import columns_of
+from gpucost.errors import SnapshotError
 from gpucost.pricing.snapshot import (
     COLUMNS,
     Column,
@@ -93,5 +94,5 @@ def test_an_offer_table_is_changed_by_copy_never_in_place() -> None:
 
 def test_columns_of_different_lengths_are_refused() -> None:
     offers = Offers.from_records([FULL_ROW, FULL_ROW])
-    with pytest.raises(Exception, match="different lengths"):
+    with pytest.raises(SnapshotError, match="different lengths"):
         Offers(**{**offers.columns, "price_hr": np.array([1.0])})
