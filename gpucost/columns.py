@@ -2,7 +2,8 @@
 
 A table is one generic dataclass whose fields are annotated with the kind variables below
 (:data:`Float`, :data:`Int`, :data:`Bool`, :data:`Text`) and declared with :func:`column`, which
-keeps the unit (and a JSON name, where the field's own name hides its unit) as field metadata.
+keeps the unit (and a JSON name, where the field's own name hides its unit, and the checks a
+table read from files applies) as field metadata.
 Specialised with numpy arrays it is the column table, specialised with ``float, int, bool, str``
 it is one typed row, so the two cannot disagree; the units table, the JSON and CSV column names
 and the JSON Schema of a row are read off the same fields (:func:`columns_of`).
@@ -26,10 +27,11 @@ _JSON_TYPES: dict[str, Any] = {"float": ["number", "null"], "int": "integer",
                                "bool": "boolean", "text": "string"}
 
 
-def column(unit: str, *, json_name: str | None = None) -> Any:
+def column(unit: str, *, json_name: str | None = None, check: object = None) -> Any:
     """A column of a table: its unit ("" for a name), and its name in JSON, CSV and DataFrames
-    when that differs from the field's."""
-    return field(metadata={"unit": unit, "json_name": json_name})
+    when that differs from the field's. ``check``: what a table read from files validates the
+    column's cells against (a price snapshot's offers: :class:`gpucost.pricing.snapshot.Column`)."""
+    return field(metadata={"unit": unit, "json_name": json_name, "check": check})
 
 
 @dataclass(frozen=True, slots=True)

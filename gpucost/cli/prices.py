@@ -129,7 +129,7 @@ def _show(args: argparse.Namespace) -> int:
     sources: list[dict[str, Any]] = [{
         "source": s.source,
         "offers": len(s.offers),
-        "providers": sorted(set(s.offers["provider"].tolist())),
+        "providers": sorted(set(s.offers.provider.tolist())),
         "date": s.date,
         "age_days": round(s.age_days(), 1),
         "stale": is_stale(s, args.max_age_days),

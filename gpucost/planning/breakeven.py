@@ -37,12 +37,12 @@ def offer_terms(offers: Offers, instance_type: str, provider: str = "") -> Offer
             hint="check the name with `gpucost compare --format csv`, or give --running-hr",
         )
     return OfferTerms(
-        provider=str(offers["provider"][i]),
-        instance_type=str(offers["instance_type"][i]),
-        price_hr=float(offers["price_hr"][i]),
-        storage_gb_month=float(offers["storage_gb_month"][i]),
-        month_hours=float(offers["month_hours"][i]),
-        ingress_gb=float(offers["ingress_gb"][i]),
+        provider=str(offers.provider[i]),
+        instance_type=str(offers.instance_type[i]),
+        price_hr=float(offers.price_hr[i]),
+        storage_gb_month=float(offers.storage_gb_month[i]),
+        month_hours=float(offers.month_hours[i]),
+        ingress_gb=float(offers.ingress_gb[i]),
     )
 
 

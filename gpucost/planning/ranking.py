@@ -158,22 +158,22 @@ def filter_offers(offers: Offers, filters: Filters) -> Offers:
 
     Your own machine (provider "local", there only with ``--include-local``) passes the GPU,
     provider, region and GPU-count filters, which choose among the clouds' offers."""
-    cloud = offers["provider"] != "local"
+    cloud = offers.provider != "local"
     mask = np.ones(len(offers), dtype=bool)
     if filters.gpus:
-        mask &= np.isin(offers["gpu"], np.array(filters.gpus)) | ~cloud
+        mask &= np.isin(offers.gpu, np.array(filters.gpus)) | ~cloud
     if filters.providers:
-        known = sorted(set(offers["provider"][cloud].tolist()))
+        known = sorted(set(offers.provider[cloud].tolist()))
         for name in filters.providers:
             if name not in known and name != "local":
                 raise UnknownProviderError(name, known)
-        mask &= np.isin(offers["provider"], np.array(filters.providers)) | ~cloud
+        mask &= np.isin(offers.provider, np.array(filters.providers)) | ~cloud
     if filters.regions:
-        mask &= _region_mask(offers["region"], filters.regions) | ~cloud
+        mask &= _region_mask(offers.region, filters.regions) | ~cloud
     if filters.min_gpu_memory_gb is not None:
-        mask &= offers["gpu_memory_gb"] >= filters.min_gpu_memory_gb
+        mask &= offers.gpu_memory_gb >= filters.min_gpu_memory_gb
     if filters.gpu_counts:
-        mask &= np.isin(offers["gpu_count"], np.array(filters.gpu_counts, dtype=float)) | ~cloud
+        mask &= np.isin(offers.gpu_count, np.array(filters.gpu_counts, dtype=float)) | ~cloud
     return offers.select(mask)
 
 
@@ -183,10 +183,10 @@ def filter_cpu_arch(offers: Offers, filters: Filters) -> tuple[Offers, str]:
     if filters.cpu_arch == "any" or not len(offers):
         return offers, ""
     arch = cpu_archs(offers)
-    other = (arch != filters.cpu_arch) & (offers["provider"] != "local")
+    other = (arch != filters.cpu_arch) & (offers.provider != "local")
     if not other.any():
         return offers, ""
-    gpus = ", ".join(sorted(set(offers["gpu"][other].tolist())))
+    gpus = ", ".join(sorted(set(offers.gpu[other].tolist())))
     arches = ", ".join(sorted(set(arch[other].tolist())))
     return offers.select(~other), (
         f"{int(other.sum()):,} offers on {arches} hosts left out ({gpus}): plans run on "
@@ -202,7 +202,7 @@ def fold_zones(offers: Offers) -> tuple[Offers, int, npt.NDArray[np.int64]]:
     if not len(offers):
         return offers, 0, np.zeros(0, dtype=np.int64)
     region = offers.row_codes(("provider", "region", "instance_type", "source", "price_hr"))
-    spot = np.unique(np.nan_to_num(offers["spot_price_hr"], nan=-1.0), return_inverse=True)[1]
+    spot = np.unique(np.nan_to_num(offers.spot_price_hr, nan=-1.0), return_inverse=True)[1]
     _, first = np.unique(region * (int(spot.max()) + 1) + spot.reshape(-1), return_index=True)
     kept = np.sort(first)
     return offers.select(kept), len(offers) - len(kept), region[kept]
@@ -313,12 +313,12 @@ class _ConfigCodes:
 
         from gpucost.model.fabrics import resolve_fabrics
 
-        providers, provider_code = np.unique(offers["provider"], return_inverse=True)
+        providers, provider_code = np.unique(offers.provider, return_inverse=True)
         limits = np.array([node_limit(str(p)) for p in providers], dtype=np.int64)
-        fabrics = resolve_fabrics(offers["provider"], offers["instance_type"],
-                                  offers["network_gbps"], set_gbps=request.inter_node_gbps,
+        fabrics = resolve_fabrics(offers.provider, offers.instance_type,
+                                  offers.network_gbps, set_gbps=request.inter_node_gbps,
                                   set_transport=request.inter_node_transport)
-        return cls(*codes(offers["gpu"]), *codes(offers["intra_node_link"]),
+        return cls(*codes(offers.gpu), *codes(offers.intra_node_link),
                    *codes(fabrics.gbps), *codes(fabrics.transport),
                    np.asarray(fabrics.gbps, dtype=np.float64),
                    np.asarray(fabrics.transport).astype(object),
@@ -343,15 +343,15 @@ class _OfferText:
     @classmethod
     def of(cls, offers: Offers) -> _OfferText:
         return cls(
-            provider=offers["provider"].astype(object),
-            region=offers["region"].astype(object),
-            zone=offers["zone"].astype(object),
-            instance_type=offers["instance_type"].astype(object),
-            gpu=offers["gpu"].astype(object),
-            intra_node_link=offers["intra_node_link"].astype(object),
-            source=offers["source"].astype(object),
+            provider=offers.provider.astype(object),
+            region=offers.region.astype(object),
+            zone=offers.zone.astype(object),
+            instance_type=offers.instance_type.astype(object),
+            gpu=offers.gpu.astype(object),
+            intra_node_link=offers.intra_node_link.astype(object),
+            source=offers.source.astype(object),
             # the ISO timestamp's date
-            price_date=np.array([str(t)[:10] for t in offers["fetched_at"]], dtype=object),
+            price_date=np.array([str(t)[:10] for t in offers.fetched_at], dtype=object),
         )
 
 
@@ -376,7 +376,7 @@ def _chunk_plans(
     offer = base_offer[row_base]
     spot = base_spot[row_base]
     price = base_price[row_base]
-    gpu_count = offers["gpu_count"][offer]
+    gpu_count = offers.gpu_count[offer]
     whole = np.maximum(np.rint(gpu_count), 1.0).astype(np.int64)
     # Fractional GPUs (AWS g6f) run one process on a slice: predict one GPU, then scale down.
     fraction = np.where(gpu_count < 1.0, gpu_count, 1.0)
@@ -414,26 +414,26 @@ def _chunk_plans(
     market = market_text.astype(object)
     # the cost model matches these against its tables: fixed-width text compares fastest
     inputs = CostInputs(
-        provider=offers["provider"][offer],
-        instance_type=offers["instance_type"][offer],
+        provider=offers.provider[offer],
+        instance_type=offers.instance_type[offer],
         market=market_text,
-        reliability=offers["reliability"][offer],
+        reliability=offers.reliability[offer],
         nodes=nodes.astype(np.float64),
         price_hr=price,
-        on_demand_hr=offers["price_hr"][offer],
-        network_gbps=offers["network_gbps"][offer],
-        storage_gb_month=offers["storage_gb_month"][offer],
-        egress_gb=offers["egress_gb"][offer],
-        ingress_gb=offers["ingress_gb"][offer],
-        month_hours=offers["month_hours"][offer],
+        on_demand_hr=offers.price_hr[offer],
+        network_gbps=offers.network_gbps[offer],
+        storage_gb_month=offers.storage_gb_month[offer],
+        egress_gb=offers.egress_gb[offer],
+        ingress_gb=offers.ingress_gb[offer],
+        month_hours=offers.month_hours[offer],
     )
     hours = request.job.samples / np.where(runnable, throughput, 1.0) / 3600.0
     # setup and interruption rates depend on the offer and market, not on the node count
     terms = offer_terms(
-        request.economics, provider=offers["provider"][base_offer],
-        instance_type=offers["instance_type"][base_offer],
+        request.economics, provider=offers.provider[base_offer],
+        instance_type=offers.instance_type[base_offer],
         market=np.where(base_spot, "spot", "on-demand"),
-        reliability=offers["reliability"][base_offer]).take(row_base)
+        reliability=offers.reliability[base_offer]).take(row_base)
     costs = job_costs(inputs, hours, request.economics, terms=terms)
     source = text.source[offer]
     plans = Plans(
@@ -456,7 +456,7 @@ def _chunk_plans(
         efficiency=efficiency,
         # what a multi-node plan's nodes talk over (a one-node plan crosses no network)
         inter_node_fabric=np.where(nodes > 1, codes.fabric[offer], ""),
-        gpu_memory_gb=offers["gpu_memory_gb"][offer],
+        gpu_memory_gb=offers.gpu_memory_gb[offer],
         peak_gb=peak,
         micro_batch=micro,
         grad_accum_steps=accum,
@@ -486,12 +486,12 @@ def _base_rows(
     if filters.market in ("any", "on-demand"):
         idx.append(on_demand)
         spot.append(np.zeros(len(on_demand), dtype=bool))
-        price.append(offers["price_hr"][on_demand])
+        price.append(offers.price_hr[on_demand])
     if filters.market in ("any", "spot"):
-        has_spot = ~np.isnan(offers["spot_price_hr"]) & (offers["spot_price_hr"] > 0)
+        has_spot = ~np.isnan(offers.spot_price_hr) & (offers.spot_price_hr > 0)
         idx.append(np.flatnonzero(has_spot).astype(np.int64))
         spot.append(np.ones(int(has_spot.sum()), dtype=bool))
-        price.append(offers["spot_price_hr"][has_spot])
+        price.append(offers.spot_price_hr[has_spot])
     base_idx, base_spot, base_price = np.concatenate(idx), np.concatenate(spot), np.concatenate(
         price)
     if filters.max_price_hr is not None:

@@ -226,14 +226,14 @@ def _override_snapshot(request: Request, row: PlanRow | None, gpu: str, per_node
     }
     if row is not None:
         original = next(s for s in request.snapshots if s.source == row.source)
-        mask = ((original.offers["instance_type"] == row.instance_type)
-                & (original.offers["region"] == row.region))
+        mask = ((original.offers.instance_type == row.instance_type)
+                & (original.offers.region == row.region))
         i = int(mask.nonzero()[0][0])
         for name in ("storage_gb_month", "egress_gb", "ingress_gb", "month_hours", "reliability",
                      "network_gbps"):
             record[name] = float(original.offers[name][i])
         if not link:
-            record["intra_node_link"] = str(original.offers["intra_node_link"][i])
+            record["intra_node_link"] = str(original.offers.intra_node_link[i])
     now = request.now or dt.datetime.now(dt.UTC)
     return Snapshot(source=OVERRIDE_SOURCE, fetched_at=now, offers=Offers.from_records([record]))
 

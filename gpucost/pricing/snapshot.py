@@ -26,15 +26,18 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Generic
 
 import numpy as np
+import numpy.typing as npt
 
 from gpucost import providers
 from gpucost._io import _check_depth, atomic_write_json, read_text
 from gpucost.catalog.table import entries_by_name
+from gpucost.columns import Float, Text, column
 from gpucost.errors import SnapshotError
 from gpucost.limits import (
     MAX_GPUS_PER_NODE,
@@ -46,6 +49,9 @@ from gpucost.paths import embedded_snapshots_dir, user_snapshots_dir
 
 if TYPE_CHECKING:
     import pandas as pd
+
+Floats = npt.NDArray[np.float64]
+Texts = npt.NDArray[np.str_]
 
 FORMAT = "gpucost-price-snapshot"
 VERSION = 1
@@ -77,87 +83,108 @@ class Column:
         return ~valid
 
 
-def _text(default: Any) -> Column:
-    return Column("str", default)
+def _text(unit: str, default: str | None = "") -> Any:
+    """A text column (``default`` None: required, no cell may be missing or empty)."""
+    return column(unit, check=Column("str", default))
 
 
-def _number(default: Any, low: float, high: float, expected: str, *,
-            above_low: bool = False) -> Column:
-    return Column("float", default, low, high, above_low, expected)
+def _number(unit: str, default: float | None, low: float, high: float, expected: str, *,
+            above_low: bool = False) -> Any:
+    """A float64 column whose cells lie in [low, high] (``above_low``: above ``low``)."""
+    return column(unit, check=Column("float", default, low, high, above_low, expected))
 
 
 _PRICE = f"a $/h above 0 and at most {MAX_PRICE_HR:,.0f}"
 _RATE = f"a USD rate from 0 to {MAX_RATE_USD:,.0f}"
-COLUMNS: dict[str, Column] = {
-    "provider": _text(None),  # who bills you: a provider's name (gpucost.providers)
-    "region": _text(None),
-    "zone": _text(""),
-    "instance_type": _text(None),
-    "gpu": _text(None),  # canonical catalog name
-    # GPUs per instance; fractional GPUs exist (AWS g6f)
-    "gpu_count": _number(None, 0.0, MAX_GPUS_PER_NODE,
-                         f"a GPU count above 0 and at most {MAX_GPUS_PER_NODE}",
-                         above_low=True),
-    "gpu_memory_gb": _number(math.nan, 0.0, 2048.0, "GB per GPU above 0 and at most 2048",
-                             above_low=True),
-    "vcpus": _number(math.nan, 0.0, 65_536.0, "a vCPU count above 0 and at most 65536",
-                     above_low=True),
-    "ram_gb": _number(math.nan, 0.0, 1_048_576.0, "GB of RAM above 0 and at most 1048576",
-                      above_low=True),
-    "price_hr": _number(None, 0.0, MAX_PRICE_HR, _PRICE, above_low=True),  # on-demand, instance
-    # spot/interruptible $/h; NaN = no spot offer
-    "spot_price_hr": _number(math.nan, 0.0, MAX_PRICE_HR, _PRICE, above_low=True),
-    "storage_gb_month": _number(math.nan, 0.0, MAX_RATE_USD, _RATE),  # $/GB-month of disk
-    "egress_gb": _number(math.nan, 0.0, MAX_RATE_USD, _RATE),  # $/GB out to the internet
-    "ingress_gb": _number(0.0, 0.0, MAX_RATE_USD, _RATE),  # $/GB in (clouds: free; not all)
-    # 730 or 720; NaN -> the snapshot's convention
-    "month_hours": _number(math.nan, 600.0, 800.0, "hours per month from 600 to 800"),
-    "network_gbps": _number(math.nan, 0.0, 1e5, "Gbit/s above 0 and at most 100000",
-                            above_low=True),  # instance network bandwidth
-    "intra_node_link": _text(""),  # "nvlink" | "pcie" | "" (unknown)
-    # the host CPU's architecture, "x86-64" | "arm64"; "" where the source does not say
-    # (:func:`cpu_archs` infers it)
-    "cpu_arch": _text(""),
-    # 0..1 host reliability where a marketplace states it
-    "reliability": _number(math.nan, 0.0, 1.0, "a reliability from 0 to 1"),
-    "fetched_at": _text(""),  # filled from the snapshot when blank
-    "source": _text(""),  # filled from the snapshot when blank
-}
+_GPUS = f"a GPU count above 0 and at most {MAX_GPUS_PER_NODE}"
+_NAN = math.nan  # a missing cell: unknown, or (spot_price_hr) no such offer
+
+
+@dataclass(frozen=True)
+class OfferColumns(Generic[Float, Text]):
+    """Every column of an offer table, in file order: its unit, and the checks and default of
+    its cells (a ``None`` default: required). Field order is the snapshot file's column order."""
+
+    __slots__ = ()
+    provider: Text = _text("who bills you: a provider's name (gpucost.providers)", None)
+    region: Text = _text("", None)
+    zone: Text = _text("")
+    instance_type: Text = _text("", None)
+    gpu: Text = _text("canonical catalog name", None)
+    gpu_count: Float = _number("GPUs per instance (fractional: AWS g6f)", None, 0.0,
+                               MAX_GPUS_PER_NODE, _GPUS, above_low=True)
+    gpu_memory_gb: Float = _number("GB per GPU", _NAN, 0.0, 2048.0,
+                                   "GB per GPU above 0 and at most 2048", above_low=True)
+    vcpus: Float = _number("vCPUs per instance", _NAN, 0.0, 65_536.0,
+                           "a vCPU count above 0 and at most 65536", above_low=True)
+    ram_gb: Float = _number("GB of RAM per instance", _NAN, 0.0, 1_048_576.0,
+                            "GB of RAM above 0 and at most 1048576", above_low=True)
+    price_hr: Float = _number("USD/h per instance, on-demand", None, 0.0, MAX_PRICE_HR, _PRICE,
+                              above_low=True)
+    spot_price_hr: Float = _number("USD/h per instance, spot (null: no spot offer)", _NAN, 0.0,
+                                   MAX_PRICE_HR, _PRICE, above_low=True)
+    storage_gb_month: Float = _number("USD/GB-month of disk", _NAN, 0.0, MAX_RATE_USD, _RATE)
+    egress_gb: Float = _number("USD/GB out to the internet", _NAN, 0.0, MAX_RATE_USD, _RATE)
+    ingress_gb: Float = _number("USD/GB in (clouds: free; not all)", 0.0, 0.0, MAX_RATE_USD,
+                                _RATE)
+    month_hours: Float = _number("h per month, 730 or 720 (null: the snapshot's)", _NAN, 600.0,
+                                 800.0, "hours per month from 600 to 800")
+    network_gbps: Float = _number("Gbit/s, the instance's network", _NAN, 0.0, 1e5,
+                                  "Gbit/s above 0 and at most 100000", above_low=True)
+    intra_node_link: Text = _text("nvlink | pcie | '' (unknown)")
+    # "" where the source does not say (:func:`cpu_archs` infers it)
+    cpu_arch: Text = _text("the host CPU's architecture: x86-64 | arm64 | ''")
+    reliability: Float = _number("0..1 host reliability where a marketplace states it", _NAN,
+                                 0.0, 1.0, "a reliability from 0 to 1")
+    fetched_at: Text = _text("ISO 8601 time; filled from the snapshot when blank")
+    source: Text = _text("price snapshot source; filled from the snapshot when blank")
+
+
+# Each column's checks and default, in file order: read off the declaration.
+COLUMNS: dict[str, Column] = {f.name: f.metadata["check"] for f in fields(OfferColumns)}
 CPU_ARCHS = ("x86-64", "arm64")
-NUMERIC = tuple(name for name, column in COLUMNS.items() if column.kind != "str")
-TEXT = tuple(name for name, column in COLUMNS.items() if column.kind == "str")
 _NUMBER_TYPES: frozenset[type] = frozenset({int, float, type(None)})
 # Control characters and lone surrogates (which JSON's \u escapes can carry) break terminals
 # and UTF-8 output; no provider, region or instance name has them.
 _BAD_TEXT = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
 
 
-class Offers:
-    """A column table of offers: a dict of equally long numpy arrays (float64 or str)."""
+@dataclass(frozen=True, slots=True)
+class Offers(OfferColumns[Floats, Texts]):
+    """A column table of offers: field ``x`` holds every offer's ``x``, equally long numpy
+    arrays (float64, or fixed-width str). Read from files through :meth:`from_columns` and
+    :meth:`from_records`, which check every cell."""
 
-    __slots__ = ("columns",)
-
-    def __init__(self, columns: Mapping[str, np.ndarray]) -> None:
-        lengths = {len(v) for v in columns.values()}
+    def __post_init__(self) -> None:
+        lengths = {len(getattr(self, name)) for name in COLUMNS}
         if len(lengths) > 1:
             raise SnapshotError(f"offer columns have different lengths: {sorted(lengths)}")
-        self.columns: dict[str, np.ndarray] = dict(columns)
 
     def __len__(self) -> int:
-        return len(next(iter(self.columns.values()))) if self.columns else 0
+        return len(self.provider)
 
     def __getitem__(self, name: str) -> np.ndarray:
-        return self.columns[name]
+        """The column named ``name``, for callers that pick columns by name."""
+        if name not in COLUMNS:
+            raise KeyError(name)
+        values: np.ndarray = getattr(self, name)
+        return values
+
+    @property
+    def columns(self) -> Mapping[str, np.ndarray]:
+        """Name -> column, in file order (read-only: :func:`dataclasses.replace` makes a
+        changed table)."""
+        return MappingProxyType({name: getattr(self, name) for name in COLUMNS})
 
     def select(self, mask_or_index: np.ndarray) -> Offers:
-        return Offers({k: v[mask_or_index] for k, v in self.columns.items()})
+        return Offers(**{name: getattr(self, name)[mask_or_index] for name in COLUMNS})
 
     def row_codes(self, names: Sequence[str]) -> np.ndarray:
         """One int per row, equal exactly where the rows agree on every column in ``names``
         (NaN equals NaN): 0..distinct-1."""
         code = np.zeros(len(self), dtype=np.int64)
         for name in names:
-            values = self.columns[name]
+            values = self[name]
             if values.dtype.kind == "f":
                 values = np.nan_to_num(values, nan=-1.0)
             _, column_code = np.unique(values, return_inverse=True)
@@ -168,19 +195,15 @@ class Offers:
 
     @classmethod
     def empty(cls) -> Offers:
-        return cls(
-            {
-                name: np.array([], dtype=float if column.kind != "str" else str)
-                for name, column in COLUMNS.items()
-            }
-        )
+        return cls(**{name: np.array([], dtype=float if check.kind != "str" else str)
+                      for name, check in COLUMNS.items()})
 
     @classmethod
     def concat(cls, parts: Sequence[Offers]) -> Offers:
         parts = [p for p in parts if len(p)]
         if not parts:
             return cls.empty()
-        return cls({name: np.concatenate([p.columns[name] for p in parts]) for name in COLUMNS})
+        return cls(**{name: np.concatenate([p[name] for p in parts]) for name in COLUMNS})
 
     @classmethod
     def from_records(cls, rows: Iterable[Mapping[str, Any]], *, origin: str = "offers") -> Offers:
@@ -218,33 +241,34 @@ class Offers:
             )
         n = lengths.pop() if lengths else 0
         out: dict[str, np.ndarray] = {}
-        for name, column in COLUMNS.items():
+        for name, check in COLUMNS.items():
             values = raw.get(name)
             if values is None:
-                if column.default is None and not (allow_missing and n == 0):
+                if check.default is None and not (allow_missing and n == 0):
                     raise SnapshotError(f"{origin}: required column {name!r} is missing")
                 # Left out because every cell is the default (see Snapshot.to_dict): no checks.
-                out[name] = np.full(n, column.default,
-                                    dtype=str if column.kind == "str" else np.float64)
+                out[name] = np.full(n, check.default,
+                                    dtype=str if check.kind == "str" else np.float64)
                 continue
             # Type checks, membership tests and whole-list conversions run in C: a 10,000-row
             # snapshot loads and validates in milliseconds (numpy turns None into NaN itself).
             if isinstance(values, np.ndarray):
                 values = values.tolist()
-            out[name] = (_text_column if column.kind == "str" else _number_column)(
-                name, column, values, origin)
-        bad_arch = ~np.isin(out["cpu_arch"], ("", *CPU_ARCHS))
+            out[name] = (_text_column if check.kind == "str" else _number_column)(
+                name, check, values, origin)
+        offers = cls(**out)
+        bad_arch = ~np.isin(offers.cpu_arch, ("", *CPU_ARCHS))
         if bad_arch.any():
             row = int(np.flatnonzero(bad_arch)[0])
             raise SnapshotError(
-                f"{origin}: column 'cpu_arch' row {row}: {_shown(out['cpu_arch'][row])} is not "
+                f"{origin}: column 'cpu_arch' row {row}: {_shown(offers.cpu_arch[row])} is not "
                 f"{' or '.join(CPU_ARCHS)}", hint="leave it empty where the source does not say")
-        return cls(out)
+        return offers
 
     def to_pandas(self) -> pd.DataFrame:
         import pandas as pd
 
-        return pd.DataFrame({k: v for k, v in self.columns.items()})
+        return pd.DataFrame(dict(self.columns))
 
     def to_records(self) -> list[dict[str, Any]]:
         cols = {k: v.tolist() for k, v in self.columns.items()}
@@ -255,15 +279,15 @@ def cpu_archs(offers: Offers) -> np.ndarray:
     """Each offer's host CPU architecture: the one its source states, else arm64 for a Grace
     superchip (GH200, GB200: the GPU's catalog form factor is "Superchip") and AWS's Graviton GPU
     instances, else x86-64 (every other GPU host the sources list)."""
-    stated = offers["cpu_arch"]
+    stated = offers.cpu_arch
     specs = entries_by_name()
-    gpus, code = np.unique(offers["gpu"], return_inverse=True)
+    gpus, code = np.unique(offers.gpu, return_inverse=True)
     grace = np.array([g in specs and specs[g].spec.form_factor == "Superchip" for g in gpus],
                      dtype=bool)[code.reshape(-1)]
     arm = grace.copy()
     for provider, prefixes in providers.arm_instance_prefixes().items():
-        rows = np.flatnonzero(offers["provider"] == provider)
-        types = offers["instance_type"][rows].tolist()
+        rows = np.flatnonzero(offers.provider == provider)
+        types = offers.instance_type[rows].tolist()
         arm[rows[[t.startswith(prefixes) for t in types]]] = True
     return np.where(stated != "", stated, np.where(arm, "arm64", "x86-64"))
 
@@ -279,9 +303,9 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else text[:40] + "..."
 
 
-def _text_column(name: str, column: Column, values: Sequence[Any], origin: str) -> np.ndarray:
+def _text_column(name: str, check: Column, values: Sequence[Any], origin: str) -> np.ndarray:
     has_none = None in values
-    if column.default is None and (has_none or "" in values):
+    if check.default is None and (has_none or "" in values):
         row = next(i for i, v in enumerate(values) if v is None or v == "")
         raise SnapshotError(f"{origin}: column {name!r} is empty in row {row}")
     if has_none:
@@ -306,30 +330,30 @@ def _text_column(name: str, column: Column, values: Sequence[Any], origin: str) 
     return arr
 
 
-def _number_column(name: str, column: Column, values: Sequence[Any],
+def _number_column(name: str, check: Column, values: Sequence[Any],
                    origin: str) -> np.ndarray:
     bad = _first_bad_type(values, _NUMBER_TYPES)
     if bad is not None:
         raise SnapshotError(f"{origin}: column {name!r} row {bad} is not a number: "
-                            f"{_shown(values[bad])}", hint=f"expected {column.expected}")
+                            f"{_shown(values[bad])}", hint=f"expected {check.expected}")
     try:
         arr = np.array(values, dtype=np.float64)
     except OverflowError:  # an integer beyond float range (10**400)
         row = next(i for i, v in enumerate(values) if isinstance(v, int) and abs(v) > 2**1023)
         raise SnapshotError(f"{origin}: column {name!r} row {row} is out of range",
-                            hint=f"expected {column.expected}") from None
+                            hint=f"expected {check.expected}") from None
     missing = np.isnan(arr)
-    if column.default is None and missing.any():
+    if check.default is None and missing.any():
         row = int(np.flatnonzero(missing)[0])
         raise SnapshotError(f"{origin}: column {name!r} has no value in row {row}")
-    wrong = column.out_of_range(arr)
+    wrong = check.out_of_range(arr)
     if wrong.any():
         row = int(np.flatnonzero(wrong)[0])
         negative = bool(np.signbit(arr[row]))
         shown = "-0" if negative and arr[row] == 0 else f"{float(arr[row]):g}"
         what = "negative" if negative else "out of range"
         raise SnapshotError(f"{origin}: column {name!r} is {what} in row {row}: {shown}",
-                            hint=f"expected {column.expected}")
+                            hint=f"expected {check.expected}")
     return arr
 
 
@@ -346,14 +370,16 @@ class Snapshot:
     def __post_init__(self) -> None:
         # Rows carry their snapshot's date, source and month convention, so that offers
         # merged from several snapshots still say where each price came from.
-        cols = self.offers.columns
-        if len(self.offers):
+        offers = self.offers
+        if len(offers):
             stamp = _iso(self.fetched_at)
-            cols["fetched_at"] = np.where(cols["fetched_at"] == "", stamp, cols["fetched_at"])
-            cols["source"] = np.where(cols["source"] == "", self.source, cols["source"])
-            cols["month_hours"] = np.where(
-                np.isnan(cols["month_hours"]), self.month_hours, cols["month_hours"]
-            )
+            filled = replace(
+                offers,
+                fetched_at=np.where(offers.fetched_at == "", stamp, offers.fetched_at),
+                source=np.where(offers.source == "", self.source, offers.source),
+                month_hours=np.where(np.isnan(offers.month_hours), self.month_hours,
+                                     offers.month_hours))
+            object.__setattr__(self, "offers", filled)  # frozen: set once, while constructed
 
     @property
     def date(self) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import tempfile
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +78,7 @@ class SkyPilotHttpSource(HttpPriceSource):
             per_cloud[cloud] = {**dict(part.provenance), "url": urls.get(cloud, "")}
         offers = Offers.concat([p.offers for p in parts])
         # One snapshot, one source name: the rows' cloud stays in their provider column.
-        offers.columns["source"] = np.full(len(offers), self.name)
+        offers = replace(offers, source=np.full(len(offers), self.name))
         return Snapshot(source=self.name, fetched_at=fetched_at, offers=offers,
                         month_hours=self.month_hours, provenance={
                             "api": self.default_base_url + CATALOG_PATH, "offers": len(offers),
