@@ -23,6 +23,7 @@ from gpucost.executor.containment import (
 )
 from gpucost.executor.guard import KILL_WAIT_S, STOP_GRACE_S, write_final_status
 from gpucost.executor.ledger import Ledger, RunRow
+from gpucost.executor.records import read_record
 from gpucost.executor.rundir import RunDir
 
 
@@ -92,6 +93,16 @@ def _end_orphan(ledger: Ledger, run_id: str, reason: str) -> None:
     write_final_status(ledger, run_id, "orphaned", reason)
 
 
+def _where_it_ended(run: RunRow) -> str:
+    """What `status` now says of a run cleanup ended: its state, the job's last epoch and the
+    checkpoint to resume from."""
+    record = read_record(run, damaged_status_ok=True)
+    epoch = "no epoch" if record.epoch is None else f"epoch {record.epoch:g}" + (
+        f" / {record.epochs:g}" if record.epochs else "")
+    return (f"{run.run_id}: ended {record.state} at {epoch}; last checkpoint "
+            f"{record.checkpoint or '(none)'}")
+
+
 def _runs_here(provider: str) -> bool:
     try:
         return provider_class(provider).runs_locally
@@ -148,6 +159,7 @@ def cleanup(ledger: Ledger | None = None, *, include_stopped: bool = False) -> S
                 and run.ended_at is None):
             _end_orphan(ledger, run.run_id, "its launcher was gone; `gpucost cleanup` "
                         "released its resources")
+            sweep.done.append(_where_it_ended(ledger.run(run.run_id)))
     for run_id in leftover_processes(ledger):
         _end_leftovers(ledger, run_id, sweep)
     return sweep
@@ -189,6 +201,8 @@ def down(run_id: str, ledger: Ledger | None = None, *, wait_s: float = 60.0) -> 
     if (destroy_rows(ledger, ledger.run(run.run_id), sweep, include_stopped=True)
             and ledger.run(run.run_id).ended_at is None):
         ledger.set_run_state(run.run_id, "destroyed", ended=True)
+        write_final_status(ledger, run.run_id, "destroyed", "its launcher was gone; `gpucost "
+                           "down` destroyed its resources")
     if _runs_here(run.provider):
         _end_leftovers(ledger, run.run_id, sweep)
     if error := sweep.failure():
