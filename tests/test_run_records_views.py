@@ -201,3 +201,53 @@ def test_status_ps_cleanup_and_the_tui_tell_the_same_runs_alike(
         for launcher in launchers.values():
             kill_launcher(launcher)
         kill_quietly([pid for name in plans for pid in pids_with_token(f"gpucost-{name}")])
+
+
+def test_status_names_the_newest_checkpoint_still_on_disk(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The job shipped epochs 1 to 3 and the epoch-3 file is gone (deleted by hand, a target
+    cleaned): status names epoch 2, the one a resume would take; before, status.json's
+    epoch-3 path. An s3:// checkpoint cannot be checked from here and is taken as reported."""
+    rd = RunDir.for_run("ck").create()
+    with Ledger() as ledger:
+        ledger.create_run(run_id="ck", name="ck", plan_path="p", provider="local",
+                          run_dir=str(rd.path), price_hr=0.01, nodes=1, budget_cap_usd=1.0)
+    shipped = [tmp_path / f"epoch-{epoch:06d}.pt" for epoch in (1, 2, 3)]
+    reports = [{"time": 1.0 + epoch, "epoch": epoch, "metrics": {}, "checkpoint": str(path)}
+               for epoch, path in enumerate(shipped, 1)]
+    for path in shipped[:2]:
+        path.write_bytes(b"weights")
+    rd.metrics_path.write_text("".join(json.dumps(r) + "\n" for r in reports))
+    rd.progress_path.write_text(json.dumps(reports[-1]))
+    rd.write_status({"state": "running", "epoch": 3, "epochs": 3.0,
+                     "checkpoint": str(shipped[2])})
+    assert main(["status", "ck"]) == 0
+    out = capsys.readouterr().out
+    assert f"ckpt      {shipped[1]}\n" in out and "epoch     3 / 3\n" in out, out
+    rd.progress_path.write_text(json.dumps({**reports[-1], "checkpoint": "s3://b/ck/x.pt"}))
+    assert main(["status", "ck"]) == 0
+    assert "ckpt      s3://b/ck/x.pt\n" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_down_of_an_orphan_leaves_a_final_status(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`gpucost down` of a run whose launcher was killed: before, the ledger said destroyed
+    and status.json went on saying running, not final (what `logs -f` and outside readers
+    follow)."""
+    plan = job_plan(tmp_path, "gone", epochs=2, hold=(2,))
+    launcher = spawn_launcher(plan, "gone")
+    try:
+        wait_for(lambda: status_json("gone").get("epoch") == 1, DEADLINE_S, "epoch 1")
+        kill_launcher(launcher)
+        assert main(["down", "gone"]) == 0
+        written = status_json("gone")
+        assert (written["state"], written["final"], written["epoch"]) == ("destroyed", True, 1)
+        assert "`gpucost down` destroyed its resources" in written["reason"]
+        capsys.readouterr()
+        assert main(["status", "gone"]) == 0
+        out = capsys.readouterr().out
+        assert "state     destroyed\n" in out and "hint" not in out, out
+    finally:
+        kill_launcher(launcher)
+        kill_quietly(pids_with_token("gpucost-gone"))

@@ -7,6 +7,7 @@ by token when their ids never reached the ledger).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -165,13 +166,24 @@ def cleanup(ledger: Ledger | None = None, *, include_stopped: bool = False) -> S
     return sweep
 
 
+FINAL_STATUS_WAIT_S = 5.0  # a launcher's last status.json write follows its ledger write
+
+
 def _wait_unsupervised(ledger: Ledger, run_id: str, wait_s: float) -> bool:
-    """Wait until the run's launcher has finished with it (ended, or died); True if it did."""
+    """Wait until the run's launcher has finished with it (ended, or died); True if it did.
+    A live launcher that ended it is given a moment more to write its final status.json, so
+    what `stop` and `down` return to agrees with the run's files."""
     deadline = time.monotonic() + wait_s
     while ledger.run(run_id).supervised:
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.1)
+    deadline = time.monotonic() + FINAL_STATUS_WAIT_S
+    while ledger.run(run_id).owner_alive and time.monotonic() < deadline:
+        with contextlib.suppress(GpuCostError):
+            if (RunDir(ledger.run(run_id).run_dir).read_status() or {}).get("final"):
+                break
+        time.sleep(0.05)
     return True
 
 
