@@ -54,13 +54,15 @@ def aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 def test_a_huge_aws_answer_is_cut_at_the_cap_and_never_quoted(
         aws_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(aws, "MAX_ANSWER_BYTES", 1 << 20, raising=False)
-    with (HostileServer("huge", size=12 << 20, content_length=True) as server,
+    with (HostileServer("huge", size=64 << 20, content_length=True) as server,
           AWS.open_client(server.url, "") as clients, pytest.raises(ProviderError) as exc):
         AWS.fetch(clients)
     message = str(exc.value)
     assert "more than 1 MiB" in message
     assert len(message) < 400 and "offers" not in message
-    assert server.sent < 8 << 20  # the client hung up long before the end
+    # the client hung up long before the end (loopback socket buffers may hold a few MiB more
+    # than the 1 MiB it read: 9 MiB were seen sent on a loaded machine)
+    assert server.sent < 32 << 20
 
 
 class _Echo(http.server.BaseHTTPRequestHandler):

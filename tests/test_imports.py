@@ -73,7 +73,7 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "gpucost/cli/preflight.py": (2, "command body: preflight checks (numpy)"),
     "gpucost/cli/probe.py": (8, "command body: the executor's probe and advice (numpy)"),
     "gpucost/cli/profile.py": (4, "command body: the profiler (torch)"),
-    "gpucost/cli/runs.py": (13, "command bodies: the executor and its ledger"),
+    "gpucost/cli/runs.py": (14, "command bodies: the executor and its ledger"),
     "gpucost/cli/tui.py": (2, "command body: the TUI (textual)"),
     # measurements is on the --help path (cli/probe's defaults -> planfile); model loads numpy.
     "gpucost/measurements.py": (2, "model.fabrics and translate stay lazy; --help reaches here"),

@@ -458,7 +458,8 @@ def test_runs_screen_refreshes_live_and_stops_only_after_yes(
         stopped.append(run_id)
         return [f"{run_id}: stopped by its launcher"]
 
-    monkeypatch.setattr("gpucost.executor.control.request_stop", fake_stop)
+    # where the screen looks it up (imported at its module top)
+    monkeypatch.setattr("gpucost.tui.screens.runs.request_stop", fake_stop)
     app = make_app(snapshot, runs_refresh_s=0.05)
 
     async def scenario(pilot: Pilot[None]) -> None:

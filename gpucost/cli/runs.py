@@ -173,22 +173,33 @@ def _age(seconds: float) -> str:
     return f"{seconds / 3600:.1f}h"
 
 
+def _epoch(status: dict[str, Any], sep: str = "/") -> str:
+    """"2 / 3" (status) or "2/3" (ps): the last epoch of the planned ones; "-" before any."""
+    epoch, epochs = status.get("epoch"), status.get("epochs")
+    return (f"{epoch:g}" if epoch is not None else "-") + (f"{sep}{epochs:g}" if epochs else "")
+
+
 def _ps(args: argparse.Namespace) -> int:
     from gpucost.executor.control import leftover_processes
     from gpucost.executor.ledger import Ledger
+    from gpucost.executor.records import read_record
 
     now = time.time()
     with Ledger() as ledger:
         if args.all:
+            # what `status` and the TUI say of each run (a damaged status.json: the ledger's)
+            runs = [(run, read_record(run, damaged_status_ok=True)) for run in ledger.runs()]
             if args.format == "json":
                 print_document("runs", {"runs": [
-                    {"run_id": run.run_id, "provider": run.provider, "state": run.state,
-                     "launcher_alive": run.owner_alive, "age_s": now - run.started_at,
-                     "cost_usd": run.cost_usd(now)} for run in ledger.runs()]})
+                    {"run_id": run.run_id, "provider": run.provider, "state": record.state,
+                     "final": record.final, "epoch": record.epoch, "epochs": record.epochs,
+                     "checkpoint": record.checkpoint, "launcher_alive": run.owner_alive,
+                     "age_s": now - run.started_at, "cost_usd": run.cost_usd(now)}
+                    for run, record in runs]})
                 return 0
-            rows = [["RUN", "PROVIDER", "STATE", "LAUNCHER", "AGE", "COST_USD"]]
-            for run in ledger.runs():
-                rows.append([run.run_id, run.provider, run.state,
+            rows = [["RUN", "PROVIDER", "STATE", "EPOCH", "LAUNCHER", "AGE", "COST_USD"]]
+            for run, record in runs:
+                rows.append([run.run_id, run.provider, record.state, _epoch(record.status),
                              "alive" if run.owner_alive else "gone",
                              _age(now - run.started_at), amount(run.cost_usd(now))])
             print(_table(rows) if len(rows) > 1 else "no runs in the ledger")
@@ -230,24 +241,20 @@ def _ps(args: argparse.Namespace) -> int:
 
 def _status(args: argparse.Namespace) -> int:
     from gpucost.executor.ledger import Ledger
-    from gpucost.executor.rundir import RunDir
+    from gpucost.executor.records import read_record
 
     with Ledger() as ledger:
         run = ledger.run(args.run)
-    status: dict[str, Any] = RunDir(run.run_dir).read_status() or {"state": run.state}
-    if not status.get("final") and not run.owner_alive:
-        status["state"] = f"orphaned (was {status.get('state')}; launcher gone)"
+    # state from the ledger, epoch and checkpoint from the job's own reports (records.py)
+    status: dict[str, Any] = read_record(run).status
     if args.format == "json":
         print_document("run-status", {"run_id": run.run_id, "provider": run.provider,
                                       "status": status})
         return 0
-    epoch = status.get("epoch")
-    epochs = status.get("epochs")
     lines = [
         f"run       {run.run_id} ({run.provider})",
         f"state     {status.get('state')}",
-        f"epoch     {epoch if epoch is not None else '-'}"
-        + (f" / {epochs:g}" if epochs else ""),
+        f"epoch     {_epoch(status, ' / ')}",
         f"eta       {_age(status['eta_s']) if status.get('eta_s') is not None else '-'}",
         f"elapsed   {_age(status.get('elapsed_s') or 0.0)}",
         f"cost      {amount(status.get('cost_usd') or run.cost_usd())} USD of "

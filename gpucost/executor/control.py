@@ -7,6 +7,7 @@ by token when their ids never reached the ledger).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -23,6 +24,7 @@ from gpucost.executor.containment import (
 )
 from gpucost.executor.guard import KILL_WAIT_S, STOP_GRACE_S, write_final_status
 from gpucost.executor.ledger import Ledger, RunRow
+from gpucost.executor.records import read_record
 from gpucost.executor.rundir import RunDir
 
 
@@ -92,6 +94,16 @@ def _end_orphan(ledger: Ledger, run_id: str, reason: str) -> None:
     write_final_status(ledger, run_id, "orphaned", reason)
 
 
+def _where_it_ended(run: RunRow) -> str:
+    """What `status` now says of a run cleanup ended: its state, the job's last epoch and the
+    checkpoint to resume from."""
+    record = read_record(run, damaged_status_ok=True)
+    epoch = "no epoch" if record.epoch is None else f"epoch {record.epoch:g}" + (
+        f" / {record.epochs:g}" if record.epochs else "")
+    return (f"{run.run_id}: ended {record.state} at {epoch}; last checkpoint "
+            f"{record.checkpoint or '(none)'}")
+
+
 def _runs_here(provider: str) -> bool:
     try:
         return provider_class(provider).runs_locally
@@ -148,18 +160,30 @@ def cleanup(ledger: Ledger | None = None, *, include_stopped: bool = False) -> S
                 and run.ended_at is None):
             _end_orphan(ledger, run.run_id, "its launcher was gone; `gpucost cleanup` "
                         "released its resources")
+            sweep.done.append(_where_it_ended(ledger.run(run.run_id)))
     for run_id in leftover_processes(ledger):
         _end_leftovers(ledger, run_id, sweep)
     return sweep
 
 
+FINAL_STATUS_WAIT_S = 5.0  # a launcher's last status.json write follows its ledger write
+
+
 def _wait_unsupervised(ledger: Ledger, run_id: str, wait_s: float) -> bool:
-    """Wait until the run's launcher has finished with it (ended, or died); True if it did."""
+    """Wait until the run's launcher has finished with it (ended, or died); True if it did.
+    A live launcher that ended it is given a moment more to write its final status.json, so
+    what `stop` and `down` return to agrees with the run's files."""
     deadline = time.monotonic() + wait_s
     while ledger.run(run_id).supervised:
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.1)
+    deadline = time.monotonic() + FINAL_STATUS_WAIT_S
+    while ledger.run(run_id).owner_alive and time.monotonic() < deadline:
+        with contextlib.suppress(GpuCostError):
+            if (RunDir(ledger.run(run_id).run_dir).read_status() or {}).get("final"):
+                break
+        time.sleep(0.05)
     return True
 
 
@@ -189,6 +213,8 @@ def down(run_id: str, ledger: Ledger | None = None, *, wait_s: float = 60.0) -> 
     if (destroy_rows(ledger, ledger.run(run.run_id), sweep, include_stopped=True)
             and ledger.run(run.run_id).ended_at is None):
         ledger.set_run_state(run.run_id, "destroyed", ended=True)
+        write_final_status(ledger, run.run_id, "destroyed", "its launcher was gone; `gpucost "
+                           "down` destroyed its resources")
     if _runs_here(run.provider):
         _end_leftovers(ledger, run.run_id, sweep)
     if error := sweep.failure():

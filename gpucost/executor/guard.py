@@ -52,6 +52,7 @@ from types import FrameType
 from gpucost.errors import GpuCostError
 from gpucost.executor.containment import RECORD_EVERY_S, record_path, write_record
 from gpucost.executor.ledger import Ledger, process_start
+from gpucost.executor.records import with_reports
 from gpucost.executor.rundir import RunDir
 from gpucost.executor.runfiles import RunFileError
 
@@ -287,17 +288,19 @@ def record_end(ledger: Ledger, run_id: str, state: str, reason: str, *, job_over
 
 def write_final_status(ledger: Ledger, run_id: str, state: str, reason: str) -> None:
     """The end of a run its launcher did not record, in status.json (which readers would
-    otherwise go on calling live): state, reason, final cost and time."""
+    otherwise go on calling live): state, reason, final cost and time, and where the job got
+    to by its own last report (the launcher's last poll may have been epochs before)."""
     run = ledger.run(run_id)
     rundir = RunDir(run.run_dir)
     try:
         status = rundir.read_status() or {}
     except RunFileError:
         status = {}  # damaged: rewritten whole below
+    status = with_reports(status, rundir)
     ended_at = run.ended_at if run.ended_at is not None else time.time()
     status.update(run_id=run.run_id, name=run.name, state=state, final=True, reason=reason,
                   provider=run.provider, cost_usd=run.cost_usd(ended_at),
-                  elapsed_s=ended_at - run.started_at)
+                  elapsed_s=ended_at - run.started_at, eta_s=None)
     with contextlib.suppress(OSError):
         rundir.write_status(status)
         rundir.note(f"run {run.run_id} ended: {state} ({reason})")

@@ -36,6 +36,7 @@ from gpucost.executor.guard import (
     start_watchdog,
 )
 from gpucost.executor.ledger import Ledger
+from gpucost.executor.records import with_reports
 from gpucost.executor.rundir import RunDir
 from gpucost.executor.runlock import RunLock, hold_job
 from gpucost.executor.verify import VerifyResult, arrival_stop, verify_throughput
@@ -509,6 +510,8 @@ class Runner:
                           throughput=progress.get("throughput"),
                           checkpoint=progress.get("checkpoint"))
             status["eta_s"] = self._eta(progress, job_started)
+        if final:  # the newest checkpoint shipped that is still there, as every view says
+            status = with_reports(status, self.run_dir)
         check = self._verification
         if check is not None:
             status["verify"] = {"deviation_pct": check.deviation_pct,

@@ -24,6 +24,8 @@ from textual.widgets import DataTable, Footer, Header, Static
 from gpucost import paths
 from gpucost.errors import GpuCostError
 from gpucost.executor.control import down, request_stop
+from gpucost.executor.ledger import Ledger, RunRow
+from gpucost.executor.records import reconcile
 from gpucost.executor.rundir import RunDir
 from gpucost.executor.runfiles import RunFileError
 from gpucost.format import hours as fmt_hours
@@ -55,11 +57,13 @@ class RunStatus:
 
 
 def read_runs(root: Path | None = None) -> list[RunStatus]:
-    """Runs with a readable status.json: live ones first, then newest first (by the
-    launcher's last update)."""
+    """Runs with a readable status.json, as `gpucost status` tells them (state from the
+    ledger, epoch and checkpoint from the job's reports: :mod:`gpucost.executor.records`):
+    live ones first, then newest first (by the launcher's last update)."""
     root = root or paths.runs_dir()
     if not root.is_dir():
         return []
+    ledger_runs = _ledger_runs()
     runs = []
     for folder in root.iterdir():
         try:
@@ -67,9 +71,24 @@ def read_runs(root: Path | None = None) -> list[RunStatus]:
         except RunFileError:  # a damaged status.json: `gpucost status RUN` says what is wrong
             continue
         if status is not None:
-            runs.append(RunStatus(folder.name, status))
+            run = ledger_runs.get(folder.name)
+            if run is not None and Path(run.run_dir).resolve() != folder.resolve():
+                run = None  # another folder's run of that id: this one has only its status.json
+            runs.append(RunStatus(folder.name, reconcile(run, RunDir(folder), status).status))
     runs.sort(key=lambda r: (r.final, -float(r.status.get("updated_at") or 0.0), r.run_id))
     return runs
+
+
+def _ledger_runs() -> dict[str, RunRow]:
+    """The ledger's runs by id; none when there is no ledger (it is not created here) or it
+    cannot be read (`gpucost ps` names the problem): then status.json is all there is."""
+    if not paths.ledger_path().exists():
+        return {}
+    try:
+        with Ledger() as ledger:
+            return {run.run_id: run for run in ledger.runs()}
+    except GpuCostError:
+        return {}
 
 
 def _hours(seconds: Any) -> str:
