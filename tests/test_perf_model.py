@@ -595,3 +595,21 @@ def test_malformed_calibration_names_the_field(change: dict[str, Any], field: st
     missing = {k: v for k, v in HAND_CALIBRATION.items() if k != "families"}
     with pytest.raises(CalibrationFileError, match=r"^hand\.json: families is missing"):
         Calibration.parse(missing, "hand.json")
+
+
+def test_a_malformed_shipped_calibration_is_one_line_naming_the_field(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = json.loads(translate.CALIBRATION_PATH.read_text(encoding="utf-8"))
+    del data["scaling"]["overlap_gamma"]
+    bad = tmp_path / "calibration.json"
+    bad.write_text(json.dumps(data), encoding="utf-8")
+    monkeypatch.setattr(translate, "CALIBRATION_PATH", bad)
+    translate.shipped_calibration_data.cache_clear()
+    translate.shipped_calibration.cache_clear()
+    try:
+        with pytest.raises(CalibrationFileError,
+                           match=r"^calibration\.json: scaling\.overlap_gamma is missing;"):
+            translate.shipped_calibration()
+    finally:
+        translate.shipped_calibration_data.cache_clear()
+        translate.shipped_calibration.cache_clear()
