@@ -133,7 +133,7 @@ def _cross_validate(obs: list[Any], group_of: Any, label: str,
     per_group: dict[str, dict[str, list[float]]] = {}
     by_ratio: dict[str, list[float]] = {}  # log(predicted / measured) at the target's batch
     reduced = 0
-    shipped = dict(translate.shipped_calibration())
+    shipped = dict(translate.shipped_calibration_data())
     for held in sorted({group_of(o) for o in obs}):
         fit = fitc.fit_single([o for o in obs if group_of(o) != held], get_gpu)
         cal: dict[str, Any] = {**shipped, **fitc.single_calibration(fit)}
@@ -238,7 +238,7 @@ def decision_regret(obs: list[Any]) -> dict[str, tuple[list[float], list[float]]
     from gpucost.catalog import get_gpu
 
     prices = _per_gpu_prices()
-    shipped = dict(translate.shipped_calibration())
+    shipped = dict(translate.shipped_calibration_data())
     regret: dict[str, tuple[list[float], list[float]]] = {p: ([], []) for p in prices}
     for held in sorted(set(WORKLOAD_FAMILIES.values())):
         fit = fitc.fit_single([o for o in obs if WORKLOAD_FAMILIES[o.model] != held], get_gpu)
@@ -491,7 +491,7 @@ def nccl_anchors(data: Path) -> None:
     with (data / "nccl_busbw_reference.csv").open(newline="") as fh:
         rows = [r for r in csv.DictReader(fh) if r["algo"] in ("RING", "default")]
     print("intra-node all-reduce bus bandwidth, model vs NCCL reference (GB/s):")
-    cal = translate.shipped_calibration()["scaling"]
+    cal = translate.shipped_calibration().scaling
     for setting, gpu, k, link in NCCL_CHECKS:
         measured = [float(v) for r in rows if r["setting"] == setting
                     for v in re.findall(r"\d+(?:\.\d+)?", r["busbw_gbps"])][:2]

@@ -28,8 +28,9 @@ class to an exit code (see ``exit_code``), so front ends never inspect message t
 Stale prices (exit 3) have no class: `compare` and `plan` only flag them, and `preflight`'s
 price-age check reports them as a failed check with exit code 3 (a report, not an exception).
 
-Outside the tree, two ValueErrors for data files gpucost ships (CatalogFileError,
-FabricFileError): a malformed one is a packaging bug, reported as an internal error (exit 3).
+Outside the tree, three ValueErrors for data files gpucost ships (CatalogFileError,
+FabricFileError, CalibrationFileError): a malformed one is a packaging bug, reported as an
+internal error (exit 3).
 Control-flow exceptions that never reach a user stay private in their modules (http's _Stop,
 the profiler's BaseExceptions that unwind a training loop, the run lock's LockBusy).
 """
@@ -175,6 +176,11 @@ class CatalogFileError(ValueError):
 
 class FabricFileError(ValueError):
     """The shipped fabrics.csv is malformed: a packaging bug, not a user error."""
+
+
+class CalibrationFileError(ValueError):
+    """The shipped calibration.json, or a calibration handed to the model, is malformed: a
+    packaging (or refit) bug, not a user error."""
 
 
 def _one_line(text: str) -> str:

@@ -916,7 +916,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     ref = scale["aws"]
     from gpucost.model.translate import calibration as shipped
 
-    old = shipped()["scaling"]
+    old = shipped().scaling
     cal: dict[str, Any] = {
         "provenance": {
             "written_by": "scripts/fit_calibration.py",
@@ -961,7 +961,7 @@ def main(argv: Iterable[str] | None = None) -> int:
             "tcp_busbw_efficiency": round(tcp_eff, 3),
             "tcp_hop_latency_s": float(f"{tcp_lat:.3g}"),
             "two_node_network_factor": 1.0,  # see provenance: AWS-only, not shipped
-            "default_network_gbps": old["default_network_gbps"],
+            "default_network_gbps": old.default_network_gbps,
         },
     }
     from gpucost._io import atomic_write_text

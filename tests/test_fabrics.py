@@ -53,7 +53,7 @@ def test_published_fabrics(provider: str, instance_type: str, name: str, transpo
 
 
 def test_marketplaces_are_unknown_with_the_default_stated() -> None:
-    default = translate.calibration()["scaling"]["default_network_gbps"]
+    default = translate.calibration().scaling.default_network_gbps
     for provider, instance_type in (("vast", "1x-RTX_4090-32-65536"),
                                     ("runpod", "8x_H100-SXM_SECURE"),
                                     ("shadeform", "crusoe_A100-80G-sxm4x8"),
@@ -107,14 +107,14 @@ def test_vectorised_resolution_matches_one_by_one() -> None:
 
 
 def test_tcp_sockets_sync_slower_than_rdma_at_the_same_line_rate() -> None:
-    cal = translate.calibration()["scaling"]
+    cal = translate.calibration().scaling
     spec = get_gpu("A100 SXM4 40GB")
     rdma = resolve_links(spec, cal, intra_node_gbps=None, inter_node_gbps=100.0,
                          intra_node_link=None, inter_node_transport="rdma")
     tcp = resolve_links(spec, cal, intra_node_gbps=None, inter_node_gbps=100.0,
                         intra_node_link=None, inter_node_transport="tcp")
-    assert tcp.inter_busbw_Bps == pytest.approx(rdma.inter_busbw_Bps * cal[
-        "tcp_busbw_efficiency"] / cal["network_busbw_efficiency"])
+    assert tcp.inter_busbw_Bps == pytest.approx(
+        rdma.inter_busbw_Bps * cal.tcp_busbw_efficiency / cal.network_busbw_efficiency)
     assert tcp.inter_latency_s > rdma.inter_latency_s
     assert tcp.intra_busbw_Bps == rdma.intra_busbw_Bps  # inside a node nothing changes
     profile = resolve_profile("bert-large-a100-fp16")
@@ -182,8 +182,8 @@ def test_shipped_tcp_coefficients_are_the_published_socket_runs() -> None:
     eff, latency, used = fitc.tcp_anchors()
     assert eff == pytest.approx(0.459, abs=5e-4) and latency == pytest.approx(42e-6)
     assert len(used) == 4 and all("github.com/NVIDIA" in u for u in used)
-    shipped = translate.shipped_calibration()["scaling"]
-    assert shipped["tcp_busbw_efficiency"] == round(eff, 3)
-    assert shipped["tcp_hop_latency_s"] == pytest.approx(latency)
-    assert shipped["tcp_busbw_efficiency"] < shipped["network_busbw_efficiency"]
-    assert shipped["tcp_hop_latency_s"] > shipped["network_hop_latency_s"]
+    shipped = translate.shipped_calibration().scaling
+    assert shipped.tcp_busbw_efficiency == round(eff, 3)
+    assert shipped.tcp_hop_latency_s == pytest.approx(latency)
+    assert shipped.tcp_busbw_efficiency < shipped.network_busbw_efficiency
+    assert shipped.tcp_hop_latency_s > shipped.network_hop_latency_s

@@ -24,8 +24,9 @@ from hypothesis import strategies as st
 
 import gpucost
 from gpucost.catalog import get_gpu
-from gpucost.errors import InputError, ProfileError, UnknownGpuError
+from gpucost.errors import CalibrationFileError, InputError, ProfileError, UnknownGpuError
 from gpucost.model import translate
+from gpucost.model.calibration import Calibration
 from gpucost.model.perf import Prediction, predict, using_calibration
 from gpucost.profile import OperatorStat, Profile, StepBreakdown
 
@@ -410,14 +411,14 @@ def test_prediction_is_frozen_and_carries_its_profile() -> None:
 
 def test_calibration_records_its_provenance() -> None:
     cal = translate.shipped_calibration()
-    prov = cal["provenance"]
+    prov = cal.provenance
     assert prov["written_by"] == "scripts/fit_calibration.py"
     for name in ("lambda_throughput_calibration.csv", "sia_step_times_calibration.csv",
                  "nccl_busbw_reference.csv"):
         assert len(prov["data"][name]["sha256_prefix"]) == 16
     for pclass in ("fp32", "tf32", "fp16", "bf16"):
-        assert 0.0 < cal["compute_efficiency_default"][pclass] < 2.0
-    assert cal["scaling"]["overlap_gamma"] >= 1.0
+        assert 0.0 < cal.compute_efficiency_default[pclass] < 2.0
+    assert cal.scaling.overlap_gamma >= 1.0
 
 
 def test_calibration_is_fitted_on_the_current_data() -> None:
@@ -425,7 +426,7 @@ def test_calibration_is_fitted_on_the_current_data() -> None:
 
     if not (DATA / "benchmarks").is_dir():
         pytest.skip("reference data (../shared/data) not present")
-    prov = translate.shipped_calibration()["provenance"]["data"]
+    prov = translate.shipped_calibration().provenance["data"]
     for name, sub in (("lambda_throughput_calibration.csv", "benchmarks"),
                       ("sia_step_times_calibration.csv", "benchmarks"),
                       ("nccl_busbw_reference.csv", "")):
@@ -499,7 +500,7 @@ def test_efficiency_lookup_falls_back_to_the_nearest_older_class() -> None:
     cal = {**HAND_CALIBRATION,
            "compute_efficiency_gpu": {"RTX 4090|fp16": 0.9},
            "compute_efficiency_class": {"8.6g|fp16": 0.7, "8.9|fp16": 0.4, "9.0|fp16": 0.6}}
-    eff = {g: translate.efficiencies(get_gpu(g), "amp", cal)[0]
+    eff = {g: translate.efficiencies(get_gpu(g), "amp", Calibration.parse(cal))[0]
            for g in ("RTX 4090", "RTX 5090", "L40S", "B200", "RTX 3090", "V100 SXM2 16GB",
                      "MI300X")}
     # Fitted GPU; unseen GeForce -> newest older GeForce class (8.6g, not 9.0); its own class;
@@ -514,7 +515,7 @@ def test_efficiency_lookup_falls_back_to_the_nearest_older_class() -> None:
     # fp32 is the plain FP32 unit now (PyTorch's default for matmuls); TF32 is "tf32".
     assert translate.cuda_core_peak(get_gpu("A100 SXM4 80GB"), "fp32")
     assert not translate.cuda_core_peak(get_gpu("A100 SXM4 80GB"), "tf32")
-    got = {(g, p): translate.efficiencies(get_gpu(g), p, cal)[0]
+    got = {(g, p): translate.efficiencies(get_gpu(g), p, Calibration.parse(cal))[0]
            for g in ("GTX 1080 Ti", "V100 SXM2 16GB") for p in ("amp", "fp32")}
     assert got == {("GTX 1080 Ti", "amp"): 0.85, ("GTX 1080 Ti", "fp32"): 0.85,
                    ("V100 SXM2 16GB", "amp"): 0.5, ("V100 SXM2 16GB", "fp32"): 0.85}
@@ -523,9 +524,10 @@ def test_efficiency_lookup_falls_back_to_the_nearest_older_class() -> None:
 def test_board_power_caps_the_sustained_rate() -> None:
     a100, h100 = get_gpu("A100 SXM4 80GB"), get_gpu("H100 SXM5 80GB")
     assert (a100.tdp_w, a100.fp16_tflops, h100.tdp_w) == (400, 312, 700), "redo the sums"
-    assert translate.rates_for(a100, "amp", HAND_CALIBRATION).flops_per_s == pytest.approx(156e12)
-    cal = {**HAND_CALIBRATION, "power_flops_per_joule": {"8|fp16": 1e12, "9|fp16": 4e12,
-                                                         "10|fp16": 2e12, "8|fp32": 5e11}}
+    hand = Calibration.parse(HAND_CALIBRATION)
+    assert translate.rates_for(a100, "amp", hand).flops_per_s == pytest.approx(156e12)
+    cal = Calibration.parse({**HAND_CALIBRATION, "power_flops_per_joule": {
+        "8|fp16": 1e12, "9|fp16": 4e12, "10|fp16": 2e12, "8|fp32": 5e11}})
     # 1 / (1 / (312e12 * 0.5) + 1 / (400 W * 1e12 flop/J)) = 1.1223e14 flop/s by hand.
     assert translate.rates_for(a100, "amp", cal).flops_per_s == pytest.approx(1.1223e14, rel=1e-4)
     assert translate.flops_per_joule(h100, "bf16", cal) == 4e12  # its own generation
@@ -533,7 +535,7 @@ def test_board_power_caps_the_sustained_rate() -> None:
     # AMD parts too; a calibration without the table applies no power limit.
     assert translate.flops_per_joule(get_gpu("RTX 5090"), "amp", cal) == 2e12
     assert translate.flops_per_joule(get_gpu("MI300X"), "fp16", cal) == 2e12
-    assert translate.flops_per_joule(a100, "fp16", HAND_CALIBRATION) is None
+    assert translate.flops_per_joule(a100, "fp16", hand) is None
     # A lower power budget on the same listed peak never speeds a GPU up.
     slow = translate.rates_for(dataclasses.replace(a100, tdp_w=250), "amp", cal)
     assert slow.flops_per_s < translate.rates_for(a100, "amp", cal).flops_per_s
@@ -545,7 +547,69 @@ def test_bf16_and_tf32_borrow_the_fitted_classes() -> None:
            "compute_efficiency_class": {"8.0|fp16": 0.7, "8.0|fp32": 0.6},
            "compute_efficiency_default": {"fp32": 0.1, "tf32": 0.1, "fp16": 0.1, "bf16": 0.1}}
     a100 = get_gpu("A100 SXM4 80GB")
-    assert translate.efficiencies(a100, "bf16", cal)[0] == 0.7
-    assert translate.efficiencies(a100, "tf32", cal)[0] == 0.6
+    assert translate.efficiencies(a100, "bf16", Calibration.parse(cal))[0] == 0.7
+    assert translate.efficiencies(a100, "tf32", Calibration.parse(cal))[0] == 0.6
     own = {**cal, "compute_efficiency_class": {**cal["compute_efficiency_class"], "8.0|bf16": 0.3}}
-    assert translate.efficiencies(a100, "bf16", own)[0] == 0.3
+    assert translate.efficiencies(a100, "bf16", Calibration.parse(own))[0] == 0.3
+
+
+def test_calibration_is_parsed_into_typed_coefficients() -> None:
+    shipped = translate.shipped_calibration()
+    assert isinstance(shipped, Calibration) and shipped is translate.calibration()
+    with open(translate.CALIBRATION_PATH, encoding="utf-8") as fh:
+        raw = json.load(fh)
+    assert shipped.scaling.overlap_gamma == raw["scaling"]["overlap_gamma"]
+    assert [f.key for f in shipped.families] == [f["key"] for f in raw["families"]]
+    assert shipped.signature_scale["fp16"].host_s_per_launch == raw["signature_scale"]["fp16"][
+        "host_s_per_launch"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        shipped.launch_floor_s = 0.0  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        shipped.compute_efficiency_gpu["A10|fp16"] = 1.0  # type: ignore[index]
+    # A mapping handed to using_calibration is parsed at the door: the model reads attributes.
+    with using_calibration(HAND_CALIBRATION):
+        cal = translate.calibration()
+        assert isinstance(cal, Calibration) and cal.scaling.default_network_gbps == 100.0
+        assert cal.power_flops_per_joule == {} and cal.scaling.two_node_network_factor == 1.0
+    assert translate.calibration() is shipped
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ({"launch_floor_s": "fast"}, "launch_floor_s"),
+    ({"memory_efficiency_default": -0.5}, "memory_efficiency_default"),
+    ({"compute_efficiency_default": {"fp16": None}}, "compute_efficiency_default.fp16"),
+    ({"scaling": {"overlap_gamma": 1.0}}, "scaling.nvlink_busbw_efficiency"),
+    ({"families": [{"match": "bert", "bytes_per_flop": {}, "host_s_per_flop": {}}]},
+     "families[0].match"),
+    ({"signature_scale": {"fp16": {"bytes": 1.0, "step_bytes": 1.0}}},
+     "signature_scale.fp16.host_s_per_launch"),
+    ({"memory_effciency_gpu": {}}, "memory_effciency_gpu"),
+])
+def test_malformed_calibration_names_the_field(change: dict[str, Any], field: str) -> None:
+    with pytest.raises(CalibrationFileError) as err:
+        Calibration.parse({**HAND_CALIBRATION, **change}, "hand.json")
+    message = str(err.value)
+    assert message.startswith(f"hand.json: {field} ") and "\n" not in message
+    with pytest.raises(CalibrationFileError), using_calibration({**HAND_CALIBRATION, **change}):
+        pass
+    missing = {k: v for k, v in HAND_CALIBRATION.items() if k != "families"}
+    with pytest.raises(CalibrationFileError, match=r"^hand\.json: families is missing"):
+        Calibration.parse(missing, "hand.json")
+
+
+def test_a_malformed_shipped_calibration_is_one_line_naming_the_field(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = json.loads(translate.CALIBRATION_PATH.read_text(encoding="utf-8"))
+    del data["scaling"]["overlap_gamma"]
+    bad = tmp_path / "calibration.json"
+    bad.write_text(json.dumps(data), encoding="utf-8")
+    monkeypatch.setattr(translate, "CALIBRATION_PATH", bad)
+    translate.shipped_calibration_data.cache_clear()
+    translate.shipped_calibration.cache_clear()
+    try:
+        with pytest.raises(CalibrationFileError,
+                           match=r"^calibration\.json: scaling\.overlap_gamma is missing;"):
+            translate.shipped_calibration()
+    finally:
+        translate.shipped_calibration_data.cache_clear()
+        translate.shipped_calibration.cache_clear()

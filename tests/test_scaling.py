@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from gpucost.catalog import get_gpu
 from gpucost.errors import InputError
 from gpucost.model import scaling
+from gpucost.model.calibration import Scaling
 from gpucost.model.perf import predict
 from gpucost.profile import Profile
 
@@ -66,10 +67,11 @@ def test_overlap_bounds_and_inverse(c: float, s: float, g: float) -> None:
 
 
 def test_link_resolution_from_catalog() -> None:
-    cal = {"nvlink_busbw_efficiency": 0.5, "pcie_busbw_efficiency": 0.25,
-           "host_busbw_factor": 2.0, "network_busbw_efficiency": 0.8,
-           "nvlink_hop_latency_s": 1e-6, "pcie_hop_latency_s": 2e-6,
-           "network_hop_latency_s": 1e-5, "default_network_gbps": 100.0}
+    cal = Scaling(overlap_gamma=1.0, nvlink_busbw_efficiency=0.5, pcie_busbw_efficiency=0.25,
+                  host_busbw_factor=2.0, network_busbw_efficiency=0.8,
+                  nvlink_hop_latency_s=1e-6, pcie_hop_latency_s=2e-6,
+                  network_hop_latency_s=1e-5, tcp_busbw_efficiency=0.4, tcp_hop_latency_s=4e-5,
+                  default_network_gbps=100.0)
     h100 = get_gpu("H100 SXM5 80GB")
     lk = scaling.resolve_links(h100, cal, intra_node_gbps=None, inter_node_gbps=None,
                                intra_node_link=None)
@@ -269,8 +271,8 @@ def test_shipped_network_efficiency_is_the_nccl_inter_node_anchors() -> None:
     eff, used = fitc.network_anchors(data / "nccl_busbw_reference.csv")
     assert eff == pytest.approx(0.95) and len(used) == 3
     shipped = translate.shipped_calibration()
-    assert shipped["scaling"]["network_busbw_efficiency"] == pytest.approx(eff, abs=5e-4)
+    assert shipped.scaling.network_busbw_efficiency == pytest.approx(eff, abs=5e-4)
     # The traces fit each job's gradient bytes jointly with the link efficiency, which trade
     # against each other: only "below the anchors" is identified (0.45-0.85 by solver start).
-    assert shipped["provenance"]["sia_link_fit_by_cluster"]["aws"][
+    assert shipped.provenance["sia_link_fit_by_cluster"]["aws"][
         "network_busbw_efficiency"] < 0.9

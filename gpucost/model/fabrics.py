@@ -124,7 +124,7 @@ def check_transport(transport: str | None) -> str | None:
 
 
 def default_gbps() -> float:
-    return float(calibration()["scaling"]["default_network_gbps"])
+    return calibration().scaling.default_network_gbps
 
 
 def _rule_for(provider: str, instance_type: str) -> int:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from gpucost.errors import InputError
 from gpucost.model import scaling, translate
 from gpucost.model.bands import Band, band_for
+from gpucost.model.calibration import Calibration
 from gpucost.model.memory import fit_memory
 
 if TYPE_CHECKING:
@@ -147,7 +148,7 @@ def _positive_int(name: str, value: object) -> int:
 def _links(gpu: str, gpus_per_node: int, intra_node_gbps: float | None,
            inter_node_gbps: float | None, intra_node_link: str | None,
            inter_node_transport: str | None = None) -> scaling.Links:
-    cal = translate.calibration()["scaling"]
+    cal = translate.calibration().scaling
     return scaling.resolve_links(translate.gpu_spec(gpu), cal, intra_node_gbps=intra_node_gbps,
                                  inter_node_gbps=inter_node_gbps, intra_node_link=intra_node_link,
                                  gpus_per_node=gpus_per_node,
@@ -301,8 +302,9 @@ def _clear_caches() -> None:
 
 
 @contextmanager
-def using_calibration(cal: Mapping[str, Any]) -> Iterator[None]:
-    """Predict with other coefficients inside the block (a refit, or a test's hand-set values)."""
+def using_calibration(cal: Calibration | Mapping[str, Any]) -> Iterator[None]:
+    """Predict with other coefficients inside the block (a refit, or a test's hand-set values);
+    a mapping of calibration.json's shape is parsed and checked first."""
     previous = translate.set_calibration(cal)
     _clear_caches()
     try:
@@ -354,8 +356,8 @@ def predict(
     b = profile.batch_size if batch_size is None else _positive_int("batch_size", batch_size)
     if fit_batch not in _FIT_BATCH:
         raise InputError(f"fit_batch must be one of {', '.join(_FIT_BATCH)}, got {fit_batch!r}")
-    cal = translate.calibration()["scaling"]
-    gamma = float(cal["overlap_gamma"]) if overlap_gamma is None else float(overlap_gamma)
+    cal = translate.calibration().scaling
+    gamma = cal.overlap_gamma if overlap_gamma is None else float(overlap_gamma)
     if not gamma >= 1.0:
         raise InputError(f"overlap_gamma must be >= 1 (1 = no overlap), got {overlap_gamma!r}")
     if member_gpus is not None:

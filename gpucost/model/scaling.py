@@ -24,12 +24,11 @@ longer of the two). With gradient accumulation over s micro-steps only the last 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from gpucost.catalog.spec import GpuSpec
 from gpucost.errors import InputError
+from gpucost.model.calibration import InterLink, IntraLink, Scaling
 
 LINK_KINDS = ("nvlink", "pcie", "")
 TRANSPORTS = ("rdma", "tcp")
@@ -64,7 +63,7 @@ def _uses_nvlink(spec: GpuSpec, link: str | None, gpus_per_node: int) -> bool:
     return True
 
 
-def resolve_links(spec: GpuSpec, scaling: Mapping[str, Any], *, intra_node_gbps: float | None,
+def resolve_links(spec: GpuSpec, scaling: Scaling, *, intra_node_gbps: float | None,
                   inter_node_gbps: float | None, intra_node_link: str | None,
                   gpus_per_node: int = 8, inter_node_transport: str | None = None) -> Links:
     """Bus bandwidths for a group of ``spec`` GPUs.
@@ -78,12 +77,12 @@ def resolve_links(spec: GpuSpec, scaling: Mapping[str, Any], *, intra_node_gbps:
     if inter_node_transport is not None and inter_node_transport not in TRANSPORTS:
         raise InputError(f"inter_node_transport {inter_node_transport!r} is not rdma or tcp",
                          hint="pass the fabric's transport, or None")
-    net = "tcp" if inter_node_transport == "tcp" else "network"
+    net: InterLink = "tcp" if inter_node_transport == "tcp" else "network"
     if intra_node_link is not None and intra_node_link not in LINK_KINDS:
         raise InputError(f"intra_node_link {intra_node_link!r} is not one of nvlink, pcie or ''",
                          hint="pass the offers table's intra_node_link value, or None")
     nvlink = _uses_nvlink(spec, intra_node_link, gpus_per_node)
-    kind = "nvlink" if nvlink else "pcie"
+    kind: IntraLink = "nvlink" if nvlink else "pcie"
     if intra_node_gbps is not None:
         if not intra_node_gbps > 0:
             raise InputError(f"intra_node_gbps must be positive Gbit/s, got {intra_node_gbps!r}")
@@ -92,18 +91,18 @@ def resolve_links(spec: GpuSpec, scaling: Mapping[str, Any], *, intra_node_gbps:
         line_Bps = spec.nvlink_gbs * 1e9 / 2.0  # catalog lists both directions together
     else:
         line_Bps = spec.pcie_gbs * 1e9
-    network_gbps = scaling["default_network_gbps"] if inter_node_gbps is None else inter_node_gbps
+    network_gbps = scaling.default_network_gbps if inter_node_gbps is None else inter_node_gbps
     if not network_gbps > 0:
         raise InputError(f"inter_node_gbps must be positive Gbit/s, got {inter_node_gbps!r}")
     return Links(
-        intra_busbw_Bps=line_Bps * float(scaling[f"{kind}_busbw_efficiency"]),
-        inter_busbw_Bps=network_gbps * 1e9 / 8.0 * float(scaling[f"{net}_busbw_efficiency"]),
-        intra_latency_s=float(scaling[f"{kind}_hop_latency_s"]),
-        inter_latency_s=float(scaling[f"{net}_hop_latency_s"]),
+        intra_busbw_Bps=line_Bps * scaling.busbw_efficiency(kind),
+        inter_busbw_Bps=network_gbps * 1e9 / 8.0 * scaling.busbw_efficiency(net),
+        intra_latency_s=scaling.hop_latency_s(kind),
+        inter_latency_s=scaling.hop_latency_s(net),
         intra_kind=kind,
         host_busbw_Bps=(math.inf if nvlink
-                        else float(scaling["host_busbw_factor"]) * spec.pcie_gbs * 1e9),
-        two_node_network_factor=float(scaling.get("two_node_network_factor", 1.0)),
+                        else scaling.host_busbw_factor * spec.pcie_gbs * 1e9),
+        two_node_network_factor=scaling.two_node_network_factor,
     )
 
 

@@ -49,6 +49,7 @@ from gpucost.catalog import get_gpu
 from gpucost.catalog.spec import GpuSpec
 from gpucost.errors import ProfileError
 from gpucost.model import signature
+from gpucost.model.calibration import Calibration
 from gpucost.model.signature import Signature
 from gpucost.profile import Profile
 
@@ -75,26 +76,36 @@ def fitted_class(precision: str, keys: Iterable[str]) -> str:
 
 
 @cache
-def shipped_calibration() -> Mapping[str, Any]:
-    """The fitted coefficients of ``calibration.json``, loaded once."""
+def shipped_calibration_data() -> Mapping[str, Any]:
+    """``calibration.json`` as its JSON mapping, loaded once: what a refit merges its own
+    coefficients into (``bench/prediction_accuracy.py``)."""
     with CALIBRATION_PATH.open(encoding="utf-8") as fh:
         data: dict[str, Any] = json.load(fh)
     return data
 
 
+@cache
+def shipped_calibration() -> Calibration:
+    """The fitted coefficients of ``calibration.json``, parsed and checked once."""
+    return Calibration.parse(shipped_calibration_data(), CALIBRATION_PATH.name)
+
+
 # Set by gpucost.model.perf.using_calibration (tests, refits); None: the shipped file.
-_active: Mapping[str, Any] | None = None
+_active: Calibration | None = None
 
 
-def calibration() -> Mapping[str, Any]:
+def calibration() -> Calibration:
     """The coefficients in force."""
     return shipped_calibration() if _active is None else _active
 
 
-def set_calibration(cal: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    """Put ``cal`` (None: the shipped file) in force and return the one it replaces; callers
-    clear their own caches that depend on it."""
+def set_calibration(cal: Calibration | Mapping[str, Any] | None) -> Calibration | None:
+    """Put ``cal`` (None: the shipped file; a mapping of calibration.json's shape is parsed
+    here) in force and return the one it replaces; callers clear their own caches that depend
+    on it."""
     global _active
+    if cal is not None and not isinstance(cal, Calibration):
+        cal = Calibration.parse(cal, "the calibration given")
     previous, _active = _active, cal
     device_rates.cache_clear()
     return previous
@@ -155,29 +166,29 @@ def cuda_core_peak(spec: GpuSpec, precision: str) -> bool:
 
 
 def efficiencies(spec: GpuSpec, precision: str,
-                 cal: Mapping[str, Any] | None = None) -> tuple[float, float]:
+                 cal: Calibration | None = None) -> tuple[float, float]:
     """(compute, memory) efficiency of ``spec``: per GPU if fitted, else its class, else the
     nearest older class, else the median over classes (over classes whose peak was a CUDA-core
     rate, when this GPU's is too: Pascal and older); bf16 and tf32 take fp16's and fp32's
     when the calibration has none of their own."""
     cal = calibration() if cal is None else cal
-    by_class = cal["compute_efficiency_class"]
+    by_class = cal.compute_efficiency_class
     pclass = fitted_class(precision, by_class)
-    eff = cal["compute_efficiency_gpu"].get(f"{spec.name}|{pclass}")
+    eff = cal.compute_efficiency_gpu.get(f"{spec.name}|{pclass}")
     if eff is None:
         fitted = [k.partition("|")[0] for k in by_class if k.endswith(f"|{pclass}")]
         cls = device_class(spec) if device_class(spec) in fitted else _nearest_class(spec, fitted)
         eff = by_class[f"{cls}|{pclass}"] if cls is not None else None
     if eff is None and cuda_core_peak(spec, precision):
-        eff = cal.get("compute_efficiency_default_cuda_core")
+        eff = cal.compute_efficiency_default_cuda_core
     if eff is None:
-        eff = cal["compute_efficiency_default"][pclass]
-    eff_bw = cal["memory_efficiency_gpu"].get(spec.name)
+        eff = cal.compute_efficiency_default[pclass]
+    eff_bw = cal.memory_efficiency_gpu.get(spec.name)
     if eff_bw is None:
-        mem_class = cal["memory_efficiency_class"]
+        mem_class = cal.memory_efficiency_class
         cls = (device_class(spec) if device_class(spec) in mem_class
                else _nearest_class(spec, mem_class))
-        eff_bw = mem_class[cls] if cls is not None else cal["memory_efficiency_default"]
+        eff_bw = mem_class[cls] if cls is not None else cal.memory_efficiency_default
     return float(eff), float(eff_bw)
 
 
@@ -214,13 +225,13 @@ def generation(spec: GpuSpec) -> str:
 
 
 def flops_per_joule(spec: GpuSpec, precision: str,
-                    cal: Mapping[str, Any] | None = None) -> float | None:
+                    cal: Calibration | None = None) -> float | None:
     """Sustained flops per joule of board power at ``precision``: fitted per generation, else
     the median over fitted generations (leave-one-GPU-out liked it better than the nearest
     older generation for the one-GPU generations, B200 and GTX 1080 Ti); None when the
     calibration has no power term."""
     cal = calibration() if cal is None else cal
-    table: Mapping[str, float] = cal.get("power_flops_per_joule", {})
+    table = cal.power_flops_per_joule
     pclass = fitted_class(precision, table)
     fitted = {k.partition("|")[0]: float(v) for k, v in table.items() if k.endswith(f"|{pclass}")}
     if not fitted:
@@ -232,7 +243,7 @@ def flops_per_joule(spec: GpuSpec, precision: str,
     return values[len(values) // 2]
 
 
-def rates_for(spec: GpuSpec, precision: str, cal: Mapping[str, Any] | None = None) -> DeviceRates:
+def rates_for(spec: GpuSpec, precision: str, cal: Calibration | None = None) -> DeviceRates:
     """Achievable rates: the calibrated fraction of the spec-sheet peak, then the board-power
     limit on top (1/rate = 1/(peak * eff) + 1/(TDP * flops per joule)): a GPU whose listed peak
     outruns its power budget (an RTX 6000 Ada at 300 W against an RTX 4090 at 450 W, an H100
@@ -261,7 +272,7 @@ class Mix:
 DEFAULT_MIX = Mix()
 
 
-def gemm_efficiency(spec: GpuSpec, unit: str, cal: Mapping[str, Any] | None = None) -> float | None:
+def gemm_efficiency(spec: GpuSpec, unit: str, cal: Calibration | None = None) -> float | None:
     """Fraction of ``spec``'s tensor-core peak at ``unit`` that GEMM-like classes reach: per GPU
     if fitted, else its device class, else the nearest older class, else the unit's global
     value (anchored on measured best-matmul rates); None when the calibration has none. It is
@@ -269,17 +280,17 @@ def gemm_efficiency(spec: GpuSpec, unit: str, cal: Mapping[str, Any] | None = No
     on every tensor-core GPU where cuDNN's convolutions do not, so a workload of GEMMs must not
     inherit what a CNN measured on that class."""
     cal = calibration() if cal is None else cal
-    by_class: Mapping[str, float] = cal.get("gemm_efficiency_class", {})
+    by_class = cal.gemm_efficiency_class
     if not by_class:
         return None
     pclass = fitted_class(unit, by_class)
-    eff = cal.get("gemm_efficiency_gpu", {}).get(f"{spec.name}|{pclass}")
+    eff = cal.gemm_efficiency_gpu.get(f"{spec.name}|{pclass}")
     if eff is None:
         fitted = [k.partition("|")[0] for k in by_class if k.endswith(f"|{pclass}")]
         cls = device_class(spec) if device_class(spec) in fitted else _nearest_class(spec, fitted)
         eff = by_class[f"{cls}|{pclass}"] if cls is not None else None
     if eff is None:
-        eff = cal.get("gemm_efficiency_default", {}).get(pclass)
+        eff = cal.gemm_efficiency_default.get(pclass)
     return None if eff is None else float(eff)
 
 
@@ -333,7 +344,7 @@ def gemm_utilisation(shapes: tuple[tuple[float, float, float], ...], batch_size:
 
 
 def mixed_rates(spec: GpuSpec, precision: str, mix: Mix,
-                cal: Mapping[str, Any] | None = None, batch_size: float | None = None
+                cal: Calibration | None = None, batch_size: float | None = None
                 ) -> DeviceRates:
     """Achievable rates of a step with ``mix`` on ``spec``: each class's flops at its own unit's
     rate (``math_unit``): on tensor cores GEMM-like classes at the fitted GEMM efficiency
@@ -344,7 +355,7 @@ def mixed_rates(spec: GpuSpec, precision: str, mix: Mix,
     flops per joule)). At a per-device ``batch_size`` the compute classes run at the step's
     GEMM utilisation (``gemm_utilisation``: small GEMMs fill few SMs); None: full tiles."""
     cal = calibration() if cal is None else cal
-    relative: Mapping[str, float] = cal.get("class_efficiency", {})
+    relative = cal.class_efficiency
     utilisation = (1.0 if batch_size is None else
                    gemm_utilisation(mix.gemm_shapes, float(batch_size), spec.sm_count))
     seconds_per_flop = 0.0
@@ -475,7 +486,7 @@ def _pick(table: Mapping[str, Any], pclass: str) -> Any:
     return table.get(_TERMS_FALLBACK.get(pclass, pclass)) if value is None else value
 
 
-def workload_terms(profile: Profile, cal: Mapping[str, Any] | None = None) -> WorkloadTerms:
+def workload_terms(profile: Profile, cal: Calibration | None = None) -> WorkloadTerms:
     """The workload's terms: fitted for its model family when the calibration has it (matched
     on the profile's name and description); else, at the calibration's ``signature_scale``,
     bytes from the profile's own counts (weight reads and gradient writes, 3 x parameter bytes,
@@ -485,19 +496,19 @@ def workload_terms(profile: Profile, cal: Mapping[str, Any] | None = None) -> Wo
     pclass = PRECISION_CLASS[profile.precision]
     kappa = eta = mu = nu = None
     text = f"{profile.name} {profile.description}".lower()
-    for family in cal["families"]:
-        if any(token in text for token in family["match"]):
-            kappa = _pick(family["bytes_per_flop"], pclass)
-            eta = _pick(family["host_s_per_flop"], pclass)
-            mu = _pick(family.get("step_bytes_per_flop", {}), pclass)
-            nu = _pick(family.get("step_host_s_per_flop", {}), pclass)
+    for family in cal.families:
+        if any(token in text for token in family.match):
+            kappa = _pick(family.bytes_per_flop, pclass)
+            eta = _pick(family.host_s_per_flop, pclass)
+            mu = _pick(family.step_bytes_per_flop, pclass)
+            nu = _pick(family.step_host_s_per_flop, pclass)
             break
-    scale = _pick(cal.get("signature_scale", {}), pclass)
+    scale = _pick(cal.signature_scale, pclass)
     sig = workload_signature(profile) if kappa is None else None
     flops = profile.flops_per_sample or (sig.flops_per_sample if sig is not None else None)
     if kappa is None:
-        bytes_scale = float(scale["bytes"]) if scale is not None else 1.0
-        step_scale = float(scale["step_bytes"]) if scale is not None else 1.0
+        bytes_scale = scale.bytes if scale is not None else 1.0
+        step_scale = scale.step_bytes if scale is not None else 1.0
         if profile.bytes_per_step is not None and profile.flops_per_sample is not None:
             weights = 3.0 * (profile.param_bytes or 4.0 * profile.param_count)
             once = min(weights, profile.bytes_per_step)
@@ -512,31 +523,31 @@ def workload_terms(profile: Profile, cal: Mapping[str, Any] | None = None) -> Wo
             launches = profile.launches_per_step or (
                 sig.launches_per_step if sig is not None else None)
             if launches:
-                nu = float(scale["host_s_per_launch"]) * launches / flops
+                nu = scale.host_s_per_launch * launches / flops
     if kappa is None:
-        kappa = _pick(cal["default_bytes_per_flop"], pclass)
+        kappa = _pick(cal.default_bytes_per_flop, pclass)
     if eta is None:
         # Host time the GPU does not speed up (the data pipeline) is per sample: a model ten
         # times heavier per sample does not load ten times the data (the calibration families
         # spend 77-116 us per sample at fp16 where their flops per sample differ 26x). Per flop
         # only where the workload's flops are unknown.
-        per_sample = cal.get("default_host_s_per_sample")
+        per_sample = cal.default_host_s_per_sample
         eta = (_pick(per_sample, pclass) / flops if per_sample and flops
-               else _pick(cal["default_host_s_per_flop"], pclass))
+               else _pick(cal.default_host_s_per_flop, pclass))
     if mu is None:
-        mu = _pick(cal.get("default_step_bytes_per_flop", {}), pclass) or 0.0
+        mu = _pick(cal.default_step_bytes_per_flop, pclass) or 0.0
     if nu is None:
-        nu = _pick(cal.get("default_step_host_s_per_flop", {}), pclass) or 0.0
+        nu = _pick(cal.default_step_host_s_per_flop, pclass) or 0.0
     return WorkloadTerms(float(kappa), float(eta), float(mu), float(nu))
 
 
-def host_s_per_step(profile: Profile, cal: Mapping[str, Any] | None = None) -> float:
+def host_s_per_step(profile: Profile, cal: Calibration | None = None) -> float:
     """Host time of one step on a GPU machine: kernels launched per step (counted by the
     profiler, else the signature's) times a GPU host's fitted cost per launch. What a CPU
     profile's own host milliseconds would say about a GPU host is nothing."""
     cal = calibration() if cal is None else cal
-    scale = _pick(cal.get("signature_scale", {}), PRECISION_CLASS[profile.precision])
-    per_launch = float(scale["host_s_per_launch"]) if scale else float(cal["launch_floor_s"])
+    scale = _pick(cal.signature_scale, PRECISION_CLASS[profile.precision])
+    per_launch = scale.host_s_per_launch if scale else cal.launch_floor_s
     launches = profile.launches_per_step
     if launches is None:
         sig = workload_signature(profile)
@@ -545,7 +556,7 @@ def host_s_per_step(profile: Profile, cal: Mapping[str, Any] | None = None) -> f
     return per_launch * launches
 
 
-def workload_mix(profile: Profile, cal: Mapping[str, Any] | None = None) -> tuple[float, float]:
+def workload_mix(profile: Profile, cal: Calibration | None = None) -> tuple[float, float]:
     """(kappa, eta) of the workload at the profile's batch: device-memory bytes per flop (its
     compute/memory mix), and host seconds per flop (launch and framework time no GPU speeds up),
     each with the per-step share spread over the batch."""
@@ -600,7 +611,7 @@ def compute_ratio(profile: Profile, source: DeviceRates, target: DeviceRates,
     aggregate = time_per_flop_s(target, bytes_per_flop) / time_per_flop_s(source, bytes_per_flop)
     if not profile.operators:
         return aggregate
-    floor_s = float(calibration()["launch_floor_s"])
+    floor_s = calibration().launch_floor_s
     weighted = 0.0
     covered_s = 0.0
     for op in profile.operators:
