@@ -85,7 +85,8 @@ def read_record(run: RunRow, *, damaged_status_ok: bool = False) -> RunRecord:
 
 def with_reports(status: dict[str, Any], rundir: RunDir) -> dict[str, Any]:
     """``status`` with the epoch, metrics and throughput of the job's last report and the
-    newest checkpoint it shipped that is still there (unchanged where the job reported none)."""
+    newest checkpoint it shipped that is still there, else the newest it named (unchanged
+    where the job reported none)."""
     report, history = _last_report(rundir)
     if report is not None:
         status.update(epoch=report.get("epoch"), metrics=report.get("metrics") or {},
@@ -95,7 +96,10 @@ def with_reports(status: dict[str, Any], rundir: RunDir) -> dict[str, Any]:
         history = history if history is not None else _reports(rundir)
         candidates += [r.get("checkpoint") for r in reversed(history)]
     candidates.append(status.get("checkpoint"))
-    status["checkpoint"] = next((c for c in candidates if _present(c)), None)
+    named = [c for c in candidates if isinstance(c, str) and c]
+    # The newest still on disk; where none can be found here (a cloud node's own disk), the
+    # newest the job named, at its word.
+    status["checkpoint"] = next((c for c in named if _present(c)), named[0] if named else None)
     return status
 
 
