@@ -15,6 +15,7 @@ import tomli_w
 
 from gpucost.executor.local import token_processes
 from gpucost.executor.rundir import RunDir
+from gpucost.executor.runlock import LockBusy, RunLock
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 TRAIN = EXAMPLES / "train_tiny.py"
@@ -104,3 +105,14 @@ def wait_for_epoch(run_id: str, launcher: subprocess.Popen[bytes],
         return bool(epochs_in(RunDir.for_run(run_id).path))
 
     wait_for(reported, timeout_s, f"an epoch of {run_id}")
+
+
+def job_lock_free(job: str) -> bool:
+    """Whether the one-run-per-job lock of ``job`` can be taken now (and releases it)."""
+    lock = RunLock([f"job:{job}"])
+    try:
+        lock.acquire("test")
+    except LockBusy:
+        return False
+    lock.release()
+    return True

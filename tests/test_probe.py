@@ -16,11 +16,17 @@ from typing import Any
 
 import pytest
 import tomli_w
-from run_helpers import TRAIN, cmdline_has, kill_quietly, pids_with_token, wait_for
+from run_helpers import (
+    TRAIN,
+    cmdline_has,
+    job_lock_free,
+    kill_quietly,
+    pids_with_token,
+    wait_for,
+)
 
 from gpucost.cli import main
 from gpucost.executor.ledger import Ledger
-from gpucost.executor.runlock import LockBusy, RunLock
 from gpucost.executor.verify import verify_throughput
 from gpucost.measurements import read_all
 from gpucost.planfile import load_plan
@@ -54,16 +60,6 @@ def candidate_plan(folder: Path, *, provider: str = "local", price_hr: float, gp
 
 def plan_args(plans: list[Path]) -> list[str]:
     return [arg for p in plans for arg in ("--plan", str(p))]
-
-
-def job_lock_free(job: str) -> bool:
-    lock = RunLock([f"job:{job}"])
-    try:
-        lock.acquire("test")
-    except LockBusy:
-        return False
-    lock.release()
-    return True
 
 
 def assert_nothing_left(run_ids: list[str]) -> None:

@@ -24,6 +24,7 @@ pytestmark = pytest.mark.skypilot
 if importlib.util.find_spec("sky") is None:
     pytest.skip("SkyPilot is not installed (gpucost[skypilot])", allow_module_level=True)
 
+from run_helpers import job_lock_free  # noqa: E402
 from test_skypilot_engine import (  # noqa: E402 (after the skip; seeds SkyPilot's catalogs)
     FAKE_SKY,
     PLANS,
@@ -36,7 +37,6 @@ from gpucost.cli import main  # noqa: E402
 from gpucost.executor.ledger import Ledger  # noqa: E402
 from gpucost.executor.markers import format_marker  # noqa: E402
 from gpucost.executor.rundir import RunDir  # noqa: E402
-from gpucost.executor.runlock import LockBusy, RunLock  # noqa: E402
 from gpucost.executor.runner import Runner  # noqa: E402
 from gpucost.executor.skypilot import FIRST_CHECK_AFTER, SkyPilotProvider  # noqa: E402
 from gpucost.executor.verify import verify_throughput  # noqa: E402
@@ -68,16 +68,6 @@ class MarkerCloud(FakeCloud):
                       "throughput": rate, "checkpoint": None}
             output_stream.write(f"(head, rank=0, pid=9) {format_marker(report)}\n")
         return 0
-
-
-def job_lock_free(job: str) -> bool:
-    lock = RunLock([f"job:{job}"])
-    try:
-        lock.acquire("test")
-    except LockBusy:
-        return False
-    lock.release()
-    return True
 
 
 def three_plans(tmp_path: Path) -> list[tuple[Plan, Path]]:
