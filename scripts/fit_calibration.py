@@ -33,7 +33,7 @@ leave-one-GPU-out: 11.9 % against 9.6 % mean error, before SIGMA_DATA and the po
 to 7.4 %.)
 
 Scaling (sia_step_times_calibration.csv, multi-GPU rows): step = Pollux overlap of the measured
-1-GPU step with the hierarchical ring all-reduce (see gpucost/model/scaling.py). Link
+1-GPU step with NCCL's flat ring all-reduce (see gpucost/model/scaling.py). Link
 coefficients (PCIe/host and network bus-bandwidth efficiencies, per-hop latencies, a two-node
 network factor) are fitted per cluster, jointly with each job's effective gradient bytes and
 overlap exponent (Pollux fits both per job), with a robust loss (pseudo-Huber on log step time,
@@ -716,12 +716,15 @@ def predict_sia_steps(rows: Sequence[SiaRow], grad_bytes: Vector, gamma: Vector,
     pcie = np.array([spec(SIA_CLUSTERS[r.cluster].gpu).pcie_gbs for r in rows]) * 1e9
     net = np.array([SIA_CLUSTERS[r.cluster].network_gbps for r in rows]) * 1e9 / 8
     compute = np.array([r.single_step_s for r in rows])
-    busbw = np.minimum(pcie * p["pcie_busbw_efficiency"], p["host_busbw_factor"] * pcie / k)
-    intra = np.where(k > 1, 2 * (k - 1) * (grad_bytes / k / busbw + p["pcie_hop_latency_s"]), 0.0)
-    net_busbw = net * p["network_busbw_efficiency"] / np.where(n == 2,
-                                                               p["two_node_network_factor"], 1.0)
-    inter = 2 * (n - 1) * (grad_bytes / n / net_busbw + p["network_hop_latency_s"])
-    sync = intra + inter
+    # allreduce_time_s's flat ring: the slowest link over all k * n ranks, hops per node.
+    ranks = k * n
+    intra_busbw = np.where(k > 1, np.minimum(pcie * p["pcie_busbw_efficiency"],
+                                             p["host_busbw_factor"] * pcie / k), np.inf)
+    net_busbw = np.where(n > 1, net * p["network_busbw_efficiency"]
+                         / np.where(n == 2, p["two_node_network_factor"], 1.0), np.inf)
+    latency = 2 * (k - 1) * p["pcie_hop_latency_s"] + 2 * (n - 1) * p["network_hop_latency_s"]
+    sync = np.where(ranks > 1, 2 * (ranks - 1) / ranks * grad_bytes
+                    / np.minimum(intra_busbw, net_busbw) + latency, 0.0)
     hi = np.maximum(compute, sync)
     lo = np.minimum(compute, sync)
     return np.asarray(hi * (1 + (lo / hi) ** gamma) ** (1 / gamma))

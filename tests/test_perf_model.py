@@ -107,14 +107,15 @@ def test_worked_example_translation_and_scaling(hand: None) -> None:
     v100 = 1 / (125e12 * 0.5) + 0.01 / (900e9 * 0.8)  # 2.98889e-14
     a100 = 1 / (312e12 * 0.5) + 0.01 / (2039e9 * 0.8)  # 1.25407e-14
     compute = 256 / 1200.0 * a100 / v100  # 0.213333 s on the V100 -> 0.0895098 s
-    # Ring all-reduce of 4 B x 25.6e6 params: NVLink 600/2 GB/s per direction x 0.5, 8 per
-    # node; then 100 Gbit/s = 12.5 GB/s between 2 nodes; no latency, no overlap (gamma 1).
-    sync = 2 * 7 / 8 * 102.4e6 / 150e9 + 2 * 1 / 2 * 102.4e6 / 12.5e9  # 9.3867e-3 s
+    # Ring all-reduce of 4 B x 25.6e6 params over all 16 GPUs, at its slowest link: NVLink
+    # 600/2 GB/s per direction x 0.5 = 150 GB/s inside a node, 100 Gbit/s = 12.5 GB/s between
+    # the 2 nodes; no latency, no overlap (gamma 1).
+    sync = 2 * 15 / 16 * 102.4e6 / min(150e9, 12.5e9)  # 15.36e-3 s
     assert pred.breakdown.compute_s == pytest.approx(compute, rel=1e-12)
     assert pred.allreduce_s == pytest.approx(sync, rel=1e-12)
-    assert pred.step_time_s == pytest.approx(compute + sync, rel=1e-12)  # 0.0988965 s
-    assert pred.throughput == pytest.approx(16 * 256 / (compute + sync), rel=1e-12)  # 41,417/s
-    assert pred.efficiency == pytest.approx(compute / (compute + sync), rel=1e-12)  # 0.905
+    assert pred.step_time_s == pytest.approx(compute + sync, rel=1e-12)  # 0.104870 s
+    assert pred.throughput == pytest.approx(16 * 256 / (compute + sync), rel=1e-12)  # 39,058/s
+    assert pred.efficiency == pytest.approx(compute / (compute + sync), rel=1e-12)  # 0.854
     assert pred.intra_node_link == "nvlink"
 
 

@@ -35,12 +35,26 @@ def profile(gpu: str = "A100 SXM4 80GB", params: float = 350e6) -> Profile:
                                     param_count=params)
 
 
-def test_hierarchical_ring_by_hand() -> None:
-    # 1 GB per GPU, 8 GPUs per node at 100 GB/s bus, 2 nodes at 10 GB/s, 1 us and 2 us per hop:
-    # 2*7/8 * 1e9/100e9 + 14 * 1e-6  +  2*1/2 * 1e9/10e9 + 2 * 2e-6
+def test_ring_by_hand() -> None:
+    # 1 GB per GPU, 8 GPUs per node at 100 GB/s bus, 1 us and 2 us per hop. One node:
+    # 2*7/8 * 1e9/100e9 + 14 * 1e-6. Two nodes at 10 GB/s: one flat ring over 16 GPUs, at the
+    # network's pace: 2*15/16 * 1e9/10e9 + 14 * 1e-6 + 2 * 2e-6.
+    one_node = scaling.allreduce_time_s(1e9, 8, 1, links(100e9, 10e9, alpha=1e-6))
+    assert one_node == pytest.approx(0.0175 + 14e-6, rel=1e-12)
     t = scaling.allreduce_time_s(1e9, 8, 2, links(100e9, 10e9, alpha=1e-6))
-    assert t == pytest.approx(0.0175 + 14e-6 + 0.1 + 4e-6, rel=1e-12)
+    assert t == pytest.approx(0.1875 + 14e-6 + 4e-6, rel=1e-12)
     assert scaling.allreduce_time_s(1e9, 1, 1, links(100e9, 10e9)) == 0.0
+
+
+def test_network_time_matches_the_nccl_tests_bus_bandwidth_definition() -> None:
+    # nccl-tests reports busbw = algbw * 2(R-1)/R over all R ranks, and a NIC's busbw is about
+    # its rate whatever the GPUs per node: so at a network busbw B and negligible latency, an
+    # all-reduce of S bytes over R ranks takes 2(R-1)/R * S / B for 1, 4 and 8 GPUs per node.
+    for k in (1, 4, 8):
+        for n in (2, 3, 8):
+            ranks = k * n
+            t = scaling.allreduce_time_s(1e9, k, n, links(1e15, 10e9, alpha=0.0))
+            assert t == pytest.approx(2 * (ranks - 1) / ranks * 1e9 / 10e9, rel=1e-9)
 
 
 def test_pcie_host_contention_by_hand() -> None:

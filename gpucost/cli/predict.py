@@ -60,7 +60,7 @@ def register(sub: Any) -> None:
         "predict",
         help="predict a profile's throughput on another GPU and node count",
         description="Translate a measured training step to another GPU (roofline with "
-        "calibrated efficiencies) and node count (hierarchical ring all-reduce, partly hidden "
+        "calibrated efficiencies) and node count (NCCL ring all-reduce, partly hidden "
         "behind backward). The per-GPU batch stays the profile's unless --batch moves it.",
     )
     add_group_arguments(p)

@@ -1,11 +1,20 @@
 """Data-parallel scaling: gradient all-reduce time and how much of it backward hides.
 
-All-reduce is hierarchical ring (what NCCL does across nodes): reduce-scatter inside each node,
-all-reduce of each GPU's shard across nodes through the node's network, all-gather inside the
-node. With K GPUs per node, N nodes and S gradient bytes per GPU:
+All-reduce is NCCL's ring. Inside one node of K GPUs, S gradient bytes per GPU take
 
     t = 2(K-1)/K * S / busbw_intra + 2(K-1) * alpha_intra
-      + 2(N-1)/N * S / busbw_net   + 2(N-1) * alpha_net
+
+Across N nodes the ring is flat: it runs through all R = K*N GPUs and crosses every node's
+network once each way, so each node's NIC carries the whole ring's 2(R-1)/R * S, not the
+2(N-1)/N * S of a hierarchical (reduce-scatter, shard all-reduce, all-gather) scheme. The ring
+moves at its slowest link while the others stream alongside:
+
+    t = 2(R-1)/R * S / min(busbw_intra, busbw_net) + 2(K-1) * alpha_intra + 2(N-1) * alpha_net
+
+This is how nccl-tests defines the inter-node "bus bandwidth" its anchors report (algbw x
+2(R-1)/R, over all R ranks; a NIC's busbw is about its line rate, NCCL's maintainers say), so
+the fitted network efficiencies mean what the formula uses. Latency counts hops per node, as
+NCCL's tree algorithm does where the flat ring's 2(R-1) steps would dominate (small buckets).
 
 busbw is NCCL's "bus bandwidth" (what nccl-tests prints), a fitted fraction of the link's line
 rate (NVLink, PCIe, or the node's network; a fitted factor can slow two-node groups, as on
@@ -107,16 +116,18 @@ def resolve_links(spec: GpuSpec, scaling: Scaling, *, intra_node_gbps: float | N
 
 
 def allreduce_time_s(nbytes: float, gpus_per_node: int, nodes: int, links: Links) -> float:
-    """Seconds for a hierarchical ring all-reduce of ``nbytes`` per GPU (0 for one GPU)."""
+    """Seconds for a ring all-reduce of ``nbytes`` per GPU over ``nodes`` x ``gpus_per_node``
+    GPUs (0 for one GPU)."""
     k, n = gpus_per_node, nodes
-    t = 0.0
-    if k > 1:
-        busbw = min(links.intra_busbw_Bps, links.host_busbw_Bps / k)
-        t += 2.0 * (k - 1) * (nbytes / k / busbw + links.intra_latency_s)
+    ranks = k * n
+    if ranks <= 1:
+        return 0.0
+    busbw = min(links.intra_busbw_Bps, links.host_busbw_Bps / k) if k > 1 else math.inf
     if n > 1:
-        busbw = links.inter_busbw_Bps / (links.two_node_network_factor if n == 2 else 1.0)
-        t += 2.0 * (n - 1) * (nbytes / n / busbw + links.inter_latency_s)
-    return t
+        busbw = min(busbw, links.inter_busbw_Bps
+                    / (links.two_node_network_factor if n == 2 else 1.0))
+    latency = 2.0 * (k - 1) * links.intra_latency_s + 2.0 * (n - 1) * links.inter_latency_s
+    return 2.0 * (ranks - 1) / ranks * nbytes / busbw + latency
 
 
 def overlapped_s(compute_s: float, sync_s: float, gamma: float) -> float:
