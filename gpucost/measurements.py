@@ -55,6 +55,7 @@ from gpucost.measurement_store import (
 )
 from gpucost.model.perf import Prediction
 from gpucost.model.perf import predict as model_predict
+from gpucost.model.translate import device_rates
 from gpucost.profile import Profile, resolve_profile
 
 if TYPE_CHECKING:
@@ -113,8 +114,6 @@ class Source:
 
 
 def _rates(gpu: str, precision: str) -> tuple[float, float]:
-    from gpucost.model.translate import device_rates
-
     r = device_rates(gpu, precision)
     return r.flops_per_s, r.bytes_per_s
 

@@ -124,7 +124,7 @@ def test_ctrl_c_while_the_parser_is_built_is_one_line(
     imports every command, was built outside main()'s handlers."""
     import gpucost.cli as cli
 
-    def interrupted() -> None:
+    def interrupted(*_args: object) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(cli, "build_parser", interrupted)

@@ -4,11 +4,14 @@ an offer or a provider are :mod:`gpucost.planning.breakeven`'s: this module pars
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from typing import Any
 
+from gpucost.cli import add_command
 from gpucost.cli.numbers import number
-from gpucost.envelope import add_format_argument
+from gpucost.envelope import add_format_argument, print_document
+from gpucost.format import usd
 from gpucost.limits import (
     MAX_BUDGET_USD,
     MAX_DATA_GB,
@@ -17,12 +20,18 @@ from gpucost.limits import (
     MAX_STORAGE_USD_GB_MONTH,
     MAX_TRANSFER_USD_GB,
 )
+from gpucost.planning.breakeven import (
+    GivenFigures,
+    breakeven_defaults,
+    machine_breakeven,
+    offer_terms,
+)
+from gpucost.pricing.snapshot import load_snapshots, merge_offers
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "breakeven",
-        help="stop or destroy a machine between runs: break-even idle hours",
+    p = add_command(
+        sub, "breakeven",
         description="A stopped machine still bills its disk by allocated size; a destroyed one "
         "must be rebuilt (setup time at the running rate + data pulled in again). Prints the "
         "stopped $/h, the rebuild cost, the break-even idle time and a recommendation. "
@@ -107,14 +116,6 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpucost.planning.breakeven import (
-        GivenFigures,
-        breakeven_defaults,
-        machine_breakeven,
-        offer_terms,
-    )
-    from gpucost.pricing.snapshot import load_snapshots, merge_offers
-
     provider = (args.provider or "").lower()
     offer = (offer_terms(merge_offers(load_snapshots(args.prices)), args.offer, provider)
              if args.offer else None)
@@ -130,9 +131,6 @@ def run(args: argparse.Namespace) -> int:
         lost_gpus_usd=args.lost_gpu_cost,
     )
     if args.format == "json":
-        import dataclasses
-
-        from gpucost.envelope import print_document
 
         doc = dataclasses.asdict(b)
         if args.idle_hours is not None:
@@ -142,7 +140,6 @@ def run(args: argparse.Namespace) -> int:
         doc["assumptions"] = list(assumptions)
         print_document("breakeven", doc)
         return 0
-    from gpucost.format import usd
 
     be = b.breakeven_hours
     lines = [

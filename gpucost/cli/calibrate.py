@@ -9,21 +9,21 @@ prediction there carries now (:func:`gpucost.measurements.learning`).
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+import dataclasses
+from typing import Any
 
+from gpucost.cli import add_command
 from gpucost.envelope import add_format_argument, print_document
 from gpucost.errors import InputError
+from gpucost.measurements import Learned, Measurement, forget, learning, read_store, store_path
+from gpucost.model.bands import Band
+from gpucost.profile import resolve_profile
 from gpucost.terminal import printable
-
-if TYPE_CHECKING:
-    from gpucost.measurements import Learned, Measurement
-    from gpucost.model.bands import Band
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "calibrate",
-        help="list or forget the measurements your own runs taught the model",
+    p = add_command(
+        sub, "calibrate",
         description="Every profile you measure and every throughput a run measures on arrival "
         "is kept in GPUCOST_HOME/measurements.json; predictions for the same workload start from "
         "them (the target itself if measured, else the nearest measured GPU, or with two or more "
@@ -37,17 +37,15 @@ def register(sub: Any) -> None:
                          "(default: the example profile of the workload's name); repeatable")
     add_format_argument(listing)
     listing.set_defaults(handler=run_list)
-    forget = actions.add_parser("forget", help="forget measurements by id, or all of them")
-    forget.add_argument("ids", nargs="*", metavar="ID", help="ids from `gpucost calibrate list`")
-    forget.add_argument("--all", action="store_true", help="forget every stored measurement")
-    add_format_argument(forget)
-    forget.set_defaults(handler=run_forget)
+    forgetting = actions.add_parser("forget", help="forget measurements by id, or all of them")
+    forgetting.add_argument("ids", nargs="*", metavar="ID",
+                            help="ids from `gpucost calibrate list`")
+    forgetting.add_argument("--all", action="store_true", help="forget every stored measurement")
+    add_format_argument(forgetting)
+    forgetting.set_defaults(handler=run_forget)
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from gpucost.measurements import learning, read_store, store_path
-    from gpucost.profile import resolve_profile
-
     store = read_store()
     found = [m for m in store.measurements if args.workload in (None, m.workload)]
     profiles = [resolve_profile(p) for p in args.profile]
@@ -123,14 +121,10 @@ def _learned_record(x: Learned) -> dict[str, Any]:
 
 
 def _record(m: Measurement) -> dict[str, Any]:
-    import dataclasses
-
     return dataclasses.asdict(m)
 
 
 def run_forget(args: argparse.Namespace) -> int:
-    from gpucost.measurements import forget
-
     if bool(args.ids) == bool(args.all):
         raise InputError("give measurement ids or --all (not both)",
                          hint="`gpucost calibrate list` shows the ids")

@@ -7,8 +7,10 @@ import sys
 from typing import Any
 
 from gpucost import providers
-from gpucost.cli.jobargs import add_economics, add_prices, add_profile_and_job
+from gpucost.cli import add_command
+from gpucost.cli.jobargs import add_economics, add_prices, add_profile_and_job, request_from_args
 from gpucost.cli.numbers import count, number, positive
+from gpucost.cli.render import print_ranking, write_csv
 from gpucost.envelope import add_format_argument, dumps
 from gpucost.errors import InputError, NoOffersError
 from gpucost.limits import (
@@ -18,12 +20,12 @@ from gpucost.limits import (
     MAX_PRICE_HR_USD,
     MAX_STALE_DAYS,
 )
+from gpucost.planning.ranking import rank
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "compare",
-        help="rank offers by $/job for a profile and a job",
+    p = add_command(
+        sub, "compare",
         description="Rank every matching offer by expected dollars for the whole job (or by "
         "time). With no arguments: the embedded ResNet-50 example profile and its default job "
         "on the embedded price snapshot.",
@@ -85,9 +87,6 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpucost.cli.jobargs import request_from_args
-    from gpucost.planning.ranking import rank
-
     if args.limit < 0:
         raise InputError(f"--limit must be 0 or more, got {args.limit}")
     # A table of every plan is drawn cell by cell (10,000 plans: 7 s; a large snapshot's: minutes)
@@ -110,13 +109,9 @@ def run(args: argparse.Namespace) -> int:
         doc["unfit_total"] = unfit
         sys.stdout.write(dumps(doc))
     elif args.format == "csv":
-        from gpucost.cli.render import write_csv
-
         write_csv(shown.plans, sys.stdout)
         if args.show_unfit:
             write_csv(shown.unfit, sys.stdout, header=False)
     else:
-        from gpucost.cli.render import print_ranking
-
         print_ranking(shown, total, show_unfit=args.show_unfit)
     return 0

@@ -6,21 +6,18 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from gpucost.cli import add_command
+from gpucost.cli.plan import add_job_arguments, build_advice, chosen_plan
 from gpucost.envelope import add_format_argument, print_document
 from gpucost.format import hours, usd
-
-if TYPE_CHECKING:
-    from gpucost.planfile import Plan
+from gpucost.planfile import Plan, load_plan
 
 
 def register(sub: Any) -> None:
-    from gpucost.cli.plan import add_job_arguments
-
-    p = sub.add_parser(
-        "explain",
-        help="show every $/job term of a plan, with units and price date",
+    p = add_command(
+        sub, "explain",
         description="Explain a plan file (`gpucost explain plan.toml`), or the plan `gpucost "
         "plan` would pick for the same options (`gpucost explain --profile P --gpu G ...`).",
     )
@@ -142,12 +139,8 @@ def explain_lines(plan: Plan) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     if args.plan_file:
-        from gpucost.planfile import load_plan
-
         plan = load_plan(args.plan_file)
     else:
-        from gpucost.cli.plan import build_advice, chosen_plan
-
         advice = build_advice(args)
         plan = chosen_plan(args, advice)
     if args.format == "json":

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from gpucost.catalog import CatalogEntry, all_entries, get_entry
+from gpucost.cli import add_command
 from gpucost.envelope import add_format_argument, print_document
 from gpucost.format import text_table
-
-if TYPE_CHECKING:
-    from gpucost.catalog import CatalogEntry
 
 # (header, attribute of GpuSpec); headers carry the unit
 _TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -40,8 +39,8 @@ _NOTE = ("TF = dense TFLOPS (no sparsity); fp16/bf16 are tensor rates with fp32 
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser(
-        "gpus", help="list the GPU catalog (specs, units, sources) or show one GPU",
+    parser = add_command(
+        sub, "gpus",
         description="List every GPU gpucost knows, or show one. NAME may be any common "
                     "spelling (NVML, cloud catalog, instance-type style): 'a100-80gb', "
                     "'NVIDIA GeForce RTX 4090', 'H100 80GB HBM3'.")
@@ -110,8 +109,6 @@ def format_one(entry: CatalogEntry, asked: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpucost.catalog import all_entries, get_entry
-
     if args.name is not None:
         entry = get_entry(args.name)
         if args.format == "json":

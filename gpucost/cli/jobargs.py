@@ -10,7 +10,8 @@ the commands agree on names, defaults and units.
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from dataclasses import fields, replace
+from typing import Any
 
 from gpucost.cli.numbers import count, number, positive
 from gpucost.limits import (
@@ -23,9 +24,13 @@ from gpucost.limits import (
     MAX_LOCAL_POWER_W,
     MAX_PRICE_HR_USD,
 )
-
-if TYPE_CHECKING:
-    from gpucost.planning.request import LocalMachineArgs, Request, RequestArgs
+from gpucost.planning.request import (
+    CPU_ARCH_CHOICES,
+    LocalMachineArgs,
+    Request,
+    RequestArgs,
+    option_dest,
+)
 
 
 def add_profile_and_job(p: argparse.ArgumentParser) -> None:
@@ -38,9 +43,8 @@ def add_profile_and_job(p: argparse.ArgumentParser) -> None:
     job.add_argument("--samples", type=positive(MAX_JOB_SAMPLES), help="total samples")
     job.add_argument("--steps", type=positive(MAX_JOB_SAMPLES),
                      help="optimizer steps of the profile's global batch")
-    # the workload's host CPU: its image and wheels are built for one (planning.request's
-    # CPU_ARCH_CHOICES, spelled out: --help imports no numpy)
-    p.add_argument("--cpu-arch", choices=("x86-64", "arm64", "any"),
+    # the workload's host CPU: its image and wheels are built for one
+    p.add_argument("--cpu-arch", choices=CPU_ARCH_CHOICES,
                    help="host CPU the job runs on (default: the profile's, else x86-64; "
                    "arm64: Grace GH200/GB200 and Graviton hosts; any: both)")
 
@@ -127,8 +131,6 @@ def add_prices(group: Any) -> None:
 
 def local_from_args(args: argparse.Namespace) -> LocalMachineArgs | bool:
     """``--include-local`` and the machine it describes (False without it)."""
-    from gpucost.planning.request import LocalMachineArgs
-
     if not args.include_local:
         return False
     return LocalMachineArgs(gpu=args.local_gpu, gpu_count=args.local_gpus,
@@ -140,10 +142,6 @@ def request_args(args: argparse.Namespace) -> RequestArgs:
     """The planning request's keywords the parsed options give: each keyword read from its
     option's attribute (:func:`gpucost.planning.request.option_dest`); options a command lacks,
     or leaves unset, keep the keyword's default."""
-    from dataclasses import fields
-
-    from gpucost.planning.request import RequestArgs, option_dest
-
     values: dict[str, Any] = {}
     for f in fields(RequestArgs):
         dest = option_dest(f)
@@ -158,6 +156,4 @@ def request_args(args: argparse.Namespace) -> RequestArgs:
 def request_from_args(args: argparse.Namespace, **overrides: Any) -> Request:
     """The planning request the parsed options describe; ``overrides`` (keywords of
     :class:`~gpucost.planning.request.RequestArgs`) win."""
-    from dataclasses import replace
-
     return replace(request_args(args), **overrides).build()

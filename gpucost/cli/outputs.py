@@ -11,6 +11,7 @@ import tomllib
 from pathlib import Path
 
 from gpucost.errors import InputError
+from gpucost.planfile import SCHEMA
 
 # A plan file is small; a file much larger than this is not one, and is not read to find out.
 _PLAN_SNIFF_BYTES = 1 << 20
@@ -40,8 +41,6 @@ def check_output_file(
 
 def is_plan_file(path: Path) -> bool:
     """Whether ``path`` holds a gpucost plan (its TOML declares the plan schema)."""
-    from gpucost.planfile import SCHEMA
-
     try:
         if path.stat().st_size > _PLAN_SNIFF_BYTES:
             return False

@@ -4,19 +4,25 @@ say why, and write the chosen one as a plan file for the executor and the pre-fl
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 from gpucost._io import atomic_write_text
-from gpucost.cli.jobargs import add_economics, add_prices, add_profile_and_job
+from gpucost.cli import add_command
+from gpucost.cli.jobargs import add_economics, add_prices, add_profile_and_job, request_from_args
 from gpucost.cli.numbers import count, number, positive
+from gpucost.cli.outputs import check_plan_output
 from gpucost.envelope import add_format_argument, print_document
 from gpucost.errors import InputError, PolicyViolation
+from gpucost.executor.skypilot_task import task_yaml as export_skypilot
 from gpucost.format import usd
 from gpucost.limits import MAX_BUDGET_USD, MAX_DEADLINE_HOURS, MAX_GPU_MEMORY_GB, MAX_NODES
-
-if TYPE_CHECKING:
-    from gpucost.planning.advice import Advice, Choice
+from gpucost.model.economics import outlives_instance
+from gpucost.planfile import save_plan
+from gpucost.planning.advice import Advice, Choice, advise
+from gpucost.planning.planbuild import to_plan
 
 
 def add_job_arguments(p: argparse.ArgumentParser, *, pick: bool = True) -> None:
@@ -90,9 +96,8 @@ def add_job_arguments(p: argparse.ArgumentParser, *, pick: bool = True) -> None:
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "plan",
-        help="recommend a plan under a deadline and a budget, and write it as plan.toml",
+    p = add_command(
+        sub, "plan",
         description="Enumerate offers x markets x node counts under your constraints, keep the "
         "Pareto front of (expected hours, expected cost), and recommend the cheapest plan that "
         "meets the deadline and the fastest within budget, with reasons. -o writes the chosen "
@@ -115,12 +120,6 @@ def register(sub: Any) -> None:
 
 def build_advice(args: argparse.Namespace) -> Advice:
     """The advice for the arguments (the plan and explain commands share it)."""
-    import dataclasses
-
-    from gpucost.cli.jobargs import request_from_args
-    from gpucost.model.economics import outlives_instance
-    from gpucost.planning.advice import advise
-
     request = request_from_args(args, market="any" if args.spot else "on-demand")
     # Spot runs resume only from checkpoints the plan keeps in an object store: priced so.
     economics = dataclasses.replace(
@@ -130,8 +129,6 @@ def build_advice(args: argparse.Namespace) -> Advice:
 
 def chosen_plan(args: argparse.Namespace, advice: Advice) -> Any:
     """The plan for ``--pick``; PolicyViolation (exit 1) saying what to relax if none fits."""
-    from gpucost.planning.planbuild import to_plan
-
     if not advice.ok:
         raise PolicyViolation(
             f"no plan meets the constraints ({advice.describe()})",
@@ -165,10 +162,6 @@ def _choice_text(title: str, choice: Choice) -> list[str]:
 
 
 def _export_skypilot(plan: Any, args: argparse.Namespace) -> None:
-    from pathlib import Path
-
-    from gpucost.executor.skypilot_task import task_yaml as export_skypilot
-
     target = args.export_out
     if target is None and args.output:
         out = Path(args.output)
@@ -183,15 +176,11 @@ def _export_skypilot(plan: Any, args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.output:
-        from gpucost.cli.outputs import check_plan_output
-
         check_plan_output(args.output, force=args.force)
     advice = build_advice(args)
     plan = chosen_plan(args, advice)
     assert advice.cheapest is not None and advice.fastest is not None
     if args.output:
-        from gpucost.planfile import save_plan
-
         save_plan(plan, args.output)
     if args.export == "skypilot":
         _export_skypilot(plan, args)

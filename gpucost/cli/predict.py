@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from gpucost.catalog import variant_note
+from gpucost.cli import add_command
 from gpucost.cli.numbers import count, positive
 from gpucost.envelope import add_format_argument, print_document
 from gpucost.errors import InputError
 from gpucost.limits import MAX_GPUS_PER_NODE, MAX_GRAD_ACCUM, MAX_NETWORK_GBPS, MAX_NODES
+from gpucost.measurements import source_for
+from gpucost.model.fabrics import TRANSPORTS, default_transport
+from gpucost.model.perf import Prediction, predict
+from gpucost.profile import resolve_profile
 from gpucost.terminal import printable
-
-if TYPE_CHECKING:
-    from gpucost.model.perf import Prediction
 
 
 def add_group_arguments(p: argparse.ArgumentParser, *,
@@ -28,8 +31,7 @@ def add_group_arguments(p: argparse.ArgumentParser, *,
                    help=per_node_help)
     p.add_argument("--network-gbps", type=positive(MAX_NETWORK_GBPS), metavar="GBIT",
                    help="each node's network, Gbit/s (default: the offer's, else 50)")
-    # gpucost.model.fabrics.TRANSPORTS, spelled out: --help imports no numpy
-    p.add_argument("--transport", choices=("rdma", "tcp"),
+    p.add_argument("--transport", choices=TRANSPORTS,
                    help="how gradients cross that network: rdma (InfiniBand, EFA, RoCE) or tcp "
                    "sockets (default: the offer's published fabric, tcp where none is "
                    "published or there is no offer)")
@@ -56,9 +58,8 @@ def group_gpus(args: argparse.Namespace) -> tuple[str | None, int, list[str] | N
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "predict",
-        help="predict a profile's throughput on another GPU and node count",
+    p = add_command(
+        sub, "predict",
         description="Translate a measured training step to another GPU (roofline with "
         "calibrated efficiencies) and node count (NCCL ring all-reduce, partly hidden "
         "behind backward). The per-GPU batch stays the profile's unless --batch moves it.",
@@ -158,11 +159,6 @@ def render_table(pred: Prediction, transport: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpucost.measurements import source_for
-    from gpucost.model.fabrics import default_transport
-    from gpucost.model.perf import predict
-    from gpucost.profile import resolve_profile
-
     profile = resolve_profile(args.profile)
     gpu, per_node, mixed = group_gpus(args)
     members = None if mixed is None else mixed * max(args.nodes, 1)
@@ -175,7 +171,6 @@ def run(args: argparse.Namespace) -> int:
                    inter_node_gbps=args.network_gbps, intra_node_link=args.link,
                    inter_node_transport=transport, grad_accum_steps=args.grad_accum,
                    batch_size=args.batch, member_gpus=members)
-    from gpucost.catalog import variant_note
 
     # a family name ("A100") means several variants: say which one this prediction is for
     notes = [n for n in dict.fromkeys(variant_note(g) for g in args.gpu or []) if n]

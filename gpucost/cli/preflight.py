@@ -9,15 +9,17 @@ import sys
 from typing import Any
 
 from gpucost._io import atomic_write_text
+from gpucost.cli import add_command
 from gpucost.errors import InputError
+from gpucost.preflight.report import append_step_summary, render, render_table
+from gpucost.preflight.run import run_preflight
 
 _FORMATS = ("table", "json", "markdown", "github", "junit")
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "preflight",
-        help="check a plan file before launching it (for CI)",
+    p = add_command(
+        sub, "preflight",
         description="Check a plan before a GPU is billing: budget and deadline, price age, "
         "memory fit, disk size, timeout, spot checkpointing, the CUDA architectures of the torch "
         "build, the __main__ guard of the entry script, the data-loader verdict, the dataset's "
@@ -42,9 +44,6 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpucost.preflight.report import append_step_summary, render, render_table
-    from gpucost.preflight.run import run_preflight
-
     today = None
     if args.today is not None:
         try:

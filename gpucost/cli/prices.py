@@ -13,15 +13,31 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from rich.console import Console
+
+from gpucost.catalog import resolve_gpu_name
+from gpucost.cli import add_command
 from gpucost.envelope import add_format_argument, print_document
+from gpucost.errors import InputError, UnknownProviderError
 from gpucost.format import text_table
+from gpucost.limits import REFRESH_DEADLINE_S
+from gpucost.model.setup_times import rules
+from gpucost.paths import user_snapshots_dir, writable_dir
+from gpucost.pricing.cheapest import cheapest_per_gpu_hour
+from gpucost.pricing.diff import diff_snapshots, format_diff
+from gpucost.pricing.rates import month_hours_for, rates_for
+from gpucost.pricing.refresh import refresh
+from gpucost.pricing.registry import DEFAULT_MAX_AGE_DAYS, IMPORTERS, is_stale, run_importer
+from gpucost.pricing.snapshot import Offers, load_snapshots, write_snapshot
+from gpucost.pricing.sources.registry import get_source, sources
+from gpucost.pricing.sources.skypilot_catalog import load_provenance_file
 
 SubRegister = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser(
-        "prices", help="price snapshots: import a catalog, show what is loaded",
+    parser = add_command(
+        sub, "prices",
         description="Manage the dated price snapshots gpucost plans with.")
     actions = parser.add_subparsers(dest="prices_command", metavar="ACTION",
                                     parser_class=type(parser))
@@ -38,8 +54,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 # ---------------------------------------------------------------------------------------- import
 
 def _register_import(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from gpucost.pricing.registry import IMPORTERS
-
     p = actions.add_parser(
         "import", help="import a published price catalog as snapshots",
         description="Read a price catalog folder and write one dated snapshot per source. "
@@ -58,11 +72,6 @@ def _register_import(actions: argparse._SubParsersAction[argparse.ArgumentParser
 
 
 def _import(args: argparse.Namespace) -> int:
-    from gpucost.paths import user_snapshots_dir, writable_dir
-    from gpucost.pricing.registry import run_importer
-    from gpucost.pricing.snapshot import write_snapshot
-    from gpucost.pricing.sources.skypilot_catalog import load_provenance_file
-
     provenance = load_provenance_file(args.provenance) if args.provenance else None
     snapshots = run_importer(args.kind, args.directory, provenance=provenance,
                              fetched_at=args.fetched_at)
@@ -87,8 +96,6 @@ def _import_summary(provenance: Any) -> str:
 # ------------------------------------------------------------------------------------------ show
 
 def _register_show(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from gpucost.pricing.registry import DEFAULT_MAX_AGE_DAYS
-
     p = actions.add_parser(
         "show", help="list loaded snapshots (age, STALE) and the cheapest offers for a GPU",
         description="Per source: offers, providers, date of the prices, age and a STALE flag. "
@@ -109,12 +116,6 @@ def _register_show(actions: argparse._SubParsersAction[argparse.ArgumentParser])
 
 
 def _show(args: argparse.Namespace) -> int:
-    from gpucost.catalog import resolve_gpu_name
-    from gpucost.errors import InputError, UnknownProviderError
-    from gpucost.pricing.cheapest import cheapest_per_gpu_hour
-    from gpucost.pricing.registry import is_stale
-    from gpucost.pricing.snapshot import Offers, load_snapshots
-
     if args.max_age_days < 0:
         raise InputError(f"--max-age-days must be 0 or more, got {args.max_age_days:g}")
     if args.limit < 1:
@@ -191,8 +192,6 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _rates(providers: Sequence[str]) -> list[dict[str, Any]]:
-    from gpucost.pricing.rates import month_hours_for, rates_for
-
     out: list[dict[str, Any]] = []
     for provider in providers:
         r = rates_for(provider)
@@ -212,8 +211,6 @@ def _rates(providers: Sequence[str]) -> list[dict[str, Any]]:
 
 def _setup_times(providers: Sequence[str]) -> list[dict[str, Any]]:
     """The setup-time rows that apply to these providers (their own, then the catch-all)."""
-    from gpucost.model.setup_times import rules
-
     wanted = {*providers, "*"}
     return [{"provider": r.provider, "instance": r.instance, "minutes": r.minutes,
              "confidence": r.confidence, "source": r.source}
@@ -227,8 +224,6 @@ def _usd(value: float | None) -> str:
 # --------------------------------------------------------------------------------------- refresh
 
 def _register_refresh(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from gpucost.limits import REFRESH_DEADLINE_S
-
     p = actions.add_parser(
         "refresh", help="fetch live prices from the provider APIs into dated snapshots",
         description="Fetch every source (or those named) concurrently and write one snapshot per "
@@ -256,11 +251,6 @@ def _register_refresh(actions: argparse._SubParsersAction[argparse.ArgumentParse
 
 
 def _refresh(args: argparse.Namespace) -> int:
-    from gpucost.errors import InputError
-    from gpucost.limits import REFRESH_DEADLINE_S
-    from gpucost.pricing.refresh import refresh
-    from gpucost.pricing.sources.registry import get_source, sources
-
     deadline = REFRESH_DEADLINE_S if args.deadline is None else args.deadline
     if not 0 < deadline <= 86_400:
         raise InputError(f"--deadline must be above 0 and at most 86400 seconds, got "
@@ -274,8 +264,6 @@ def _refresh(args: argparse.Namespace) -> int:
         get_source(name)  # unknown names fail before anything runs
     console = None
     if not args.quiet:
-        from rich.console import Console
-
         console = Console(stderr=True)
     results = refresh(args.source, out_dir=args.out, console=console, deadline_s=deadline,
                       allow_shrink=args.allow_shrink)
@@ -309,9 +297,6 @@ def _register_diff(actions: argparse._SubParsersAction[argparse.ArgumentParser])
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from gpucost.errors import InputError
-    from gpucost.pricing.diff import diff_snapshots, format_diff
-
     if not args.threshold_pct >= 0:
         raise InputError(f"--threshold-pct must be 0 or more, got {args.threshold_pct:g}")
     if args.limit < 0:

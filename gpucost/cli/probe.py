@@ -11,30 +11,35 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from gpucost.cli import add_command
 from gpucost.cli.numbers import count, positive
+from gpucost.cli.plan import add_job_arguments, build_advice
 from gpucost.envelope import add_format_argument, print_document
 from gpucost.errors import InputError, PolicyViolation
+from gpucost.executor.probe import (
+    DEFAULT_BUDGET_USD,
+    DEFAULT_MINUTES,
+    DEFAULT_REPORTS,
+    DEFAULT_TOP,
+    Candidate,
+    Outcome,
+    Probe,
+    Result,
+    candidates_from_advice,
+    candidates_from_files,
+    engine_of,
+    plan_probes,
+)
+from gpucost.executor.probe import run as run_probes
 from gpucost.format import usd
 from gpucost.limits import MAX_BUDGET_USD, MAX_DEADLINE_HOURS
 
-if TYPE_CHECKING:
-    from gpucost.executor.probe import Candidate, Outcome, Probe, Result
-
 
 def register(sub: Any) -> None:
-    from gpucost.cli.plan import add_job_arguments
-    from gpucost.executor.probe import (
-        DEFAULT_BUDGET_USD,
-        DEFAULT_MINUTES,
-        DEFAULT_REPORTS,
-        DEFAULT_TOP,
-    )
-
-    p = sub.add_parser(
-        "probe",
-        help="run the close candidates for a few minutes each, measure, and re-rank",
+    p = add_command(
+        sub, "probe",
         description="When the cheapest plans' cost bands overlap, their order is within the "
         "prediction's error. probe runs the job's command on each (the plans the options "
         "below rank, or the plan files given with --plan) through the plan's own engine, until "
@@ -74,11 +79,8 @@ def _err(message: str) -> None:
 
 def _candidates(args: argparse.Namespace) -> tuple[list[Candidate], Any]:
     """The candidates and the request they were ranked from (None for plan files)."""
-    from gpucost.executor.probe import candidates_from_advice, candidates_from_files
-
     if args.plan:
         return candidates_from_files(args.plan), None
-    from gpucost.cli.plan import build_advice
 
     advice = build_advice(args)
     if not advice.ok:
@@ -94,9 +96,6 @@ def _candidates(args: argparse.Namespace) -> tuple[list[Candidate], Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpucost.executor.probe import plan_probes
-    from gpucost.executor.probe import run as run_probes
-
     candidates, request = _candidates(args)
     probes = plan_probes(candidates, reports=args.reports, minutes=args.minutes,
                          budget_usd=args.probe_budget_usd)
@@ -127,8 +126,6 @@ def _usd(x: float) -> str:
 
 
 def _plan_lines(args: argparse.Namespace, probes: list[Probe]) -> list[str]:
-    from gpucost.executor.probe import engine_of
-
     ready = [p for p in probes if p.refused is None]
     lines = [f"{len(ready)} of {len(probes)} candidate(s) to probe, each until "
              f"{args.reports} throughput reports or {args.minutes:g} min of job time, under a "
@@ -190,8 +187,6 @@ def _result_lines(result: Result) -> list[str]:
 
 
 def _probe_record(k: int, p: Probe) -> dict[str, Any]:
-    from gpucost.executor.probe import engine_of
-
     c = p.candidate
     return {"candidate": k, "label": c.label, "source": c.source,
             "predicted_cost_usd": c.cost_usd, "cost_low_usd": c.cost_low_usd,

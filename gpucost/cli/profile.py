@@ -18,6 +18,7 @@ from typing import Any
 
 from gpucost._optional import require
 from gpucost.catalog.spec import PRECISIONS
+from gpucost.cli import add_command
 from gpucost.envelope import add_format_argument, print_document
 from gpucost.errors import GpuCostError, InputError
 from gpucost.model.perf import measured_fixed_share
@@ -26,9 +27,8 @@ MODELS = ("mlp", "cnn", "vit", "transformer")  # gpucost.profiler.models.MODEL_N
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "profile",
-        help="measure a training step (your script or a built-in model) and write a profile",
+    p = add_command(
+        sub, "profile",
         usage="gpucost profile [OPTIONS] SCRIPT.py [-- SCRIPT_ARGS]\n"
               "       gpucost profile --model NAME [--batch N] [OPTIONS]",
         description="Run a training script (unmodified, in this process) or a built-in model "
@@ -134,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_model(args: argparse.Namespace, torch: Any) -> int:
+    # gpucost.profiler imports torch (an extra): its modules load once the command runs, never
+    # for `gpucost profile --help` or build_parser()
     from gpucost.profiler.reference import profile_model
 
     device = args.device

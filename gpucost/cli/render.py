@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import csv
 import math
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
 
 from gpucost.format import hours, rate, usd
+from gpucost.planning.plans import Plans
+from gpucost.planning.ranking import Ranking
 from gpucost.terminal import rich_text
-
-if TYPE_CHECKING:
-    from gpucost.planning.plans import Plans
-    from gpucost.planning.ranking import Ranking
 
 
 def _gpus(gpu: str, count: float, nodes: int) -> str:
@@ -26,10 +28,6 @@ def _market(market: str, risk: float) -> str:
 
 
 def print_ranking(ranking: Ranking, total: int, *, show_unfit: bool = False) -> None:
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
-
     console = Console()
     profile = ranking.profile
     console.print(

@@ -21,19 +21,30 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from gpucost.cli import add_command
 from gpucost.envelope import add_format_argument, print_document
 from gpucost.errors import InputError
+from gpucost.executor.control import (
+    Sweep,
+    cleanup,
+    down_many,
+    forget,
+    leftover_processes,
+    request_stop,
+)
+from gpucost.executor.ledger import Ledger
+from gpucost.executor.records import read_record
+from gpucost.executor.rundir import RunDir
+from gpucost.executor.runner import Runner
 from gpucost.format import amount, text_table
+from gpucost.planfile import load_plan
 from gpucost.terminal import printable
-
-if TYPE_CHECKING:
-    from gpucost.executor.control import Sweep
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("launch", help="run a plan: provision, verify, supervise, tear down")
+    p = add_command(sub, "launch")
     p.add_argument("plan", type=Path, help="plan file (TOML), e.g. examples/plan.toml")
     p.add_argument("--dry-run", action="store_true", help="say what would happen; create nothing")
     p.add_argument("--detach", action="store_true",
@@ -42,31 +53,31 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--detached-child", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(handler=_launch)
 
-    p = sub.add_parser("ps", help="live resources and what they have cost so far")
+    p = add_command(sub, "ps")
     p.add_argument("--all", action="store_true", help="list every run in the ledger instead")
     add_format_argument(p)
     p.set_defaults(handler=_ps)
 
-    p = sub.add_parser("status", help="a run's state, epoch, ETA, cost so far and metrics")
+    p = add_command(sub, "status")
     p.add_argument("run", help="run id (or a unique prefix, or the job name for its latest run)")
     add_format_argument(p)  # json: status.json as it is, in the envelope
     p.set_defaults(handler=_status)
 
-    p = sub.add_parser("logs", help="a run's training log")
+    p = add_command(sub, "logs")
     p.add_argument("run")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing until the run ends")
     p.set_defaults(handler=_logs)
 
-    p = sub.add_parser("stop", help="stop a run's job; its idle policy then applies")
+    p = add_command(sub, "stop")
     p.add_argument("run")
     p.set_defaults(handler=_stop)
 
-    p = sub.add_parser("down", help="stop a run and destroy all its resources")
+    p = add_command(sub, "down")
     p.add_argument("run", nargs="?")
     p.add_argument("--all", action="store_true", help="every run with live resources")
     p.set_defaults(handler=_down)
 
-    p = sub.add_parser("cleanup", help="destroy resources whose launcher is gone")
+    p = add_command(sub, "cleanup")
     p.add_argument("--stopped", action="store_true",
                    help="also destroy machines kept stopped by an idle policy")
     p.add_argument("--forget", metavar="RUN", help="drop RUN's ledger entries for creates "
@@ -84,9 +95,6 @@ DETACH_START_S = 120.0  # the longest a detached launcher may take to get there
 
 
 def _launch(args: argparse.Namespace) -> int:
-    from gpucost.executor.runner import Runner
-    from gpucost.planfile import load_plan
-
     plan = load_plan(args.plan)
     runner = Runner(plan, args.plan, echo=_err, run_id=args.run_id)
     if args.dry_run:
@@ -180,10 +188,6 @@ def _epoch(status: dict[str, Any], sep: str = "/") -> str:
 
 
 def _ps(args: argparse.Namespace) -> int:
-    from gpucost.executor.control import leftover_processes
-    from gpucost.executor.ledger import Ledger
-    from gpucost.executor.records import read_record
-
     now = time.time()
     with Ledger() as ledger:
         if args.all:
@@ -240,9 +244,6 @@ def _ps(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from gpucost.executor.ledger import Ledger
-    from gpucost.executor.records import read_record
-
     with Ledger() as ledger:
         run = ledger.run(args.run)
     # state from the ledger, epoch and checkpoint from the job's own reports (records.py)
@@ -307,9 +308,6 @@ def _open_run_file(path: Path) -> int | None:
 
 
 def _logs(args: argparse.Namespace) -> int:
-    from gpucost.executor.ledger import Ledger
-    from gpucost.executor.rundir import RunDir
-
     with Ledger() as ledger:
         run = ledger.run(args.run)
     rd = RunDir(run.run_dir)
@@ -342,17 +340,12 @@ def _logs(args: argparse.Namespace) -> int:
 
 
 def _stop(args: argparse.Namespace) -> int:
-    from gpucost.executor.control import request_stop
-
     for line in request_stop(args.run):
         print(line)
     return 0
 
 
 def _down(args: argparse.Namespace) -> int:
-    from gpucost.executor.control import down_many
-    from gpucost.executor.ledger import Ledger
-
     if bool(args.run) == bool(args.all):
         raise InputError("give one run id or --all", hint="`gpucost ps` lists live runs")
     with Ledger() as ledger:
@@ -368,9 +361,6 @@ def _down(args: argparse.Namespace) -> int:
 
 
 def _cleanup(args: argparse.Namespace) -> int:
-    from gpucost.executor.control import cleanup, forget
-    from gpucost.executor.ledger import Ledger
-
     if args.forget:
         print("\n".join(forget(args.forget)) or "nothing to forget")
         return 0

@@ -8,27 +8,45 @@ knee, are :mod:`gpucost.planning.scaling`'s: this module parses the arguments an
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+import io
+from dataclasses import replace
+from typing import Any
 
-from gpucost.cli.jobargs import add_economics, add_prices
+from gpucost._io import atomic_write_bytes
+from gpucost._optional import require
+from gpucost.catalog import variant_note
+from gpucost.cli import add_command
+from gpucost.cli.jobargs import add_economics, add_prices, request_from_args
 from gpucost.cli.numbers import count, positive
-from gpucost.cli.predict import add_group_arguments
+from gpucost.cli.outputs import check_output_file
+from gpucost.cli.predict import add_group_arguments, group_gpus
 from gpucost.envelope import add_format_argument, print_document
+from gpucost.errors import InputError
+from gpucost.format import hours, usd
 from gpucost.limits import MAX_EPOCHS, MAX_JOB_SAMPLES, MAX_NODES, MAX_PRICE_HR_USD, node_limit
-from gpucost.planning.scaling import KNEE_TIME_CUT, PRICE_GIVEN
-
-if TYPE_CHECKING:
-    from gpucost.planning.plans import PlanRow
-    from gpucost.planning.request import Request
-    from gpucost.planning.scaling import BatchPoint, OfferCurve, Scaling
+from gpucost.model.translate import gpu_spec
+from gpucost.planning.plans import PlanRow
+from gpucost.planning.request import Request
+from gpucost.planning.scaling import (
+    KNEE_TIME_CUT,
+    PRICE_GIVEN,
+    BatchPoint,
+    OfferCurve,
+    Scaling,
+    batch_efficiency,
+    cheapest_offer_curve,
+    curve_note,
+    mixed_node_curve,
+    slowest_member,
+)
+from gpucost.profile import resolve_profile
 
 BAR_WIDTH = 40  # characters of the terminal bar chart
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "scale",
-        help="scaling curve: time, throughput, efficiency and $/job per node count, with knee",
+    p = add_command(
+        sub, "scale",
         description="Predict the job on 1..N nodes of one offer and mark the knee: the node "
         f"count from which doubling the nodes cuts the job's time (setup included) by less than "
         f"{KNEE_TIME_CUT:.0%} (and so raises $/job by more than half). The offer is the "
@@ -65,8 +83,6 @@ def register(sub: Any) -> None:
 
 
 def _job_args(profile: Any, args: argparse.Namespace) -> dict[str, Any]:
-    from gpucost.errors import InputError
-
     if args.samples is not None:
         return {"samples": args.samples}
     if args.epochs is not None:
@@ -82,22 +98,11 @@ def _job_args(profile: Any, args: argparse.Namespace) -> dict[str, Any]:
 def build_curve(args: argparse.Namespace) -> OfferCurve:
     """The offer's curve (:mod:`gpucost.planning.scaling`) for the arguments, with notes on
     what was left out or defaulted."""
-    from dataclasses import replace
-
-    from gpucost.cli.jobargs import request_from_args
-    from gpucost.cli.predict import group_gpus
-    from gpucost.errors import InputError
-    from gpucost.model.translate import gpu_spec
-    from gpucost.planning.scaling import cheapest_offer_curve, mixed_node_curve, slowest_member
-    from gpucost.profile import resolve_profile
-
     if args.max_nodes < 1:
         raise InputError(f"--max-nodes must be at least 1, got {args.max_nodes}")
     if args.price_hr is not None and not args.price_hr > 0:
         raise InputError(f"--price-hr must be positive, got {args.price_hr}")
     if args.plot:
-        from gpucost.cli.outputs import check_output_file
-
         check_output_file(args.plot, what="--plot", example="scaling.png", suffix=".png")
     profile = resolve_profile(args.profile)
     gpu, per_node, mixed = group_gpus(args)
@@ -120,8 +125,6 @@ def build_curve(args: argparse.Namespace) -> OfferCurve:
         raise InputError("this profile was measured on the CPU: pass --gpu")
     variant = ""
     if gpu is not None:
-        from gpucost.catalog import variant_note
-
         variant = variant_note(gpu)
     gpu = gpu_spec(gpu or profile.gpu).name
     # the GPU named decides the host (a GH200 is a Grace host): any CPU architecture
@@ -143,9 +146,6 @@ def _node_label(request: Request, row: PlanRow) -> str:
 
 
 def render(curve: OfferCurve) -> str:
-    from gpucost.format import hours, usd
-    from gpucost.planning.scaling import curve_note
-
     request, scaling, label = curve.request, curve.scaling, curve.price_source
     profile = request.profile
     first = scaling.points[0].row
@@ -173,15 +173,10 @@ def render(curve: OfferCurve) -> str:
 
 
 def plot(scaling: Scaling, path: str, title: str) -> None:
-    import io
-
-    from gpucost.extras import require
-
     matplotlib = require("matplotlib", needed_for="scale --plot")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from gpucost._io import atomic_write_bytes
 
     points = scaling.points
     knee = scaling.knee
@@ -210,9 +205,6 @@ def plot(scaling: Scaling, path: str, title: str) -> None:
 def _batch_points(args: argparse.Namespace, request: Request, scaling: Scaling
                   ) -> tuple[BatchPoint, ...]:
     """Efficiency at each --batch over the curve's node counts (one GPU type per node)."""
-    from gpucost.errors import InputError
-    from gpucost.planning.scaling import batch_efficiency
-
     if not args.batch:
         return ()
     if request.node_gpus:

@@ -7,13 +7,14 @@ from pathlib import Path
 from typing import Any
 
 from gpucost._optional import require
+from gpucost.cli import add_command
 from gpucost.errors import InputError
+from gpucost.profile import resolve_profile
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "tui",
-        help="browse plans, shape a job, write a plan file, watch runs (terminal UI)",
+    p = add_command(
+        sub, "tui",
         description="A terminal UI: the ranked plans for a profile and a job, re-ranked as you "
         "change the job (epochs, deadline, budget, spot, nodes, GPU), each plan's breakdown, "
         "scaling curve and break-even, a key to write the plan file, and live runs. Needs the "
@@ -31,8 +32,6 @@ def run(args: argparse.Namespace) -> int:
     from gpucost.tui.app import GpuCostApp
 
     if args.profile is not None and not Path(args.profile).exists():
-        from gpucost.profile import resolve_profile
-
         resolve_profile(args.profile)  # a bad name fails here, as one line, not inside the UI
     for path in args.prices or ():
         if not Path(path).exists():
