@@ -71,3 +71,9 @@ def test_a_wrong_typed_field_is_refused_in_one_line_naming_it_and_the_file(
     message = str(caught.value)
     assert "\n" not in message
     assert message.startswith(f"{rd.status_path}: {field} should be"), message
+
+
+def test_a_change_to_a_field_that_does_not_exist_is_refused() -> None:
+    """It would otherwise be kept as a newer launcher's field and written to status.json."""
+    with pytest.raises(TypeError, match=r"no field eta$"):
+        RunStatusFile().replaced(eta=None)

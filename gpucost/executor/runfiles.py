@@ -85,7 +85,10 @@ class RunStatusFile(BaseModel):
 
     def replaced(self, **changes: Any) -> RunStatusFile:
         """This status with ``changes`` (values of its fields' types: the ledger's end, the
-        job's last report), which :meth:`document` then writes as set."""
+        job's last report), which :meth:`document` then writes as set. A name that is no
+        field would land among the unknown fields unseen: it is refused."""
+        if misnamed := sorted(set(changes) - set(type(self).model_fields)):
+            raise TypeError(f"RunStatusFile has no field {', '.join(misnamed)}")
         return self.model_copy(update=changes)
 
     def document(self) -> dict[str, Any]:
