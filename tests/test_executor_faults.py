@@ -352,8 +352,8 @@ def test_the_limits_end_the_job_after_the_launcher_is_sigkilled(
             assert all(s.ended_at is not None for s in run.segments)
             assert ledger.resources(live_only=True) == []
         status = rd.read_status()
-        assert status is not None and (status["state"], status["final"]) == (state, True)
-        assert "launcher was gone" in status["reason"]
+        assert status is not None and (status.state, status.final) == (state, True)
+        assert "launcher was gone" in (status.reason or "")
         capsys.readouterr()
         assert main(["ps"]) == 0 and capsys.readouterr().out.strip() == "no live resources"
         assert main(["status", "headless"]) == 0

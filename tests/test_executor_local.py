@@ -24,6 +24,7 @@ from gpucost.executor.checkpoints import CheckpointStore
 from gpucost.executor.ledger import Ledger, process_start
 from gpucost.executor.local import LocalProvider
 from gpucost.executor.rundir import RunDir
+from gpucost.executor.runfiles import RunStatusFile
 from gpucost.executor.runner import Runner
 from gpucost.executor.verify import verify_throughput
 from gpucost.planfile import load_plan
@@ -234,8 +235,8 @@ def test_launch_runs_the_example_to_completion_and_leaves_nothing(
     assert state == "succeeded"
     rd = RunDir.for_run(run_id)
     status = rd.read_status()
-    assert status is not None and status["state"] == "succeeded" and status["final"]
-    assert status["epoch"] == 2 and status["metrics"]["loss"] > 0
+    assert status is not None and status.state == "succeeded" and status.final
+    assert status.epoch == 2 and status.metrics["loss"] > 0
     assert epochs_in(rd.path) == [1, 2]
     assert "epoch 2/2" in rd.log_path.read_text()
     notes = rd.launcher_log_path.read_text()
@@ -267,7 +268,7 @@ def test_training_killed_mid_run_resumes_losing_at_most_one_epoch(
     os.kill(victim[-1], signal.SIGKILL)
     reported_before_kill = max(epochs_in(rd.path))
     assert launcher.wait(timeout=120) == 3  # the job failed; the launcher tore down and exited
-    assert (rd.read_status() or {})["state"] == "failed"
+    assert (rd.read_status() or RunStatusFile()).state == "failed"
     reported = max(epochs_in(rd.path))
     assert reported < epochs, "the job finished before it was killed; make epochs longer"
     wait_for(lambda: not pids_with_token("gpucost-killed"), 30, "workers to exit")
@@ -317,7 +318,7 @@ def test_sigterm_to_the_launcher_tears_the_job_down(tmp_path: Path) -> None:
     wait_for(lambda: epochs_in(rd.path), what="a reported epoch")
     launcher.send_signal(signal.SIGTERM)
     assert launcher.wait(timeout=60) == 130
-    assert (rd.read_status() or {})["state"] == "interrupted"
+    assert (rd.read_status() or RunStatusFile()).state == "interrupted"
     assert not pids_with_token("gpucost-termed")
     with Ledger() as ledger:
         assert ledger.resources(live_only=True) == []
@@ -360,7 +361,7 @@ def test_detach_status_logs_stop_resume_and_down_as_a_user_would(
     assert "epoch 1/40" in capsys.readouterr().out
     assert main(["stop", first]) == 0
     assert f"{first}: stopped by its launcher" in capsys.readouterr().out
-    assert (rd.read_status() or {})["state"] == "stopped"
+    assert (rd.read_status() or RunStatusFile()).state == "stopped"
     assert not pids_with_token(f"gpucost-{first}")
 
     assert main(["launch", str(plan), "--detach"]) == 0
@@ -371,7 +372,7 @@ def test_detach_status_logs_stop_resume_and_down_as_a_user_would(
     assert epochs_in(rd2.path)[0] > max(epochs_in(rd.path)) - 1
     assert main(["down", "--all"]) == 0
     assert f"{second}: interrupted; its launcher tore it down" in capsys.readouterr().out
-    assert (rd2.read_status() or {})["state"] == "interrupted"
+    assert (rd2.read_status() or RunStatusFile()).state == "interrupted"
     assert not pids_with_token(f"gpucost-{second}")
     assert main(["ps"]) == 0
     assert capsys.readouterr().out.strip() == "no live resources"

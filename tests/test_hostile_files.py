@@ -420,9 +420,10 @@ def test_a_status_the_launcher_writes_passes_the_published_schema(tmp_path: Path
                      "metrics": {"loss": 0.5}, "verify": {"deviation_pct": -3.0,
                                                           "within_margin": True}})
     status = rd.read_status()
-    jsonschema.validate(status, schema)
+    assert status is not None
+    jsonschema.validate(status.document(), schema)
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate({**(status or {}), "metrics": {"loss": "low"}}, schema)
+        jsonschema.validate({**status.document(), "metrics": {"loss": "low"}}, schema)
 
 
 def test_a_status_without_a_state_is_shown(

@@ -144,8 +144,8 @@ def test_a_half_speed_skypilot_run_is_stopped_and_the_next_predict_uses_its_meas
     run_dir = RunDir(result.run_dir)
     assert len(run_dir.metrics()) == FIRST_CHECK_AFTER  # stopped at the first check
     status = run_dir.read_status()
-    assert status is not None and status["state"] == "verify-failed"
-    assert "(-50%), outside the prediction's band" in status["throughput_warning"]
+    assert status is not None and status.state == "verify-failed"
+    assert "(-50%), outside the prediction's band" in (status.throughput_warning or "")
     assert any("verify_action = stop: stopping the run" in m for m in result.messages)
     (kept,) = read_all()
     assert (kept.gpu, kept.throughput, kept.source) == (plan.offer.gpu, half, "on-arrival")

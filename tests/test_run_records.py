@@ -44,6 +44,6 @@ def test_an_orphan_once_ended_reads_ended_in_status(
         assert f"reason    {reason}\n" in out, out
         assert "launcher gone" not in out and "gpucost cleanup` to release" not in out
         status = RunDir.for_run("orphan").read_status()
-        assert status is not None and (status["state"], status["final"]) == ("orphaned", True)
+        assert status is not None and (status.state, status.final) == ("orphaned", True)
     finally:
         kill_quietly(pids_with_token("gpucost-orphan") + pids_with_token("gpucost-next"))

@@ -17,6 +17,7 @@ from run_helpers import kill_quietly, pids_with_token, spawn_launcher, wait_for,
 from gpucost.cli import main
 from gpucost.executor.ledger import Ledger
 from gpucost.executor.rundir import RunDir
+from gpucost.executor.runfiles import RunStatusFile
 from gpucost.tui.screens.runs import read_runs
 
 # Reports epochs 1..N, each shipping a checkpoint; before epoch k it waits for the file
@@ -62,8 +63,8 @@ def release(plan: Path, epoch: int) -> None:
     (plan.parent / f"go-{epoch}").touch()
 
 
-def status_json(run_id: str) -> dict[str, Any]:
-    return RunDir.for_run(run_id).read_status() or {}
+def status_json(run_id: str) -> RunStatusFile:
+    return RunDir.for_run(run_id).read_status() or RunStatusFile()
 
 
 def checkpoint_of(plan: Path, name: str, epoch: int) -> str:
@@ -88,7 +89,7 @@ def test_a_run_whose_launcher_was_killed_ends_at_the_jobs_last_epoch_and_checkpo
     plan = job_plan(tmp_path, "killed", epochs=2, hold=(2,))
     launcher = spawn_launcher(plan, "killed")
     try:
-        wait_for(lambda: status_json("killed").get("epoch") == 1, DEADLINE_S,
+        wait_for(lambda: status_json("killed").epoch == 1, DEADLINE_S,
                  "the launcher to see epoch 1")
         kill_launcher(launcher)
         release(plan, 2)
@@ -100,7 +101,7 @@ def test_a_run_whose_launcher_was_killed_ends_at_the_jobs_last_epoch_and_checkpo
         assert f"ckpt      {checkpoint_of(plan, 'killed', 2)}\n" in out, out
         assert "loss      0.5\n" in out, out
         written = status_json("killed")  # the file outsiders read says the same
-        assert (written["state"], written["epoch"], written["checkpoint"], written["final"]) == (
+        assert (written.state, written.epoch, written.checkpoint, written.final) == (
             "succeeded", 2, checkpoint_of(plan, "killed", 2), True)
     finally:
         kill_launcher(launcher)
@@ -114,7 +115,7 @@ def test_ps_all_shows_a_running_run_as_running(
     plan = job_plan(tmp_path, "live", epochs=2, hold=(2,))
     launcher = spawn_launcher(plan, "live")
     try:
-        wait_for(lambda: status_json("live").get("epoch") == 1, DEADLINE_S, "epoch 1")
+        wait_for(lambda: status_json("live").epoch == 1, DEADLINE_S, "epoch 1")
         assert main(["ps", "--all"]) == 0
         out = capsys.readouterr().out
         row = next(line for line in out.splitlines() if line.startswith("live "))
@@ -142,7 +143,7 @@ def four_views(capsys: pytest.CaptureFixture[str]) -> dict[str, dict[str, tuple[
         views["status"][run["run_id"]] = (status["state"], status["epoch"], status["checkpoint"])
     for tui_run in read_runs():
         s = tui_run.status
-        views["tui"][tui_run.run_id] = (tui_run.state, s.get("epoch"), s.get("checkpoint"))
+        views["tui"][tui_run.run_id] = (tui_run.state, s.epoch, s.checkpoint)
     return views
 
 
@@ -162,7 +163,7 @@ def test_status_ps_cleanup_and_the_tui_tell_the_same_runs_alike(
     launchers = {name: spawn_launcher(plans[name], name) for name in ("live", "killed", "orphan")}
     try:
         for name, epoch in (("live", 2), ("killed", 1), ("orphan", 2)):
-            wait_for(lambda n=name, e=epoch: status_json(n).get("epoch") == e, DEADLINE_S,
+            wait_for(lambda n=name, e=epoch: status_json(n).epoch == e, DEADLINE_S,
                      f"{name} at epoch {epoch}")
         kill_launcher(launchers["killed"])
         kill_launcher(launchers["orphan"])
@@ -238,12 +239,12 @@ def test_down_of_an_orphan_leaves_a_final_status(
     plan = job_plan(tmp_path, "gone", epochs=2, hold=(2,))
     launcher = spawn_launcher(plan, "gone")
     try:
-        wait_for(lambda: status_json("gone").get("epoch") == 1, DEADLINE_S, "epoch 1")
+        wait_for(lambda: status_json("gone").epoch == 1, DEADLINE_S, "epoch 1")
         kill_launcher(launcher)
         assert main(["down", "gone"]) == 0
         written = status_json("gone")
-        assert (written["state"], written["final"], written["epoch"]) == ("destroyed", True, 1)
-        assert "`gpucost down` destroyed its resources" in written["reason"]
+        assert (written.state, written.final, written.epoch) == ("destroyed", True, 1)
+        assert "`gpucost down` destroyed its resources" in (written.reason or "")
         capsys.readouterr()
         assert main(["status", "gone"]) == 0
         out = capsys.readouterr().out

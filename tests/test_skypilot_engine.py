@@ -46,6 +46,7 @@ from gpucost.executor import SKYPILOT_CLOUDS  # noqa: E402
 from gpucost.executor.base import ProvisionRequest, Resource  # noqa: E402
 from gpucost.executor.ledger import Ledger  # noqa: E402
 from gpucost.executor.rundir import RunDir  # noqa: E402
+from gpucost.executor.runfiles import RunStatusFile  # noqa: E402
 from gpucost.executor.runner import Runner  # noqa: E402
 from gpucost.executor.skypilot import SkyClient, SkyPilotProvider  # noqa: E402
 from gpucost.executor.skypilot_task import accelerator, not_enforced, task_yaml  # noqa: E402
@@ -617,11 +618,11 @@ def test_the_watchdog_downs_the_cluster_at_the_limit_after_the_launcher_is_sigki
         run = ledger.run("wd-1")
         assert run.state == state and ledger.resources("wd-1", live_only=True) == []
     # the watchdog ends the run in the ledger first, then writes status.json: wait for it
-    wait_for("final status", lambda: (RunDir(run.run_dir).read_status() or {}).get("final")
-             is True, 60)
+    wait_for("final status", lambda: (RunDir(run.run_dir).read_status()
+                                          or RunStatusFile()).final is True, 60)
     status = RunDir(run.run_dir).read_status()
-    assert status is not None and (status["state"], status["final"]) == (state, True)
-    assert note in status["reason"] and "watchdog" in status["reason"]
+    assert status is not None and (status.state, status.final) == (state, True)
+    assert status.reason is not None and note in status.reason and "watchdog" in status.reason
 
 
 def test_the_watchdog_cancels_a_managed_job_once_the_segments_spend_reaches_the_cap(

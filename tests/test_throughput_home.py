@@ -176,7 +176,7 @@ def test_half_the_predicted_throughput_is_warned_about_and_recorded(tmp_path: Pa
     # the declared status field holds it (the runner merges status_fields into status.json)
     run_dir.write_status({"state": "running", **provider.status_fields()})
     status = read_status(run_dir.status_path)
-    assert status is not None and status["throughput_warning"] == warning
+    assert status is not None and status.throughput_warning == warning
 
 
 def test_the_band_decides_not_a_fixed_margin(tmp_path: Path) -> None:

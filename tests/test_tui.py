@@ -470,7 +470,7 @@ def test_runs_screen_refreshes_live_and_stops_only_after_yes(
         assert [r.run_id for r in screen.runs] == ["resnet-20261201-a", "tiny-20261130-b"]
         assert "2 run(s), 1 live" in plain(screen.query_one("#runs-status"))
         write_status("resnet-20261201-a", epoch=2, cost_usd=2.5)
-        await wait_until(pilot, lambda: screen.runs[0].status["epoch"] == 2)
+        await wait_until(pilot, lambda: screen.runs[0].status.epoch == 2)
         table = screen.query_one("#runs-table")
         row = [str(c) for c in table.get_row_at(0)]  # type: ignore[attr-defined]
         assert row[2] == "2/3" and row[5] == "$2.50" and "loss=0.4321" in row[8]

@@ -21,7 +21,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from gpucost.cli import add_command
 from gpucost.envelope import add_format_argument, print_document
@@ -37,6 +36,7 @@ from gpucost.executor.control import (
 from gpucost.executor.ledger import Ledger
 from gpucost.executor.records import read_record
 from gpucost.executor.rundir import RunDir
+from gpucost.executor.runfiles import RunStatusFile
 from gpucost.executor.runner import Runner
 from gpucost.format import amount, text_table
 from gpucost.planfile import load_plan
@@ -181,9 +181,9 @@ def _age(seconds: float) -> str:
     return f"{seconds / 3600:.1f}h"
 
 
-def _epoch(status: dict[str, Any], sep: str = "/") -> str:
+def _epoch(status: RunStatusFile, sep: str = "/") -> str:
     """"2 / 3" (status) or "2/3" (ps): the last epoch of the planned ones; "-" before any."""
-    epoch, epochs = status.get("epoch"), status.get("epochs")
+    epoch, epochs = status.epoch, status.epochs
     return (f"{epoch:g}" if epoch is not None else "-") + (f"{sep}{epochs:g}" if epochs else "")
 
 
@@ -196,8 +196,9 @@ def _ps(args: argparse.Namespace) -> int:
             if args.format == "json":
                 print_document("runs", {"runs": [
                     {"run_id": run.run_id, "provider": run.provider, "state": record.state,
-                     "final": record.final, "epoch": record.epoch, "epochs": record.epochs,
-                     "checkpoint": record.checkpoint, "launcher_alive": run.owner_alive,
+                     "final": record.final, "epoch": record.status.epoch,
+                     "epochs": record.status.epochs, "checkpoint": record.status.checkpoint,
+                     "launcher_alive": run.owner_alive,
                      "age_s": now - run.started_at, "cost_usd": run.cost_usd(now)}
                     for run, record in runs]})
                 return 0
@@ -247,32 +248,32 @@ def _status(args: argparse.Namespace) -> int:
     with Ledger() as ledger:
         run = ledger.run(args.run)
     # state from the ledger, epoch and checkpoint from the job's own reports (records.py)
-    status: dict[str, Any] = read_record(run).status
+    status = read_record(run).status
     if args.format == "json":
         print_document("run-status", {"run_id": run.run_id, "provider": run.provider,
-                                      "status": status})
+                                      "status": status.document()})
         return 0
     lines = [
         f"run       {run.run_id} ({run.provider})",
-        f"state     {status.get('state')}",
+        f"state     {status.state}",
         f"epoch     {_epoch(status, ' / ')}",
-        f"eta       {_age(status['eta_s']) if status.get('eta_s') is not None else '-'}",
-        f"elapsed   {_age(status.get('elapsed_s') or 0.0)}",
-        f"cost      {amount(status.get('cost_usd') or run.cost_usd())} USD of "
+        f"eta       {_age(status.eta_s) if status.eta_s is not None else '-'}",
+        f"elapsed   {_age(status.elapsed_s or 0.0)}",
+        f"cost      {amount(status.cost_usd or run.cost_usd())} USD of "
         f"{amount(run.budget_cap_usd)} cap",
     ]
-    if status.get("throughput"):
-        lines.append(f"speed     {status['throughput']:.1f} samples/s (planned "
-                     f"{status.get('planned_throughput', 0):g})")
-    for key, value in (status.get("metrics") or {}).items():
+    if status.throughput:
+        lines.append(f"speed     {status.throughput:.1f} samples/s (planned "
+                     f"{status.planned_throughput or 0:g})")
+    for key, value in status.metrics.items():
         lines.append(f"{key:<9} {value:.6g}")
-    if status.get("checkpoint"):
-        lines.append(f"ckpt      {status['checkpoint']}")
-    if status.get("budget_warning"):
-        lines.append(f"warning   {status['budget_warning']}")
-    if status.get("reason"):
-        lines.append(f"reason    {status['reason']}")
-    if "orphaned" in str(status.get("state")) and not status.get("final"):
+    if status.checkpoint:
+        lines.append(f"ckpt      {status.checkpoint}")
+    if status.budget_warning:
+        lines.append(f"warning   {status.budget_warning}")
+    if status.reason:
+        lines.append(f"reason    {status.reason}")
+    if "orphaned" in status.state and not status.final:
         lines.append("hint      run `gpucost cleanup` to release its resources")
     # status.json and the metric names are the job's own writing: no escape sequence reaches
     # the terminal, and a newline in a value cannot forge a line.
@@ -333,8 +334,8 @@ def _logs(args: argparse.Namespace) -> int:
             continue  # more is there already: print it before sleeping
         if not args.follow:
             return 0
-        status = rd.read_status() or {}
-        if status.get("final") or not run.supervised:
+        status = rd.read_status()
+        if (status is not None and status.final) or not run.supervised:
             return 0
         time.sleep(0.5)
 

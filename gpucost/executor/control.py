@@ -98,10 +98,11 @@ def _where_it_ended(run: RunRow) -> str:
     """What `status` now says of a run cleanup ended: its state, the job's last epoch and the
     checkpoint to resume from."""
     record = read_record(run, damaged_status_ok=True)
-    epoch = "no epoch" if record.epoch is None else f"epoch {record.epoch:g}" + (
-        f" / {record.epochs:g}" if record.epochs else "")
+    status = record.status
+    epoch = "no epoch" if status.epoch is None else f"epoch {status.epoch:g}" + (
+        f" / {status.epochs:g}" if status.epochs else "")
     return (f"{run.run_id}: ended {record.state} at {epoch}; last checkpoint "
-            f"{record.checkpoint or '(none)'}")
+            f"{status.checkpoint or '(none)'}")
 
 
 def _runs_here(provider: str) -> bool:
@@ -181,7 +182,8 @@ def _wait_unsupervised(ledger: Ledger, run_id: str, wait_s: float) -> bool:
     deadline = time.monotonic() + FINAL_STATUS_WAIT_S
     while ledger.run(run_id).owner_alive and time.monotonic() < deadline:
         with contextlib.suppress(GpuCostError):
-            if (RunDir(ledger.run(run_id).run_dir).read_status() or {}).get("final"):
+            status = RunDir(ledger.run(run_id).run_dir).read_status()
+            if status is not None and status.final:
                 break
         time.sleep(0.05)
     return True

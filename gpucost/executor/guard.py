@@ -54,7 +54,7 @@ from gpucost.executor.containment import RECORD_EVERY_S, record_path, write_reco
 from gpucost.executor.ledger import Ledger, process_start
 from gpucost.executor.records import with_reports
 from gpucost.executor.rundir import RunDir
-from gpucost.executor.runfiles import RunFileError
+from gpucost.executor.runfiles import RunFileError, RunStatusFile
 
 # torch.distributed.elastic waits this long for workers after SIGTERM before it SIGKILLs them
 # (PContext.close(timeout=30) and LocalElasticAgent's shutdown_timeout in torch 2.x).
@@ -293,14 +293,14 @@ def write_final_status(ledger: Ledger, run_id: str, state: str, reason: str) -> 
     run = ledger.run(run_id)
     rundir = RunDir(run.run_dir)
     try:
-        status = rundir.read_status() or {}
+        status = rundir.read_status() or RunStatusFile()
     except RunFileError:
-        status = {}  # damaged: rewritten whole below
-    status = with_reports(status, rundir)
+        status = RunStatusFile()  # damaged: rewritten whole below
     ended_at = run.ended_at if run.ended_at is not None else time.time()
-    status.update(run_id=run.run_id, name=run.name, state=state, final=True, reason=reason,
-                  provider=run.provider, cost_usd=run.cost_usd(ended_at),
-                  elapsed_s=ended_at - run.started_at, eta_s=None)
+    status = with_reports(status, rundir).replaced(
+        run_id=run.run_id, name=run.name, state=state, final=True, reason=reason,
+        provider=run.provider, cost_usd=run.cost_usd(ended_at),
+        elapsed_s=ended_at - run.started_at, eta_s=None)
     with contextlib.suppress(OSError):
         rundir.write_status(status)
         rundir.note(f"run {run.run_id} ended: {state} ({reason})")

@@ -22,7 +22,7 @@ from typing import Any
 
 from gpucost.executor.ledger import RunRow
 from gpucost.executor.rundir import RunDir
-from gpucost.executor.runfiles import RunFileError
+from gpucost.executor.runfiles import RunFileError, RunStatusFile
 
 
 @dataclass(frozen=True)
@@ -31,41 +31,24 @@ class RunRecord:
     state: str  # what every view shows
     final: bool  # the run has ended
     launcher_alive: bool | None  # None: the run is not in the ledger
-    status: dict[str, Any]  # status.json with the state, the end and the reports folded in
-
-    @property
-    def epoch(self) -> float | None:
-        epoch = self.status.get("epoch")
-        return float(epoch) if isinstance(epoch, int | float) else None
-
-    @property
-    def epochs(self) -> float | None:
-        epochs = self.status.get("epochs")
-        return float(epochs) if isinstance(epochs, int | float) else None
-
-    @property
-    def checkpoint(self) -> str | None:
-        checkpoint = self.status.get("checkpoint")
-        return checkpoint if isinstance(checkpoint, str) else None
+    status: RunStatusFile  # status.json with the state, the end and the reports folded in
 
 
-def reconcile(run: RunRow | None, rundir: RunDir, status: dict[str, Any] | None) -> RunRecord:
+def reconcile(run: RunRow | None, rundir: RunDir, status: RunStatusFile | None) -> RunRecord:
     """The record of the run in ``rundir`` from its ledger row (None: the ledger does not know
     it, and status.json is all there is) and its status.json as read (None: absent)."""
-    status = with_reports(dict(status or {}), rundir)
-    run_id = run.run_id if run is not None else str(status.get("run_id") or rundir.path.name)
+    status = with_reports(status or RunStatusFile(), rundir)
+    run_id = run.run_id if run is not None else status.run_id or rundir.path.name
     if run is None:
-        state, final, alive = str(status.get("state") or "unknown"), bool(status.get("final")), None
+        state, final, alive = status.state or "unknown", status.final, None
     elif run.ended_at is not None:
         state, final, alive = run.state, True, run.owner_alive
     elif run.owner_alive:
-        state, final, alive = str(status.get("state") or run.state), False, True
+        state, final, alive = status.state or run.state, False, True
     else:  # neither its launcher nor anyone after it has recorded an end
-        state = f"orphaned (was {status.get('state') or run.state}; launcher gone)"
+        state = f"orphaned (was {status.state or run.state}; launcher gone)"
         final, alive = False, False
-    status.update(state=state, final=final)
-    if final:
-        status["eta_s"] = None
+    status = status.replaced(state=state, final=final, **({"eta_s": None} if final else {}))
     return RunRecord(run_id, state, final, alive, status)
 
 
@@ -83,24 +66,38 @@ def read_record(run: RunRow, *, damaged_status_ok: bool = False) -> RunRecord:
     return reconcile(run, rundir, status)
 
 
-def with_reports(status: dict[str, Any], rundir: RunDir) -> dict[str, Any]:
+def with_reports(status: RunStatusFile, rundir: RunDir) -> RunStatusFile:
     """``status`` with the epoch, metrics and throughput of the job's last report and the
     newest checkpoint it shipped that is still there, else the newest it named (unchanged
     where the job reported none)."""
+    report, checkpoint = job_position(rundir, status.checkpoint)
+    return status.replaced(**report_fields(report), checkpoint=checkpoint)
+
+
+def report_fields(report: dict[str, Any] | None) -> dict[str, Any]:
+    """What status.json copies from the job's report: its epoch, metrics and throughput
+    (nothing when it made none)."""
+    if report is None:
+        return {}
+    return {"epoch": report.get("epoch"), "metrics": report.get("metrics") or {},
+            "throughput": report.get("throughput")}
+
+
+def job_position(rundir: RunDir, named_before: str | None
+                 ) -> tuple[dict[str, Any] | None, str | None]:
+    """The job's last report (None: it made none) and the checkpoint to resume from: the
+    newest it shipped that is still there, else the newest it named, else ``named_before``
+    (what status.json last said)."""
     report, history = _last_report(rundir)
-    if report is not None:
-        status.update(epoch=report.get("epoch"), metrics=report.get("metrics") or {},
-                      throughput=report.get("throughput"))
     candidates = [report.get("checkpoint") if report else None]
     if not _present(candidates[0]):
         history = history if history is not None else _reports(rundir)
         candidates += [r.get("checkpoint") for r in reversed(history)]
-    candidates.append(status.get("checkpoint"))
+    candidates.append(named_before)
     named = [c for c in candidates if isinstance(c, str) and c]
     # The newest still on disk; where none can be found here (a cloud node's own disk), the
     # newest the job named, at its word.
-    status["checkpoint"] = next((c for c in named if _present(c)), named[0] if named else None)
-    return status
+    return report, next((c for c in named if _present(c)), named[0] if named else None)
 
 
 def _last_report(rundir: RunDir) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -73,10 +74,13 @@ class RunDir:
         os.close(os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644))
         return self
 
-    def write_status(self, status: dict[str, Any]) -> None:
-        atomic_write_json(self.status_path, {**status, "updated_at": time.time()})
+    def write_status(self, status: runfiles.RunStatusFile | Mapping[str, Any]) -> None:
+        """Replace status.json: a status read and changed (the guard, a view's end), or the
+        launcher's poll, which assembles the document whole from the plan and the job."""
+        document = status.document() if isinstance(status, runfiles.RunStatusFile) else status
+        atomic_write_json(self.status_path, {**document, "updated_at": time.time()})
 
-    def read_status(self) -> dict[str, Any] | None:
+    def read_status(self) -> runfiles.RunStatusFile | None:
         """status.json, checked (RunFileError when damaged); None before the first write."""
         return runfiles.read_status(self.status_path)
 

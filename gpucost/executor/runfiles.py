@@ -7,7 +7,9 @@
 The launcher writes status.json and gpucost.report() writes the other two, but a reader cannot
 trust that: a crash, a full disk or a hand edit leaves strings or lists where numbers or objects
 belong. Each read goes through these models (strict: no "3" for 3, no NaN), and a damaged file
-is one :class:`RunFileError` naming the file, the field and what was expected.
+is one :class:`RunFileError` naming the file, the field and what was expected. A status.json is
+read into its model once and handed on as that object (to :mod:`gpucost.executor.records`, the
+CLI and the TUI), read by attribute.
 Their JSON Schemas are published in docs/schemas/ (``python -m gpucost.executor.runfiles
 docs/schemas`` rewrites them).
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -27,6 +29,7 @@ from gpucost.limits import MAX_METRICS_BYTES, MAX_RUN_FILE_BYTES
 Number = Annotated[float, Field(allow_inf_nan=False)]
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+Document = TypeVar("Document", bound=BaseModel)
 
 
 class Report(BaseModel):
@@ -80,12 +83,26 @@ class RunStatusFile(BaseModel):
     # the measured throughput outside the prediction's band (a SkyPilot run's launcher)
     throughput_warning: str | None = None
 
+    def replaced(self, **changes: Any) -> RunStatusFile:
+        """This status with ``changes`` (values of its fields' types: the ledger's end, the
+        job's last report), which :meth:`document` then writes as set. A name that is no
+        field would land among the unknown fields unseen: it is refused."""
+        if misnamed := sorted(set(changes) - set(type(self).model_fields)):
+            raise TypeError(f"RunStatusFile has no field {', '.join(misnamed)}")
+        return self.model_copy(update=changes)
 
-def read_status(path: Path) -> dict[str, Any] | None:
+    def document(self) -> dict[str, Any]:
+        """The JSON object of status.json: the fields the file held or a change set, and the
+        fields this gpucost does not know, as they were (none added, so the file reads the
+        same to an older gpucost)."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+def read_status(path: Path) -> RunStatusFile | None:
     """status.json checked against RunStatusFile (None when absent)."""
     if not path.exists():
         return None
-    return _check(RunStatusFile, _read_document(path), path)
+    return _parsed(RunStatusFile, _read_document(path), path)
 
 
 def read_report(path: Path) -> dict[str, Any] | None:
@@ -120,9 +137,13 @@ def problem(model: type[BaseModel], doc: Any) -> tuple[tuple[str | int, ...], st
     try:
         model.model_validate(doc)
     except ValidationError as err:
-        first = err.errors(include_url=False)[0]
-        return tuple(first["loc"]), _expected(first)
+        return _first_problem(err)
     return None
+
+
+def _first_problem(err: ValidationError) -> tuple[tuple[str | int, ...], str]:
+    first = err.errors(include_url=False)[0]
+    return tuple(first["loc"]), _expected(first)
 
 
 def _read_document(path: Path) -> Any:
@@ -130,15 +151,22 @@ def _read_document(path: Path) -> Any:
     return parse_json(text, origin=str(path), error=RunFileError)
 
 
-def _check(model: type[BaseModel], doc: Any, where: str | Path) -> dict[str, Any]:
+def _parsed(model: type[Document], doc: Any, where: str | Path) -> Document:
+    """``doc`` as ``model``, or one RunFileError naming the file and the first bad field."""
     if not isinstance(doc, dict):
         raise RunFileError(f"{where} is not a JSON object", hint=_HINT)
-    found = problem(model, doc)
-    if found is not None:
-        loc, expected = found
+    try:
+        return model.model_validate(doc)
+    except ValidationError as err:
+        loc, expected = _first_problem(err)
         field = ".".join(str(part) for part in loc)
-        raise RunFileError(f"{where}: {field} {expected}", hint=_HINT)
-    return doc
+        raise RunFileError(f"{where}: {field} {expected}", hint=_HINT) from None
+
+
+def _check(model: type[BaseModel], doc: Any, where: str | Path) -> dict[str, Any]:
+    """``doc`` itself once ``model`` accepts it (reports are still handed on as documents)."""
+    _parsed(model, doc, where)
+    return dict(doc)
 
 
 def _expected(error: Any) -> str:

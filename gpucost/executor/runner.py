@@ -36,7 +36,7 @@ from gpucost.executor.guard import (
     start_watchdog,
 )
 from gpucost.executor.ledger import Ledger
-from gpucost.executor.records import with_reports
+from gpucost.executor.records import job_position, report_fields
 from gpucost.executor.rundir import RunDir
 from gpucost.executor.runlock import RunLock, hold_job
 from gpucost.executor.verify import VerifyResult, arrival_stop, verify_throughput
@@ -511,7 +511,8 @@ class Runner:
                           checkpoint=progress.get("checkpoint"))
             status["eta_s"] = self._eta(progress, job_started)
         if final:  # the newest checkpoint shipped that is still there, as every view says
-            status = with_reports(status, self.run_dir)
+            report, status["checkpoint"] = job_position(self.run_dir, status.get("checkpoint"))
+            status.update(report_fields(report))
         check = self._verification
         if check is not None:
             status["verify"] = {"deviation_pct": check.deviation_pct,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual import work
@@ -27,7 +27,7 @@ from gpucost.executor.control import down, request_stop
 from gpucost.executor.ledger import Ledger, RunRow
 from gpucost.executor.records import reconcile
 from gpucost.executor.rundir import RunDir
-from gpucost.executor.runfiles import RunFileError
+from gpucost.executor.runfiles import RunFileError, RunStatusFile
 from gpucost.format import hours as fmt_hours
 from gpucost.format import usd as fmt_usd
 from gpucost.terminal import printable
@@ -39,21 +39,20 @@ COLUMNS = ("run", "state", "epoch", "ETA", "elapsed", "cost", "cap", "speed", "m
 @dataclass(frozen=True)
 class RunStatus:
     run_id: str
-    status: dict[str, Any]
+    status: RunStatusFile  # as reconciled with the ledger and the job's reports
 
     @property
     def state(self) -> str:
-        return str(self.status.get("state", "unknown"))
+        return self.status.state
 
     @property
     def final(self) -> bool:
-        return bool(self.status.get("final"))  # the launcher's last write sets it
+        return self.status.final
 
     @property
     def warnings(self) -> list[str]:
         """What the launcher warned about, as status.json says it (the budget, the speed)."""
-        return [str(w) for w in (self.status.get("budget_warning"),
-                                 self.status.get("throughput_warning")) if w]
+        return [w for w in (self.status.budget_warning, self.status.throughput_warning) if w]
 
 
 def read_runs(root: Path | None = None) -> list[RunStatus]:
@@ -75,7 +74,7 @@ def read_runs(root: Path | None = None) -> list[RunStatus]:
             if run is not None and Path(run.run_dir).resolve() != folder.resolve():
                 run = None  # another folder's run of that id: this one has only its status.json
             runs.append(RunStatus(folder.name, reconcile(run, RunDir(folder), status).status))
-    runs.sort(key=lambda r: (r.final, -float(r.status.get("updated_at") or 0.0), r.run_id))
+    runs.sort(key=lambda r: (r.final, -(r.status.updated_at or 0.0), r.run_id))
     return runs
 
 
@@ -91,32 +90,29 @@ def _ledger_runs() -> dict[str, RunRow]:
         return {}
 
 
-def _hours(seconds: Any) -> str:
-    return "-" if seconds is None else fmt_hours(float(seconds) / 3600.0)
+def _hours(seconds: float | None) -> str:
+    return "-" if seconds is None else fmt_hours(seconds / 3600.0)
 
 
 def cells(run: RunStatus) -> list[Text]:
     s = run.status
-    epoch, epochs = s.get("epoch"), s.get("epochs")
+    epoch, epochs = s.epoch, s.epochs
     epoch_text = "-" if epoch is None else f"{epoch:g}" + (f"/{epochs:g}" if epochs else "")
-    speed = s.get("throughput")
-    metrics = s.get("metrics") or {}
+    speed = s.throughput
     state_style = {"running": "green", "succeeded": "green", "probed": "green",
                    "failed": "red", "verify-failed": "red", "budget-exceeded": "red",
                    "timed-out": "red"}.get(run.state, "")
     return [
         Text(run.run_id), Text(run.state, style=state_style), Text(epoch_text, justify="right"),
-        Text(_hours(s.get("eta_s")), justify="right"),
-        Text(_hours(s.get("elapsed_s")), justify="right"),
-        Text(fmt_usd(float(s.get("cost_usd") or 0.0)), justify="right"),
-        Text(fmt_usd(float(s["budget_cap_usd"])) if s.get("budget_cap_usd") else "-",
+        Text(_hours(s.eta_s), justify="right"),
+        Text(_hours(s.elapsed_s), justify="right"),
+        Text(fmt_usd(s.cost_usd or 0.0), justify="right"),
+        Text(fmt_usd(s.budget_cap_usd) if s.budget_cap_usd else "-", justify="right"),
+        Text("-" if not speed else f"{speed:,.0f}/s", justify="right")
+        if not s.throughput_warning else  # outside the prediction's band
+        Text(("-" if not speed else f"{speed:,.0f}/s") + " !", style="bold yellow",
              justify="right"),
-        Text("-" if not speed else f"{float(speed):,.0f}/s", justify="right")
-        if not s.get("throughput_warning") else  # outside the prediction's band
-        Text(("-" if not speed else f"{float(speed):,.0f}/s") + " !", style="bold yellow",
-             justify="right"),
-        Text(" ".join(f"{k}={float(v):.4g}" for k, v in metrics.items()
-                      if isinstance(v, int | float))),
+        Text(" ".join(f"{k}={v:.4g}" for k, v in s.metrics.items())),
     ]
 
 
