@@ -22,11 +22,11 @@ from gpucost.executor.skypilot_task import (
     skypilot_gpu,
     task_config,
     task_yaml,
-    vast_gpu,
 )
 from gpucost.paths import embedded_snapshots_dir
 from gpucost.planfile import load_plan
 from gpucost.pricing.snapshot import latest_snapshot_paths, read_snapshot
+from gpucost.providers.vast import accelerator as vast_gpu
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

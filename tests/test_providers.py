@@ -12,6 +12,7 @@ unchanged against the registry.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
@@ -20,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import tomli_w
 
 from gpucost.errors import UnknownProviderError
 from gpucost.limits import MAX_NODES, node_limit
@@ -175,7 +177,12 @@ from gpucost.providers._provider import Marketplace, Provider, Rates, SkyPilot
 PROVIDER = Provider(
     name="acme", display_name="Acme GPUs", month_hours=720.0,
     rates=Rates("acme block disk", 0.05, 0.07, 0.01, 0.02, "https://acme.example", "2026-01"),
-    max_nodes=2, skypilot=SkyPilot("acme", hosted_catalog=True),
+    max_nodes=2,
+    # How SkyPilot's catalog of it reads and how a plan becomes its resources.
+    skypilot=SkyPilot("acme", hosted_catalog=True, sxm_families=("acme8",),
+                      network_gbps={"acme8.big": 800.0}, label="Acme",
+                      accelerator=lambda gpu, _type: "ACME-" + gpu.split(" ")[0],
+                      pins_instance_type=False, mounts_object_store=False),
     marketplace=Marketplace(min_reliability=0.5), cross_continent_usd_gb=0.03,
     price_source=f"{__name__}:SOURCE",
 )
@@ -236,6 +243,26 @@ def test_a_new_provider_module_reaches_every_reader(acme: Path) -> None:
     assert "aws" in providers.skypilot_clouds()  # the shipped ones are still there
 
 
+def test_a_new_provider_modules_catalog_rules_reach_the_skypilot_import(acme: Path) -> None:
+    """Its SXM instance families and stated bandwidths are read from its declaration alone."""
+    from gpucost.pricing.sources.skypilot_catalog import import_skypilot_catalog
+
+    folder = acme / "catalog"
+    folder.mkdir()
+    (folder / "acme_vms_gpu.csv").write_text(
+        "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,"
+        "Region,AvailabilityZone\n"
+        "acme8.big,A100,8,96,1152,,20.0,,us-east,\n"
+        "acme2.small,A100,2,24,256,,5.0,,us-east,\n", encoding="utf-8")
+    (snapshot,) = import_skypilot_catalog(folder, fetched_at="2026-01-01")
+    assert snapshot.source == "skypilot-acme"
+    cols = snapshot.offers.columns
+    got = {t: (g, n) for t, g, n in zip(cols["instance_type"], cols["gpu"], cols["network_gbps"],
+                                        strict=True)}
+    assert got["acme8.big"] == ("A100 SXM4 40GB", 800.0)
+    assert got["acme2.small"][0] == "A100 PCIe 40GB" and math.isnan(got["acme2.small"][1])
+
+
 def test_a_new_provider_module_reaches_the_executor_and_the_command_line(acme: Path) -> None:
     """In a fresh interpreter, as a user would have it: the executor's SkyPilot mapping and
     `compare --help` read the registry when they load."""
@@ -251,6 +278,40 @@ def test_a_new_provider_module_reaches_the_executor_and_the_command_line(acme: P
     assert "{'cloud': 'acme'} True" in out.stdout
     assert "one node on local, runpod" in " ".join(out.stdout.split())
     assert "acme" not in out.stdout.split("one node on")[1]  # acme groups 2 nodes
+
+
+def test_a_new_provider_modules_skypilot_rules_reach_the_task(acme: Path) -> None:
+    """In a fresh interpreter (the executor reads the registry when it loads): its accelerator
+    spelling, an instance type it does not pin, and no object store mounted."""
+    plan = {
+        "schema": "gpucost-plan", "schema_version": 1,
+        "job": {"name": "ft", "command": ["python", "train.py"], "samples": 1e6},
+        "offer": {"provider": "acme", "region": "us-east", "instance_type": "acme8.big",
+                  "gpu": "A100 SXM4 40GB", "gpu_count": 8, "nodes": 1, "market": "on-demand",
+                  "price_hr": 20.0},
+        "workload": {"throughput": 5000.0},
+        "safety": {"timeout_hours": 3.0, "budget_cap_usd": 90.0},
+        "checkpoint": {"enabled": True, "every_epochs": 1.0, "target": "s3://b/ck"},
+        "estimate": {"hours": 2.0, "cost_usd": 40.0},
+    }
+    path = acme / "plan.toml"
+    path.write_text(tomli_w.dumps(plan), encoding="utf-8")
+    code = (
+        "import json, sys, gpucost.providers as p; p.__path__.append(sys.argv[1]); "
+        "from gpucost.executor.skypilot_task import not_enforced, task_config; "
+        "from gpucost.planfile import load_plan; plan = load_plan(sys.argv[2]); "
+        "task = task_config(plan); "
+        "print(json.dumps([task['resources'], 'file_mounts' in task, not_enforced(plan)]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(acme), str(path)],
+                         capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    resources, mounted, said = json.loads(out.stdout)
+    assert resources["infra"] == "acme/us-east" and resources["accelerators"] == "ACME-A100:8"
+    assert "instance_type" not in resources and not mounted
+    assert any(line.startswith("acme: SkyPilot chooses the machine at launch, from its own Acme "
+                               "catalog") for line in said), said
+    assert any("SkyPilot mounts no object store on Acme" in line for line in said), said
 
 
 def test_the_registry_loads_light() -> None:

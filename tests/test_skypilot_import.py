@@ -28,11 +28,11 @@ from gpucost.pricing.rates import rates_for
 from gpucost.pricing.registry import is_stale
 from gpucost.pricing.snapshot import Offers, Snapshot, read_snapshot, write_snapshot
 from gpucost.pricing.sources.skypilot_catalog import (
-    gcp_host_types,
     gpu_candidate,
     import_skypilot_catalog,
     load_provenance_file,
 )
+from gpucost.providers.gcp import host_types as gcp_host_types
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "skypilot"
 FLAT = FIXTURES / "flat"

@@ -9,12 +9,14 @@ timeout. On a managed (spot) job SkyPilot re-provisions after a preemption and r
 the job resumes from the newest checkpoint in the mounted folder.
 
 A marketplace plan (``[marketplace]``) asks for a machine like the planned one, not the one
-found while planning: a plan pins its region but not the datacentre, a Vast
-plan pins no instance type at all (Vast's are SkyPilot's inventions over offers that come and
-go: "1x-RTX_4090-32-65536"), only the accelerator in SkyPilot's Vast spelling, the region, the
-disk and spot or not; SkyPilot picks an instance type from its own Vast catalog and rents a
-live offer like it at launch. What of the plan's search SkyPilot cannot ask for is said in words
-(:func:`not_enforced`), in the task's header and in ``gpucost launch --dry-run``.
+found while planning: a plan pins its region but not the datacentre. Where the provider's
+declaration (``gpucost.providers``, its ``SkyPilot``) says its offers are gone by launch, the
+plan pins no instance type at all, only the accelerator in the spelling of SkyPilot's catalog
+of that cloud, the region, the disk and spot or not; SkyPilot picks an instance type from its
+own catalog and rents a live offer like it at launch. How each cloud spells GPUs and regions
+is its declaration's; this module names no provider. What of the plan's search SkyPilot cannot
+ask for is said in words (:func:`not_enforced`), in the task's header and in
+``gpucost launch --dry-run``.
 
 Pure data and text: nothing here imports ``sky`` (the planning path and ``--dry-run`` work
 without SkyPilot installed). The YAML is written without a YAML library: every scalar is a JSON
@@ -31,6 +33,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from gpucost import providers
 from gpucost.errors import InputError
 from gpucost.executor import SKYPILOT_CLOUDS
 from gpucost.executor.base import VERIFY_SNIPPET
@@ -38,6 +41,7 @@ from gpucost.executor.torchrun import script_args
 from gpucost.format import usd_text
 from gpucost.limits import node_limit
 from gpucost.planfile import Plan
+from gpucost.providers import SkyPilot
 from gpucost.terminal import printable
 
 # Catalog names whose SkyPilot accelerator name is not derived by the rule in skypilot_gpu().
@@ -50,13 +54,6 @@ REMOTE_RUN_DIR = "/tmp/gpucost-run"  # the job's progress files on the node
 RDZV_PORT = 8008
 IDLE_MINUTES = 10  # autostop/autodown after this long with no job (the plan's idle policy)
 AWS_ZONE_ID = re.compile(r"[a-z]+\d+-az\d+")
-# SkyPilot's Vast catalog: instance types "<n>x-<Vast gpu_name, spaces as _>-<cpus>-<RAM MiB>",
-# regions Vast's geolocation "<place>, <country>, <continent>" ("Texas, US, NA", "US, NA").
-VAST_INSTANCE_TYPE = re.compile(r"\d+x-(.+)-\d+-\d+")
-VAST_REGION = re.compile(r"(?:.+, )?([A-Z]{2}), ([A-Z]{2})")
-# Vast gpu_names that SkyPilot's Vast catalog renames (sky/catalog/data_fetchers/fetch_vast.py)
-_VAST_RENAMED = {"TeslaV100": "V100", "TeslaT4": "T4", "TeslaP100": "P100",
-                 "QRTX6000": "RTX6000", "QRTX8000": "RTX8000"}
 
 
 def skypilot_gpu(name: str) -> str:
@@ -68,30 +65,18 @@ def skypilot_gpu(name: str) -> str:
     return re.split(r"[ -]", name, maxsplit=1)[0]
 
 
-def _vast_gpu_name(name: str, instance_type: str) -> str:
-    """Vast's own gpu_name for the plan's GPU: the one in a SkyPilot Vast instance type, else
-    the catalog name without its memory size, and for data-centre boards only the model
-    ("A100 SXM4 40GB" -> "A100"; Vast writes "A100 SXM4", which SkyPilot reduces the same)."""
-    if bucket := VAST_INSTANCE_TYPE.fullmatch(instance_type):
-        return bucket[1].replace("_", " ")
-    name = re.sub(r"\s+\d+GB$", "", name)
-    return name if name.startswith(("RTX", "GTX", "Quadro")) else name.split(" ")[0]
-
-
-def vast_gpu(name: str, instance_type: str = "") -> str:
-    """SkyPilot's Vast accelerator name, made from Vast's gpu_name as SkyPilot's Vast catalog
-    makes it: no spaces, "Ada" -> "-Ada", the variant dropped ("RTX 3060 Ti" -> "RTX3060",
-    "H100 SXM" -> "H100", "RTX 4070S Ti" -> "RTX4070")."""
-    gpu = re.sub("Ada", "-Ada", re.sub(r"\s", "", _vast_gpu_name(name, instance_type)))
-    gpu = re.sub(r"(Ti|PCIE|SXM4|SXM|NVL)$", "", gpu)
-    gpu = re.sub(r"(RTX\d0\d0)(S|D)$", r"\1", gpu)
-    return _VAST_RENAMED.get(gpu, gpu)
+def _declared(provider: str) -> SkyPilot:
+    """How SkyPilot knows ``provider`` (its defaults where SkyPilot does not launch on it)."""
+    found = providers.find(provider)
+    return found.skypilot if found is not None and found.skypilot is not None \
+        else SkyPilot(provider)
 
 
 def accelerator(plan: Plan) -> str:
     """The plan's GPU in the spelling of SkyPilot's catalog of the plan's cloud."""
     o = plan.offer
-    return vast_gpu(o.gpu, o.instance_type) if o.provider == "vast" else skypilot_gpu(o.gpu)
+    spell = _declared(o.provider).accelerator
+    return spell(o.gpu, o.instance_type) if spell is not None else skypilot_gpu(o.gpu)
 
 
 def cloud_of(plan: Plan) -> str:
@@ -107,56 +92,64 @@ def cloud_of(plan: Plan) -> str:
     return cloud
 
 
-def _vast_region(plan: Plan) -> str:
-    """The SkyPilot Vast region of the plan's offer when it lies in the country the plan's
-    search asks for ("" where the plan has none, or its region is not in SkyPilot's spelling,
-    as in a plan made from `gpucost prices refresh vast`: "US-Texas")."""
+def _region(plan: Plan) -> str:
+    """The region asked for: the offer's, or on a cloud whose regions name a country, the
+    offer's when it lies in the country the plan's search asks for ("" where the plan has none,
+    or its region is not in SkyPilot's spelling, as in a plan made from a provider's own price
+    source: "US-Texas")."""
     o, search = plan.offer, plan.marketplace
+    pattern = _declared(o.provider).region_country
+    if pattern is None:
+        return o.region
     country = search.region if search is not None else ""
-    found = VAST_REGION.fullmatch(o.region)
+    found = pattern.fullmatch(o.region)
     return o.region if found and country and found[1] == country else ""
 
 
 def _mounts_s3(plan: Plan) -> bool:
-    """An ``s3://`` checkpoint target is mounted on the nodes; SkyPilot's Vast cloud mounts no
-    object store, so there the job ships and fetches its checkpoints itself."""
+    """An ``s3://`` checkpoint target is mounted on the nodes, where SkyPilot's cloud mounts
+    object stores; elsewhere the job ships and fetches its checkpoints itself."""
     ck = plan.checkpoint
-    return ck.enabled and ck.target.startswith("s3://") and plan.offer.provider != "vast"
+    return (ck.enabled and ck.target.startswith("s3://")
+            and _declared(plan.offer.provider).mounts_object_store)
 
 
 def not_enforced(plan: Plan) -> list[str]:
     """What of the plan SkyPilot does not enforce for it, one sentence each (empty for a plan
     that names its machine)."""
     o, search, ck = plan.offer, plan.marketplace, plan.checkpoint
+    sky = _declared(o.provider)
+    name = sky.label or o.provider
     lines = []
-    if o.provider == "vast":
-        region = _vast_region(plan)
+    if not sky.pins_instance_type:
+        region = _region(plan) if sky.region_country is not None else ""
         lines.append(
-            f"vast: SkyPilot chooses the machine at launch, from its own Vast catalog and "
-            f"Vast's live offers: {accelerator(plan)}:{max(1, round(o.gpu_count))} "
+            f"{o.provider}: SkyPilot chooses the machine at launch, from its own {name} catalog "
+            f"and {name}'s live offers: {accelerator(plan)}:{max(1, round(o.gpu_count))} "
             + (f"in region {region!r}" if region else "in any region")
             + f", at least {math.ceil(plan.disk.size_gb)} GB of disk"
             + (", interruptible" if o.market == "spot" else "")
             + f"; the planned offer was {o.instance_type or 'not named'}")
-        if _vast_gpu_name(o.gpu, o.instance_type).replace(" ", "") != accelerator(plan):
-            lines.append(f"vast: {accelerator(plan)} is SkyPilot's Vast name, without the "
-                         f"variant: any card Vast lists under it may come, not only the "
+        own = sky.gpu_name(o.gpu, o.instance_type) if sky.gpu_name is not None else o.gpu
+        if own.replace(" ", "") != accelerator(plan):
+            lines.append(f"{o.provider}: {accelerator(plan)} is SkyPilot's {name} name, without "
+                         f"the variant: any card {name} lists under it may come, not only the "
                          f"planned {o.gpu}")
         if region:
-            lines.append(f"vast: SkyPilot's Vast provisioner searches offers by the region's "
-                         f"last two letters ({region[-2:]}, the continent), so the country "
-                         f"{search.region if search else ''} is not guaranteed")
-        elif search is not None and search.region:
-            lines.append(f"vast: the plan's country {search.region} is not asked for: its "
-                         f"region {o.region!r} is not one of SkyPilot's Vast regions")
-        if o.market == "spot":
-            lines.append("vast: SkyPilot bids the offer's minimum bid; being outbid is a "
-                         "preemption, which the managed job recovers from")
-        if ck.enabled and ck.target.startswith("s3://"):
-            lines.append(f"vast: SkyPilot mounts no object store on Vast: the job ships each "
-                         f"checkpoint to {ck.target} itself through gpucost.report, and a "
-                         f"recovered job fetches the newest from there, when gpucost[aws] is "
-                         f"in the workdir's requirements.txt")
+            lines.append(f"{o.provider}: SkyPilot's {name} provisioner searches offers by the "
+                         f"region's last two letters ({region[-2:]}, the continent), so the "
+                         f"country {search.region if search else ''} is not guaranteed")
+        elif sky.region_country is not None and search is not None and search.region:
+            lines.append(f"{o.provider}: the plan's country {search.region} is not asked for: "
+                         f"its region {o.region!r} is not one of SkyPilot's {name} regions")
+    if o.market == "spot" and sky.spot_is_bid:
+        lines.append(f"{o.provider}: SkyPilot bids the offer's minimum bid; being outbid is a "
+                     "preemption, which the managed job recovers from")
+    if ck.enabled and ck.target.startswith("s3://") and not sky.mounts_object_store:
+        lines.append(f"{o.provider}: SkyPilot mounts no object store on {name}: the job ships "
+                     f"each checkpoint to {ck.target} itself through gpucost.report, and a "
+                     f"recovered job fetches the newest from there, when gpucost[aws] is in "
+                     f"the workdir's requirements.txt")
     if search is not None:
         cap = usd_text(plan.safety.budget_cap_usd)
         lines.append(f"{o.provider}: max {search.max_price_hr:g} USD/h is not enforced "
@@ -231,11 +224,11 @@ def task_config(plan: Plan, plan_path: str | Path | None = None, *,
     # A marketplace plan asks for a machine like the planned one in its region, not that one
     # datacentre (its [marketplace] search says what is alike).
     zone = "" if plan.marketplace is not None else o.zone
-    region = _vast_region(plan) if cloud == "vast" else o.region
+    region = _region(plan)
     resources: dict[str, Any] = {**_infra(cloud, region, zone),
                                  "accelerators": f"{accelerator(plan)}:{gpus}",
                                  "use_spot": spot}
-    if o.instance_type and cloud != "vast":  # a Vast offer is gone by launch: SkyPilot picks
+    if o.instance_type and _declared(cloud).pins_instance_type:  # else SkyPilot picks one
         resources["instance_type"] = o.instance_type
     disk_gb = max(plan.disk.size_gb, plan.marketplace.min_disk_gb if plan.marketplace else 0)
     if disk_gb > 0:

@@ -6,7 +6,9 @@ build its help, so a declaration costs a few microseconds to load and pulls in n
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Literal
 
 HYPERSCALER_MONTH_HOURS = 730.0  # 8,760 h / 12: AWS, GCP, Azure convert $/month to $/h this way
@@ -47,6 +49,34 @@ class SkyPilot:
     # What the catalog's GpuInfo memory is: per GPU, the instance's total, or in wrong units
     # (then gpucost's GPU catalog says).
     catalog_memory: Literal["per_gpu", "per_instance", "unreliable"] = "unreliable"
+
+    # How its catalog rows read (pricing.sources.skypilot_catalog):
+    # instance families (the type up to its first ".") whose GPUs sit on an SXM board (NVLink)
+    sxm_families: tuple[str, ...] = ()
+    sxm_only_models: tuple[str, ...] = ()  # GPU models it rents only as SXM boards
+    # Instance network bandwidth, Gbit/s, where the cloud states one figure (not "up to").
+    network_gbps: Mapping[str, float] = field(default_factory=dict)
+    # Where the accelerator column drops the GPU's variant but the instance type keeps it: a
+    # pattern whose group 1 is the GPU as the provider writes it, spaces as "_".
+    instance_type_gpu: re.Pattern[str] | None = None
+    # A cloud that prices the host VM and its GPUs as two rows: the host types an accelerator
+    # row of (accelerator, count) attaches to, and the catalog GPU each accelerator is.
+    host_types: Callable[[str, int], tuple[str, ...]] | None = None
+    host_gpu_names: Mapping[str, str] = field(default_factory=dict)
+
+    # How a plan becomes its SkyPilot resources (executor.skypilot_task):
+    label: str = ""  # the cloud's name in sentences for users
+    # (catalog GPU, instance type) -> the provider's own GPU name and SkyPilot's accelerator
+    # name for it; None: SkyPilot's common spelling (executor.skypilot_task.skypilot_gpu)
+    gpu_name: Callable[[str, str], str] | None = None
+    accelerator: Callable[[str, str], str] | None = None
+    # False where an offer is gone by launch: SkyPilot picks a machine from its own catalog.
+    pins_instance_type: bool = True
+    # A marketplace region whose group 1 is its country: asked for only where the country is
+    # the plan's search's (None: the plan's region is asked for as it is).
+    region_country: re.Pattern[str] | None = None
+    mounts_object_store: bool = True  # False: the job ships its checkpoints itself
+    spot_is_bid: bool = False  # spot is a bid that a higher one outbids (a preemption)
 
 
 @dataclass(frozen=True, slots=True)

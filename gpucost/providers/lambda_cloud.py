@@ -10,6 +10,7 @@ PROVIDER = Provider(
         "https://lambda.ai/pricing (filesystem storage $0.20/GB-month; no egress or ingress fees). "
         "Lambda instances cannot be stopped, only terminated: keep data on a filesystem",
         "2025-06"),
-    skypilot=SkyPilot("lambda", hosted_catalog=True, catalog_memory="per_gpu"),
+    skypilot=SkyPilot("lambda", hosted_catalog=True, catalog_memory="per_gpu",
+                      sxm_families=("gpu_8x_a100", "gpu_8x_v100", "gpu_8x_v100_n")),
     price_source="gpucost.providers.prices.lambda_cloud:SOURCE",
 )

@@ -7,5 +7,6 @@ PROVIDER = Provider(
     name="verda",
     display_name="Verda",
     max_nodes=1,  # SkyPilot's Verda cloud lists multi-node as unsupported
-    skypilot=SkyPilot("verda", catalog_memory="per_gpu"),
+    skypilot=SkyPilot("verda", catalog_memory="per_gpu",
+                      sxm_only_models=("A100", "H100", "H200")),
 )

@@ -29,6 +29,7 @@ from gpucost.errors import ProviderError, SnapshotError
 from gpucost.http import RetryingHttp
 from gpucost.limits import HTTP_READ_TIMEOUT_S, HTTP_REQUEST_DEADLINE_S, MAX_ANSWER_BYTES
 from gpucost.pricing.snapshot import Offers, Snapshot
+from gpucost.providers import Provider
 
 if TYPE_CHECKING:
     from gpucost.http import RetryingHttp
@@ -45,6 +46,8 @@ class PriceSource(ABC, Generic[ClientT]):
 
     ``credentials_hint`` says how a user provides credentials ("" when the API is public).
     ``min_interval_s`` is the provider's rate limit as the least time between two requests.
+    A provider's own source names its declaration, ``class S(HttpPriceSource,
+    declared=PROVIDER)``, which sets ``name``, ``provider`` and ``month_hours`` from it.
     """
 
     name: ClassVar[str]  # snapshot source name and --source value
@@ -53,6 +56,12 @@ class PriceSource(ABC, Generic[ClientT]):
     credentials_hint: ClassVar[str]
     default_base_url: ClassVar[str]
     min_interval_s: ClassVar[float] = 0.0
+
+    def __init_subclass__(cls, *, declared: Provider | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if declared is not None:
+            cls.name = cls.provider = declared.name
+            cls.month_hours = declared.month_hours
 
     @property
     def url_env_var(self) -> str:
@@ -88,6 +97,15 @@ class HttpPriceSource(PriceSource["RetryingHttp"]):
     timeout_s: ClassVar[float] = HTTP_READ_TIMEOUT_S  # connect, and each read
     deadline_s: ClassVar[float] = HTTP_REQUEST_DEADLINE_S  # a request, retries and answer
     max_answer_bytes: ClassVar[int] = MAX_ANSWER_BYTES
+    # The environment variable that holds the API key ("" for a public API), and the files
+    # under the home folder a provider's own tool writes it to, read when it is not set.
+    api_key_env: ClassVar[str]
+    api_key_files: ClassVar[tuple[str, ...]] = ()
+
+    def find_credentials(self, env: Mapping[str, str], home: Path) -> str | None:
+        if not self.api_key_env:
+            return ""
+        return env_or_file(env, self.api_key_env, *(home / f for f in self.api_key_files))
 
     def auth(self, secret: str) -> tuple[dict[str, str], dict[str, str]]:
         """(headers, query parameters) that carry ``secret``; bearer token by default."""
@@ -174,6 +192,18 @@ def optional_price(value: Any, what: str) -> float:
 
 def now_utc(now: dt.datetime | None) -> dt.datetime:
     return (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).replace(microsecond=0)
+
+
+def counted_snapshot(source: PriceSource[Any], rows: Iterable[Mapping[str, Any]],
+                     dropped: Mapping[str, int], *, fetched_at: dt.datetime, endpoint: str,
+                     read: tuple[str, int], **details: Any) -> Snapshot:
+    """The snapshot of an answer read as a list of ``read = (what, how many)``: its provenance
+    names the endpoint, how many were read and how many dropped per reason
+    (``<what>_read``, ``<what>_dropped``), then ``details``."""
+    what, count = read
+    return build_snapshot(source, rows, fetched_at=fetched_at, provenance={
+        "endpoint": endpoint, f"{what}_read": count,
+        f"{what}_dropped": dict(sorted(dropped.items())), **details})
 
 
 def build_snapshot(source: PriceSource[Any], rows: Iterable[Mapping[str, Any]], *,

@@ -6,19 +6,17 @@ Input: a folder in either layout of ``skypilot-org/skypilot-catalog`` ``catalogs
 * flat extracts: ``<cloud>_vms_gpu.csv`` (+ ``gcp_vms_host.csv``), as in ``../shared/data``.
 
 Output: ``Snapshot("skypilot-<cloud>")`` with provider ``<cloud>``. Columns are read by header
-name (their order differs per cloud). Every source row is either kept or counted under a skip
-reason in the snapshot's provenance, so ``rows_read == rows_kept + sum(rows_skipped)``.
+name (their order differs per cloud). What else differs per cloud (SXM instance families,
+stated network bandwidth, GPU names in instance types, host rows priced apart) is the cloud's
+``SkyPilot`` declaration in ``gpucost.providers``; this module names no cloud. Every source
+row is either kept or counted under a skip reason in the snapshot's provenance, so
+``rows_read == rows_kept + sum(rows_skipped)``.
 
 Rules, each a fact about the catalog rather than a guess:
 
-* GCP prices a GPU machine as two rows in the same zone: the host VM (vCPU + RAM, no
-  accelerator) and the attached GPUs (no instance type). An offer is their sum. The host comes
-  from GCP's naming: A100 -> a2-highgpu-<n>g (16 -> a2-megagpu-16g), A100-80GB ->
-  a2-ultragpu-<n>g, H100 -> a3-highgpu-<n>g, H100-MEGA -> a3-megagpu-8g, H200 ->
-  a3-ultragpu-8g, B200 -> a4-highgpu-8g (host price 0.0: the B200 row carries it all), L4 ->
-  every g2-standard size with that many L4s (one offer each). T4, V100, P4 and P100 attach to
-  any N1 host; gpucost picks n1-standard-(8 x GPUs), at most 96 vCPUs, a common pairing that
-  keeps data loading off the critical path.
+* A cloud may price a GPU machine as two rows in the same zone: the host VM (vCPU + RAM, no
+  accelerator) and the attached GPUs (no instance type). An offer is their sum; the cloud's
+  declaration names the hosts an accelerator row attaches to (GCP's: ``providers/gcp.py``).
 * The GPU model comes from the accelerator name plus what the instance says about form factor
   (SXM/PCIe/NVL) and memory, then the GPU catalog's canonical name. Memory per GPU comes from
   the GPU catalog where the cloud's declaration says SkyPilot's states it in wrong units; a
@@ -41,7 +39,7 @@ import math
 import os
 import re
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +52,7 @@ from gpucost.errors import InputError, SnapshotError
 from gpucost.limits import MAX_CATALOG_BYTES, MAX_GPUS_PER_NODE, MAX_PRICE_HR_USD
 from gpucost.pricing.rates import month_hours_for, offer_rates, rates_for
 from gpucost.pricing.snapshot import Offers, Snapshot, parse_timestamp
+from gpucost.providers import SkyPilot
 
 IMPORTER_VERSION = "1"
 REPOSITORY = "skypilot-org/skypilot-catalog"
@@ -64,45 +63,6 @@ _FLAT_NAME = re.compile(r"^(?P<cloud>[a-z0-9]+)_vms(?:_(?P<part>gpu|host))?\.csv
 MAX_PROVENANCE_BYTES = 1 << 20  # a --provenance file: a date and a few commits
 _NOT_GPU = re.compile(r"inferentia|trainium|gaudi|virtex|fpga|habana", re.IGNORECASE)
 _ROUND_USD = 8  # decimals kept on a sum of two catalog prices (the inputs have at most 6)
-
-# Instance network bandwidth, Gbit/s, where the provider states one figure (not "up to").
-# AWS: EC2 accelerated-computing instance specifications (network performance, EFA);
-# GCP: GPU machine types documentation (maximum network bandwidth incl. GPUDirect NICs).
-NETWORK_GBPS: dict[str, dict[str, float]] = {
-    "aws": {
-        "p3.8xlarge": 10, "p3.16xlarge": 25, "p3dn.24xlarge": 100,
-        "p4d.24xlarge": 400, "p4de.24xlarge": 400, "p5.4xlarge": 100,
-        "p5.48xlarge": 3200, "p5e.48xlarge": 3200, "p5en.48xlarge": 3200,
-        "p6-b200.48xlarge": 3200, "p6-b300.48xlarge": 6400,
-        "g4dn.12xlarge": 50, "g4dn.16xlarge": 50, "g4dn.metal": 100,
-        "g5.12xlarge": 40, "g5.24xlarge": 50, "g5.48xlarge": 100,
-        "g6.12xlarge": 40, "g6.24xlarge": 50, "g6.48xlarge": 100,
-        "g6e.12xlarge": 100, "g6e.24xlarge": 200, "g6e.48xlarge": 400,
-    },
-    "gcp": {
-        "a2-highgpu-8g": 100, "a2-megagpu-16g": 100, "a2-ultragpu-8g": 100,
-        "a3-highgpu-8g": 1000, "a3-megagpu-8g": 1800, "a3-ultragpu-8g": 3600,
-        "a4-highgpu-8g": 3600,
-    },
-}
-
-# Instance families whose GPUs sit on an SXM board (NVLink between them).
-_AWS_SXM_FAMILIES = ("p3", "p3dn", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6-b300")
-_LAMBDA_SXM_TYPES = ("gpu_8x_a100", "gpu_8x_v100", "gpu_8x_v100_n")
-
-_GCP_HOST_BY_ACCELERATOR: dict[str, str] = {
-    "A100": "a2-highgpu-{n}g", "A100-80GB": "a2-ultragpu-{n}g", "H100": "a3-highgpu-{n}g",
-    "H100-MEGA": "a3-megagpu-{n}g", "H200": "a3-ultragpu-{n}g", "B200": "a4-highgpu-{n}g",
-}
-_GCP_G2_BY_L4_COUNT: dict[int, tuple[int, ...]] = {1: (4, 8, 12, 16, 32), 2: (24,), 4: (48,),
-                                                   8: (96,)}
-_GCP_N1_ACCELERATORS = ("T4", "V100", "P4", "P100")
-_GCP_GPU_NAMES: dict[str, str] = {
-    "A100": "A100 SXM4 40GB", "A100-80GB": "A100 SXM4 80GB", "H100": "H100 SXM5 80GB",
-    "H100-MEGA": "H100 SXM5 80GB", "H200": "H200 SXM 141GB", "V100": "V100 SXM2 16GB",
-    "P100": "P100 PCIe 16GB",
-}
-
 
 @dataclass
 class _Tally:
@@ -256,8 +216,10 @@ def import_skypilot_catalog(
                 else:
                     accel_rows.append(row)
         tally.rows_read = len(accel_rows)
-        if cloud == "gcp":
-            records = list(_gcp_records(accel_rows, host_rows, tally))
+        declared = _declared(cloud)
+        if declared.host_types is not None:
+            records = list(_split_records(cloud, declared, declared.host_types, accel_rows,
+                                          host_rows, tally))
             host_info: dict[str, Any] = {"host_rows_read": len(host_rows)}
         else:
             records = [r for row in accel_rows if (r := _plain_record(cloud, row, tally))]
@@ -398,8 +360,7 @@ def _memory_hint_gb(cloud: str, gpu: Mapping[str, Any], count: float) -> float |
     mib = (gpu.get("MemoryInfo") or {}).get("SizeInMiB")
     if not isinstance(mib, int | float) or mib <= 0:
         return None
-    declared = providers.find(cloud)
-    stated = declared.skypilot.catalog_memory if declared and declared.skypilot else "unreliable"
+    stated = _declared(cloud).catalog_memory
     if stated == "per_gpu":
         return mib / 1024.0
     if stated == "per_instance" and count >= 1:
@@ -418,27 +379,28 @@ def _normalise(name: str) -> str:
     return re.sub(r"\s+", " ", s)
 
 
+def _declared(cloud: str) -> SkyPilot:
+    """How the catalog of ``cloud`` reads; a cloud gpucost declares nothing about has none of
+    the per-cloud rules."""
+    found = providers.find(cloud)
+    return found.skypilot if found is not None and found.skypilot is not None else SkyPilot(cloud)
+
+
 def _is_sxm(cloud: str, instance_type: str, text: str, base: str) -> bool:
-    if "sxm" in text:
-        return True
-    if cloud == "aws":
-        return instance_type.split(".")[0] in _AWS_SXM_FAMILIES
-    if cloud == "lambda":
-        return instance_type in _LAMBDA_SXM_TYPES
-    # Verda (DataCrunch) and Nebius rent only SXM boards of these models.
-    return cloud in ("verda", "nebius") and base in ("A100", "H100", "H200")
+    declared = _declared(cloud)
+    return ("sxm" in text or instance_type.split(".")[0] in declared.sxm_families
+            or base in declared.sxm_only_models)
 
 
 def gpu_candidate(cloud: str, accelerator: str, instance_type: str, info_name: str,
                   memory_hint_gb: float | None) -> str:
     """The catalog name a catalog row's GPU most likely has (before catalog resolution)."""
     text = f"{accelerator} {instance_type} {info_name}".lower()
-    if cloud == "vast":
-        # Vast's accelerator column drops the variant ("RTX_4070S_Ti" -> "RTX4070"); its
-        # instance type keeps it: "<n>x-<model>-<cpus>-<ram MiB>".
-        model = re.match(r"^\d+x-(.+)-\d+-\d+$", instance_type)
-        if model:
-            accelerator = model[1]
+    # Where the accelerator column drops the variant (Vast: "RTX_4070S_Ti" -> "RTX4070"), the
+    # instance type keeps it.
+    pattern = _declared(cloud).instance_type_gpu
+    if pattern is not None and (model := pattern.fullmatch(instance_type)):
+        accelerator = model[1]
     name = _normalise(accelerator)
     base = name.split(" ")[0].upper()
     if base in ("A100", "H100", "H200", "V100", "GH200"):
@@ -520,7 +482,7 @@ def _record(cloud: str, *, region: str, zone: str, instance_type: str, accelerat
         "gpu_memory_gb": spec.memory_gb * min(count, 1.0),
         "vcpus": vcpus, "ram_gb": ram_gb, "price_hr": price, "spot_price_hr": spot,
         **offer_rates(cloud),
-        "network_gbps": NETWORK_GBPS.get(cloud, {}).get(instance_type, math.nan),
+        "network_gbps": _declared(cloud).network_gbps.get(instance_type, math.nan),
         "intra_node_link": _link(spec),
     }
 
@@ -543,52 +505,47 @@ def _plain_record(cloud: str, row: Mapping[str, str], tally: _Tally) -> dict[str
     return rec
 
 
-def gcp_host_types(accelerator: str, count: int) -> tuple[str, ...]:
-    """The GCP machine types a GCP accelerator row attaches to (see the module docstring)."""
-    if accelerator in _GCP_HOST_BY_ACCELERATOR:
-        if accelerator == "A100" and count == 16:
-            return ("a2-megagpu-16g",)
-        return (_GCP_HOST_BY_ACCELERATOR[accelerator].format(n=count),)
-    if accelerator == "L4":
-        return tuple(f"g2-standard-{v}" for v in _GCP_G2_BY_L4_COUNT.get(count, ()))
-    if accelerator in _GCP_N1_ACCELERATORS:
-        return (f"n1-standard-{min(8 * count, 96)}",)
-    return ()
-
-
-def _gcp_records(accel_rows: Sequence[Mapping[str, str]], host_rows: Sequence[Mapping[str, str]],
-                 tally: _Tally) -> Iterator[dict[str, Any]]:
+def _split_records(cloud: str, declared: SkyPilot,
+                   host_types: Callable[[str, int], tuple[str, ...]],
+                   accel_rows: Sequence[Mapping[str, str]],
+                   host_rows: Sequence[Mapping[str, str]],
+                   tally: _Tally) -> Iterator[dict[str, Any]]:
+    """Offers of a cloud that prices the host VM apart from its GPUs: each accelerator row plus
+    the host rows it attaches to in its zone."""
+    # The skip reasons name the cloud as the snapshot's provenance always has ("GCP: ...").
+    label = declared.label or cloud.upper()
     hosts = {(h.get("AvailabilityZone", ""), h["InstanceType"]): h for h in host_rows}
     for row in accel_rows:
         accelerator = row["AcceleratorName"]
         count = _number(row.get("AcceleratorCount"))
         zone = row.get("AvailabilityZone", "")
         if row.get("InstanceType"):  # a machine priced whole in one row
-            rec = _plain_record("gcp", row, tally)
+            rec = _plain_record(cloud, row, tally)
             if rec:
                 yield rec
             continue
         if accelerator.lower().startswith("tpu"):
             tally.skip("TPU", accelerator)
             continue
-        types = gcp_host_types(accelerator, int(count)) if count == int(count) else ()
+        types = host_types(accelerator, int(count)) if count == int(count) else ()
         if not types:
-            tally.skip("GCP: no host machine rule", f"{accelerator} x{row.get('AcceleratorCount')}")
+            tally.skip(f"{label}: no host machine rule",
+                       f"{accelerator} x{row.get('AcceleratorCount')}")
             continue
         matched = [hosts[(zone, t)] for t in types
                    if (zone, t) in hosts and not math.isnan(_number(hosts[(zone, t)].get("Price")))]
         if not matched:
-            tally.skip("GCP: host machine not offered in the zone", f"{types[0]} {zone}")
+            tally.skip(f"{label}: host machine not offered in the zone", f"{types[0]} {zone}")
             continue
         for host in matched:
             spot = _sum(host.get("SpotPrice"), row.get("SpotPrice"))
             rec = _record(
-                "gcp", region=row.get("Region", ""), zone=zone, instance_type=host["InstanceType"],
+                cloud, region=row.get("Region", ""), zone=zone, instance_type=host["InstanceType"],
                 accelerator=accelerator, count=count, info={}, vcpus=_number(host.get("vCPUs")),
                 ram_gb=_number(host.get("MemoryGiB")),
                 price=_sum(host.get("Price"), row.get("Price")),
                 spot=spot if spot > 0 else math.nan, tally=tally, where=row["_where"],
-                candidate=_GCP_GPU_NAMES.get(accelerator, accelerator))
+                candidate=declared.host_gpu_names.get(accelerator, accelerator))
             if rec is None:
                 break  # skipped for its GPU, which every host shares: counted once
             yield rec

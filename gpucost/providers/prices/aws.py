@@ -204,10 +204,7 @@ def _said(text: str, limit: int) -> str:
     return snippet(redact_text(text), limit)
 
 
-class AwsSource(PriceSource[AwsClients]):
-    name = PROVIDER.name
-    provider = PROVIDER.name
-    month_hours = PROVIDER.month_hours
+class AwsSource(PriceSource[AwsClients], declared=PROVIDER):
     credentials_hint = ("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, or run "
                         "`aws configure` (the standard AWS credential chain)")
     default_base_url = "https://api.pricing.us-east-1.amazonaws.com"

@@ -18,8 +18,6 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections import Counter
-from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -30,7 +28,7 @@ from gpucost.pricing.rates import offer_rates
 from gpucost.pricing.snapshot import Snapshot
 from gpucost.pricing.sources.base import (
     HttpPriceSource,
-    build_snapshot,
+    counted_snapshot,
     expect,
     gpu_link,
     now_utc,
@@ -68,15 +66,10 @@ SIZES: dict[str, tuple[str, float, float, float]] = {
 }
 
 
-class AzureSource(HttpPriceSource):
-    name = PROVIDER.name
-    provider = PROVIDER.name
-    month_hours = PROVIDER.month_hours
+class AzureSource(HttpPriceSource, declared=PROVIDER):
     credentials_hint = ""
+    api_key_env = ""  # the Retail Prices API is public
     default_base_url = "https://prices.azure.com"
-
-    def find_credentials(self, env: Mapping[str, str], home: Path) -> str | None:
-        return ""  # the Retail Prices API is public
 
     def query(self) -> dict[str, str]:
         sizes = " or ".join(f"armSkuName eq '{s}'" for s in SIZES)
@@ -107,11 +100,10 @@ class AzureSource(HttpPriceSource):
             page = client.get_json(parts.path + ("?" + parts.query if parts.query else ""))
             pages += 1
         rows, dropped = self.parse_items(items)
-        return build_snapshot(self, rows, fetched_at=fetched_at, provenance={
-            "endpoint": API_PATH, "api_version": API_VERSION, "pages": pages,
-            "items_read": len(items), "items_dropped": dict(sorted(dropped.items())),
-            "sizes_table": "learn.microsoft.com/azure/virtual-machines/sizes/gpu-accelerated",
-        })
+        return counted_snapshot(
+            self, rows, dropped, fetched_at=fetched_at, endpoint=API_PATH,
+            read=("items", len(items)), api_version=API_VERSION, pages=pages,
+            sizes_table="learn.microsoft.com/azure/virtual-machines/sizes/gpu-accelerated")
 
     def parse_items(self, items: list[Any]) -> tuple[list[dict[str, Any]], Counter[str]]:
         """Offers from Retail Prices items, and the count of items dropped per reason."""

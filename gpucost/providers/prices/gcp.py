@@ -25,7 +25,6 @@ import re
 from collections import Counter
 from collections.abc import Mapping
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 from gpucost.catalog import get_gpu
@@ -36,7 +35,6 @@ from gpucost.pricing.snapshot import Snapshot
 from gpucost.pricing.sources.base import (
     HttpPriceSource,
     build_snapshot,
-    env_or_file,
     expect,
     gpu_link,
     now_utc,
@@ -103,16 +101,11 @@ def money(unit_price: Mapping[str, Any]) -> Decimal:
     return amount
 
 
-class GcpSource(HttpPriceSource):
-    name = PROVIDER.name
-    provider = PROVIDER.name
-    month_hours = PROVIDER.month_hours
+class GcpSource(HttpPriceSource, declared=PROVIDER):
     credentials_hint = ("set GOOGLE_API_KEY to an API key with the Cloud Billing API enabled "
                         "(console.cloud.google.com/apis/credentials)")
+    api_key_env = "GOOGLE_API_KEY"
     default_base_url = "https://cloudbilling.googleapis.com"
-
-    def find_credentials(self, env: Mapping[str, str], home: Path) -> str | None:
-        return env_or_file(env, "GOOGLE_API_KEY")
 
     def auth(self, secret: str) -> tuple[dict[str, str], dict[str, str]]:
         return {}, ({"key": secret} if secret else {})

@@ -15,7 +15,6 @@ import re
 from collections import Counter
 from collections.abc import Mapping
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 from gpucost.catalog import get_gpu
@@ -25,8 +24,7 @@ from gpucost.pricing.rates import offer_rates
 from gpucost.pricing.snapshot import Snapshot
 from gpucost.pricing.sources.base import (
     HttpPriceSource,
-    build_snapshot,
-    env_or_file,
+    counted_snapshot,
     expect,
     gpu_link,
     now_utc,
@@ -57,16 +55,11 @@ def gpu_from_description(description: str) -> str | None:
     return None
 
 
-class LambdaSource(HttpPriceSource):
-    name = PROVIDER.name
-    provider = PROVIDER.name
-    month_hours = PROVIDER.month_hours
+class LambdaSource(HttpPriceSource, declared=PROVIDER):
     credentials_hint = "set LAMBDA_API_KEY (cloud.lambda.ai/api-keys)"
+    api_key_env = "LAMBDA_API_KEY"
     default_base_url = "https://cloud.lambda.ai"
     min_interval_s = 1.0
-
-    def find_credentials(self, env: Mapping[str, str], home: Path) -> str | None:
-        return env_or_file(env, "LAMBDA_API_KEY")
 
     def fetch(self, client: RetryingHttp, *, now: dt.datetime | None = None) -> Snapshot:
         fetched_at = now_utc(now)
@@ -81,11 +74,10 @@ class LambdaSource(HttpPriceSource):
                 raise ProviderError(f"{self.name}: API error: {message}")
             types = expect(answer["data"], dict, "data")
         rows, dropped = self.parse_types(types)
-        return build_snapshot(self, rows, fetched_at=fetched_at, provenance={
-            "endpoint": INSTANCE_TYPES_PATH, "instance_types_read": len(types),
-            "instance_types_dropped": dict(sorted(dropped.items())),
-            "units": "price_cents_per_hour (integer cents, whole instance) / 100",
-        })
+        return counted_snapshot(
+            self, rows, dropped, fetched_at=fetched_at, endpoint=INSTANCE_TYPES_PATH,
+            read=("instance_types", len(types)),
+            units="price_cents_per_hour (integer cents, whole instance) / 100")
 
     def parse_types(self, types: Mapping[str, Any]) -> tuple[list[dict[str, Any]], Counter[str]]:
         rows = []

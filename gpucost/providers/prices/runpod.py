@@ -17,7 +17,6 @@ import math
 from collections import Counter
 from collections.abc import Mapping
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 from gpucost.errors import CredentialsError, ProviderError
@@ -26,8 +25,7 @@ from gpucost.pricing.rates import offer_rates
 from gpucost.pricing.snapshot import Snapshot
 from gpucost.pricing.sources.base import (
     HttpPriceSource,
-    build_snapshot,
-    env_or_file,
+    counted_snapshot,
     expect,
     gpu_link,
     now_utc,
@@ -67,16 +65,11 @@ def graphql_data(source: str, answer: Any) -> Mapping[str, Any]:
     return data
 
 
-class RunPodSource(HttpPriceSource):
-    name = PROVIDER.name
-    provider = PROVIDER.name
-    month_hours = PROVIDER.month_hours
+class RunPodSource(HttpPriceSource, declared=PROVIDER):
     credentials_hint = ("set RUNPOD_API_KEY (create one at runpod.io/console/user/settings, "
                         "API Keys, read access)")
+    api_key_env = "RUNPOD_API_KEY"
     default_base_url = "https://api.runpod.io"
-
-    def find_credentials(self, env: Mapping[str, str], home: Path) -> str | None:
-        return env_or_file(env, "RUNPOD_API_KEY")
 
     def fetch(self, client: RetryingHttp, *, now: dt.datetime | None = None) -> Snapshot:
         fetched_at = now_utc(now)
@@ -84,12 +77,11 @@ class RunPodSource(HttpPriceSource):
         with parsing(self.name, "gpuTypes"):
             types = expect(data["gpuTypes"], list, "gpuTypes")
         rows, dropped = self.parse_types(types)
-        return build_snapshot(self, rows, fetched_at=fetched_at, provenance={
-            "endpoint": GRAPHQL_PATH, "gpu_types_read": len(types),
-            "gpu_types_dropped": dict(sorted(dropped.items())),
-            "units": "API prices are $/GPU/h; price_hr = per-GPU price x gpu_count",
-            "regions": "secure-cloud / community-cloud (RunPod places pods itself)",
-        })
+        return counted_snapshot(
+            self, rows, dropped, fetched_at=fetched_at, endpoint=GRAPHQL_PATH,
+            read=("gpu_types", len(types)),
+            units="API prices are $/GPU/h; price_hr = per-GPU price x gpu_count",
+            regions="secure-cloud / community-cloud (RunPod places pods itself)")
 
     def parse_types(self, types: list[Any]) -> tuple[list[dict[str, Any]], Counter[str]]:
         rows = []

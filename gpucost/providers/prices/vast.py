@@ -23,16 +23,13 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections import Counter
-from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from gpucost.http import RetryingHttp
 from gpucost.pricing.snapshot import Snapshot
 from gpucost.pricing.sources.base import (
     HttpPriceSource,
-    build_snapshot,
-    env_or_file,
+    counted_snapshot,
     expect,
     gpu_link,
     now_utc,
@@ -48,20 +45,15 @@ MIB_PER_GB = 1024.0  # Vast's "MB" are MiB; a GB of GPU memory as sold is a GiB
 MBPS_PER_GBPS = 1000.0
 
 
-class VastSource(HttpPriceSource):
-    name = PROVIDER.name
-    provider = PROVIDER.name
-    month_hours = PROVIDER.month_hours
+class VastSource(HttpPriceSource, declared=PROVIDER):
     credentials_hint = ("set VAST_API_KEY, or run `vastai set api-key KEY` (writes "
                         "~/.config/vastai/vast_api_key); keys: cloud.vast.ai/manage-keys")
+    api_key_env = "VAST_API_KEY"
+    api_key_files = (".config/vastai/vast_api_key", ".vast_api_key")  # what vastai writes
     default_base_url = "https://console.vast.ai"
     min_interval_s = 6.0  # ~10 searches per minute
     limit = 1000
     verified_only = True
-
-    def find_credentials(self, env: Mapping[str, str], home: Path) -> str | None:
-        return env_or_file(env, "VAST_API_KEY", home / ".config" / "vastai" / "vast_api_key",
-                           home / ".vast_api_key")
 
     def query(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -80,11 +72,10 @@ class VastSource(HttpPriceSource):
             expect(answer, dict, "the answer")
             offers = expect(answer["offers"], list, "offers")
         rows, dropped = self.parse_offers(offers)
-        return build_snapshot(self, rows, fetched_at=fetched_at, provenance={
-            "endpoint": SEARCH_PATH, "query": self.query(), "offers_read": len(offers),
-            "offers_dropped": dict(sorted(dropped.items())),
-            "units": "price_hr=dph_base; storage_cost $/GB-month on 720 h; inet_*_cost $/GB",
-        })
+        return counted_snapshot(
+            self, rows, dropped, fetched_at=fetched_at, endpoint=SEARCH_PATH,
+            read=("offers", len(offers)), query=self.query(),
+            units="price_hr=dph_base; storage_cost $/GB-month on 720 h; inet_*_cost $/GB")
 
     def parse_offers(self, offers: list[Any]) -> tuple[list[dict[str, Any]], Counter[str]]:
         rows = []
