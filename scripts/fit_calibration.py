@@ -106,11 +106,9 @@ FLOPS_PER_SAMPLE_PRIOR = {
     # Mask R-CNN R50-FPN at 1333x800: about 260 GMAC forward (backbone, FPN, RPN, box and mask
     # heads; detectron2/mmdetection model-zoo complexity tables), rough.
     "maskrcnn": 3 * 2 * 260e9,
-    # Per item as the throughput is converted (ITEM_UNITS): Tacotron2 an utterance of
-    # FRAMES_PER_UTTERANCE mel frames, its signature's flops per frame (linear in frames but
-    # for the attention). WaveGlow (a 16,000-sample segment, its signature's own shape) takes its
-    # signature's counted flops (flops_prior).
-    "tacotron2": 1.3e10 / 80 * 566,
+    # Tacotron2 (an utterance of FRAMES_PER_UTTERANCE mel frames) and WaveGlow (a 16,000-sample
+    # segment) are per item as the throughput is converted (ITEM_UNITS), their signatures' own
+    # shapes: they take the signatures' counted flops (flops_prior).
 }
 # Published parameter counts of the calibration workloads (the papers' and NVIDIA
 # DeepLearningExamples' model cards): their once-per-step bytes (optimizer, weights) per flop.
@@ -142,8 +140,8 @@ FIT_SIGNATURE = {"resnet50": ("cnn-classifier", 1.0), "ssd": ("detection", 1.0),
                  "bert_base_squad": ("encoder-only", 1.0),
                  "bert_large_squad": ("encoder-only", 2.0),
                  "maskrcnn": ("detection", 1.0),
-                 # The decoder runs once per mel frame: 566 frames to the signature's 80.
-                 "tacotron2": ("conv-tts", FRAMES_PER_UTTERANCE / 80),
+                 # The signature is LJSpeech's mean clip, FRAMES_PER_UTTERANCE frames.
+                 "tacotron2": ("conv-tts", 1.0),
                  "waveglow": ("flow-audio", 1.0)}
 # Prior spread (log units) of a fitted workload's bytes and host terms around what its signature
 # predicts at the global scales: a workload never fitted (leave-one-workload-out, a user's new
