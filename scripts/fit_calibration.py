@@ -73,6 +73,7 @@ from numpy.typing import NDArray
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from gpucost.catalog import all_entries  # noqa: E402
 from gpucost.catalog.spec import GpuSpec  # noqa: E402
 from gpucost.errors import UnknownGpuError  # noqa: E402
 from gpucost.model.scaling import (  # noqa: E402
@@ -314,6 +315,27 @@ class SingleFit:
     residuals_pct: dict[str, float]
 
 
+def power_floors(gens: Iterable[tuple[str, str]]) -> dict[tuple[str, str], float]:
+    """Lowest flops per joule each (generation, tensor-core unit) power term may take: a board
+    sustains its measured best bf16 matmul (the catalog's ``mamf_bf16_tflops``) within its
+    power limit, so ``TDP x flops per joule >= MAMF``. A TF32 matmul runs on the same tensor
+    cores at the spec sheet's TF32 rate, so it draws no more power than bf16's at full occupancy:
+    its floor is the same board's MAMF scaled by the TF32 over bf16 peak. Without this the term
+    is free, and a held-out fit capped the H100's TF32 at 178 TFLOPS (0.25 TFLOPS per joule at
+    700 W) because the convolution rows could not tell it from a low efficiency."""
+    floors: dict[tuple[str, str], float] = {}
+    for entry in all_entries():
+        sg = entry.spec
+        if not entry.mamf_bf16_tflops or not sg.bf16_tflops or not sg.tdp_w:
+            continue
+        per_joule = entry.mamf_bf16_tflops * 1e12 / sg.tdp_w
+        for unit, peak in (("fp16", sg.bf16_tflops), ("tf32", sg.tf32_tflops)):
+            key = (generation(sg), unit)
+            if peak and key in gens:
+                floors[key] = max(floors.get(key, 0.0), per_joule * peak / sg.bf16_tflops)
+    return floors
+
+
 def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
     from gpucost.model.signature import builtin
 
@@ -338,7 +360,8 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
     for tag, keys in (("p", gens), ("w", works), ("c", classes), ("g", gpus_p), ("m", mclasses),
                       ("b", gpus), ("k", fams), ("h", fams), ("u", fams), ("v", fams),
                       ("K", tclasses), ("H", tclasses), ("U", tclasses), ("V", tclasses),
-                      ("E", tc_units), ("e", tc_classes), ("R", ("recurrent",))):
+                      ("E", tc_units), ("e", tc_classes), ("R", ("recurrent",)),
+                      ("Z", ("zero",))):
         for key in keys:
             idx[(tag, key)] = len(idx)
 
@@ -423,6 +446,31 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
     anc = np.array(anchors).reshape(-1, 7)
     ac, ag, ap, agen = (anc[:, j].astype(int) for j in range(4))
     apeak, atdp, ay = anc[:, 4], anc[:, 5], anc[:, 6]
+    # Efficiencies are shares of what the spec sheet says the unit can do, each a sum of terms
+    # (unit, class, GPU) in log, so their physical ranges are one-sided residuals on the sums
+    # rather than bounds on any one term ("Z" is a term held at 0 for two-term sums):
+    # - no GEMM or convolution outruns the fastest rate its unit has: fp16 tensor cores with
+    #   fp16 accumulation where that is faster (GeForce cards halve fp32 accumulation), else
+    #   the unit's own peak;
+    # - device memory moves 60-95 % of the listed bandwidth (MEMORY_EFFICIENCY_BOUNDS).
+    zero = idx[("Z", "zero")]
+    sums: list[tuple[int, int, int, float, float]] = []
+    for g, pc in gpus_p:
+        sg = spec(g)
+        key = (device_class(sg), pc)
+        fastest = max(peak_tflops(sg, pc), (get_entry(g).fp16_acc16_tflops or 0.0)
+                      if pc == "fp16" else 0.0)
+        ceiling = math.log(fastest / peak_tflops(sg, pc))
+        sums.append((idx[("c", key)], idx[("g", (g, pc))], zero, -math.inf, ceiling))
+        if key in tc_classes:
+            sums.append((idx[("E", pc)], idx[("e", key)], idx[("g", (g, pc))], -math.inf,
+                         ceiling))
+    for g in gpus:
+        sums.append((idx[("m", device_class(spec(g)))], idx[("b", g)], zero,
+                     *(math.log(b) for b in MEMORY_EFFICIENCY_BOUNDS)))
+    bounded = np.array(sums).reshape(-1, 5)
+    s1, s2, s3 = (bounded[:, j].astype(int) for j in range(3))
+    sum_lo, sum_hi = bounded[:, 3], bounded[:, 4]
     prior_mu = x0.copy()
     prior_sd = np.full(n, 10.0)
     for w in works:
@@ -464,26 +512,37 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
                       + 1.0 / (atdp * np.exp(x[ap])))
         return np.asarray((np.log(rate) - ay) / SIGMA_ANCHOR, dtype=float)
 
+    def range_resid(x: Vector) -> Vector:
+        total = x[s1] + x[s2] + x[s3]
+        outside = np.maximum(total - sum_hi, 0.0) + np.maximum(sum_lo - total, 0.0)
+        return np.asarray(outside / SIGMA_RANGE, dtype=float)
+
     def resid(x: Vector) -> Vector:
         return np.asarray(np.concatenate([(model(x) - y) / SIGMA_DATA, anchor_resid(x),
-                                          (x - prior_mu) / prior_sd]), dtype=float)
+                                          range_resid(x), (x - prior_mu) / prior_sd]),
+                          dtype=float)
 
     lo = np.full(n, -np.inf)
     hi = np.full(n, np.inf)
     lo[iR], hi[iR] = math.log(0.02), 0.0  # a share of a GEMM's efficiency
+    lo[zero] = hi[zero] = 0.0
     for c in classes:
         # Shares of the spec-sheet peak (the flops per sample are pinned): at most all of it.
         lo[idx[("c", c)]], hi[idx[("c", c)]] = math.log(0.02), math.log(1.0)
     for m in mclasses:
         lo[idx[("m", m)]], hi[idx[("m", m)]] = (math.log(b) for b in MEMORY_EFFICIENCY_BOUNDS)
-    na = len(anc)
-    sparsity = np.zeros((len(obs) + na + n, n), dtype=bool)
+    for gp, floor in power_floors(gens).items():
+        lo[idx[("p", gp)]] = math.log(floor)
+    na, nc = len(anc), len(bounded)
+    sparsity = np.zeros((len(obs) + na + nc + n, n), dtype=bool)
     for col in (iw, ic, ig, im, ib, ik, ih, iu, iv, ip, iK, iH, iU, iV, iE, ie):
         sparsity[np.arange(len(obs)), col] = True
     sparsity[np.arange(len(obs)), iR] = True
     for col in (ac, ag, ap, agen):
         sparsity[len(obs) + np.arange(na), col] = True
-    sparsity[len(obs) + na + np.arange(n), np.arange(n)] = True
+    for col in (s1, s2, s3):
+        sparsity[len(obs) + na + np.arange(nc), col] = True
+    sparsity[len(obs) + na + nc + np.arange(n), np.arange(n)] = True
     x = least_squares(resid, x0, bounds=(lo, hi), sparsity=sparsity)
     res = model(x) - y
     by_version: dict[str, list[float]] = defaultdict(list)
@@ -611,6 +670,7 @@ CLASS_EFFICIENCY = {"gemm": 1.0, "conv": 1.0, "attention": 1.0}
 RECURRENT_EFFICIENCY_PRIOR = 0.25
 SIGMA_RECURRENT = 0.5
 GEMM_LIKE = ("gemm", "attention", "recurrent")
+SIGMA_RANGE = 0.01  # how far (log) an efficiency may leave its physical range: barely
 SIGMA_ANCHOR = 0.10  # log spread of a measured best-matmul rate around the model's GEMM rate
 # cuBLAS reaches a similar share of the tensor-core peak on every GPU where cuDNN's convolutions
 # do not (Ampere's GA100 convolutions reach far less of it than GA102's), so GEMMs get an

@@ -129,9 +129,11 @@ def test_recurrent_models_gain_far_less_from_fp16_tensor_cores() -> None:
     rnn = speedup("seq2seq-rnn")
     assert rnn < 0.75 * speedup("encoder-only")
     # What it does gain is about what memory gains: the cells re-read their weights every time
-    # step, and the A100's bandwidth is 4.2x the 1080 Ti's on the spec sheets.
+    # step, and the A100's bandwidth is 4.2x the 1080 Ti's on the spec sheets (within a quarter:
+    # the per-time-step GEMMs still take some of the step, and each GPU reaches its own share of
+    # its listed bandwidth).
     bandwidth = get_gpu("A100 SXM4 80GB").mem_bw_gbs / get_gpu("GTX 1080 Ti").mem_bw_gbs
-    assert 0.8 * bandwidth < rnn
+    assert 0.75 * bandwidth < rnn < 1.25 * bandwidth
 
 
 def test_explicit_mix_and_builtin_name_translate_alike(monkeypatch: pytest.MonkeyPatch) -> None:
