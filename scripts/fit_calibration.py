@@ -315,6 +315,14 @@ class SingleFit:
     residuals_pct: dict[str, float]
 
 
+def chip(spec: GpuSpec) -> str:
+    """The silicon a GPU's compute efficiency belongs to: its compute capability and SM count
+    (V100 SXM2 16GB and 32GB, the four A100s, A40 and RTX A6000 are one chip each). Variants of
+    one chip differ in memory and power limit, which the model holds apart (bandwidth, TDP);
+    what their tensor cores reach of the peak is the chip's."""
+    return f"{spec.compute_capability or spec.arch}/{spec.sm_count or spec.name}"
+
+
 def power_floors(gens: Iterable[tuple[str, str]]) -> dict[tuple[str, str], float]:
     """Lowest flops per joule each (generation, tensor-core unit) power term may take: a board
     sustains its measured best bf16 matmul (the catalog's ``mamf_bf16_tflops``) within its
@@ -357,7 +365,9 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
                          if not cuda_core_peak(spec(o.gpu), unit(o))})
     tc_units = sorted({u for _, u in tc_classes})
     idx: dict[tuple[str, Any], int] = {}
-    for tag, keys in (("p", gens), ("w", works), ("c", classes), ("g", gpus_p), ("m", mclasses),
+    chips_p = sorted({(chip(spec(g)), pc) for g, pc in gpus_p})
+    idx_chips = set(chips_p)
+    for tag, keys in (("p", gens), ("w", works), ("c", classes), ("g", chips_p), ("m", mclasses),
                       ("b", gpus), ("k", fams), ("h", fams), ("u", fams), ("v", fams),
                       ("K", tclasses), ("H", tclasses), ("U", tclasses), ("V", tclasses),
                       ("E", tc_units), ("e", tc_classes), ("R", ("recurrent",)),
@@ -410,7 +420,7 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
         # What the row's GEMMs and convolutions fill of the GPU's SMs at its batch.
         utilisation = gemm_utilisation(fit_sig.gemm_shapes, float(o.batch_size), s.sm_count)
         rows.append((idx[("w", (o.version, o.model, o.precision))],
-                     idx[("c", (device_class(s), pc))], idx[("g", (o.gpu, pc))],
+                     idx[("c", (device_class(s), pc))], idx[("g", (chip(s), pc))],
                      idx[("m", device_class(s))], idx[("b", o.gpu)], idx[("k", (o.model, tc))],
                      idx[("h", (o.model, tc))], idx[("u", (o.model, tc))],
                      idx[("v", (o.model, tc))], idx[("p", (generation(s), pc))],
@@ -438,9 +448,9 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
     for g in gpus:
         mamf = get_entry(g).mamf_bf16_tflops
         key = (device_class(spec(g)), "fp16")
-        if mamf and ("c", key) in idx and ("g", (g, "fp16")) in idx:
+        if mamf and ("c", key) in idx and ("g", (chip(spec(g)), "fp16")) in idx:
             sg = spec(g)
-            anchors.append((idx[("E", "fp16")], idx[("g", (g, "fp16"))],
+            anchors.append((idx[("E", "fp16")], idx[("g", (chip(sg), "fp16"))],
                             idx[("p", (generation(sg), "fp16"))], idx[("e", key)],
                             peak_tflops(sg, "bf16") * 1e12, sg.tdp_w, math.log(mamf * 1e12)))
     anc = np.array(anchors).reshape(-1, 7)
@@ -461,9 +471,9 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
         fastest = max(peak_tflops(sg, pc), (get_entry(g).fp16_acc16_tflops or 0.0)
                       if pc == "fp16" else 0.0)
         ceiling = math.log(fastest / peak_tflops(sg, pc))
-        sums.append((idx[("c", key)], idx[("g", (g, pc))], zero, -math.inf, ceiling))
+        sums.append((idx[("c", key)], idx[("g", (chip(sg), pc))], zero, -math.inf, ceiling))
         if key in tc_classes:
-            sums.append((idx[("E", pc)], idx[("e", key)], idx[("g", (g, pc))], -math.inf,
+            sums.append((idx[("E", pc)], idx[("e", key)], idx[("g", (chip(sg), pc))], -math.inf,
                          ceiling))
     for g in gpus:
         sums.append((idx[("m", device_class(spec(g)))], idx[("b", g)], zero,
@@ -475,8 +485,8 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
     prior_sd = np.full(n, 10.0)
     for w in works:
         prior_sd[idx[("w", w)]] = SIGMA_WORK[w[1]]
-    for g in gpus_p:
-        prior_sd[idx[("g", g)]] = SIGMA_GPU
+    for cp in chips_p:
+        prior_sd[idx[("g", cp)]] = SIGMA_GPU
     for b in gpus:
         prior_sd[idx[("b", b)]] = SIGMA_GPU_BW
     for m in mclasses:
@@ -573,9 +583,14 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
                                                     + sig_log_terms(*f)[2]))
     scale = {t: {"bytes": math.exp(x[idx[("K", t)]]), "step_bytes": math.exp(x[idx[("U", t)]]),
                  "host_s_per_launch": math.exp(x[idx[("V", t)]])} for t in tclasses}
+    # Every catalog GPU made of a fitted chip takes the chip's efficiency, measured or not
+    # (a V100 PCIe is a V100 SXM2's silicon at a lower power limit, which the model applies).
+    siblings = [(e.spec, p) for e in all_entries() for p in [*tc_units, "fp32", "tf32"]
+                if (chip(e.spec), p) in idx_chips and (device_class(e.spec), p) in classes]
     return SingleFit(
-        compute_gpu={f"{g}|{p}": math.exp(x[idx[("c", (device_class(spec(g)), p))]]
-                                          + x[idx[("g", (g, p))]]) for g, p in gpus_p},
+        compute_gpu={f"{sg.name}|{p}": math.exp(x[idx[("c", (device_class(sg), p))]]
+                                                + x[idx[("g", (chip(sg), p))]])
+                     for sg, p in siblings},
         compute_class=cls,
         compute_default=defaults,
         compute_default_cuda_core=statistics.median(cuda_core) if cuda_core else math.nan,
@@ -594,9 +609,9 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
         step_host_s_per_flop=step_host,
         default_step_host_s_per_flop=_family_median(step_host),
         signature_scale=scale,
-        gemm_gpu={f"{g}|{p}": math.exp(x[idx[("E", p)]] + x[idx[("e", (device_class(spec(g)), p))]]
-                                        + x[idx[("g", (g, p))]])
-                  for g, p in gpus_p if (device_class(spec(g)), p) in tc_classes},
+        gemm_gpu={f"{sg.name}|{p}": math.exp(x[idx[("E", p)]] + x[idx[("e", (device_class(sg), p))]]
+                                              + x[idx[("g", (chip(sg), p))]])
+                  for sg, p in siblings if (device_class(sg), p) in tc_classes},
         gemm_class={f"{c}|{p}": math.exp(x[idx[("E", p)]] + x[idx[("e", (c, p))]])
                     for c, p in tc_classes},
         gemm_default={u: math.exp(x[idx[("E", u)]]) for u in tc_units},

@@ -82,3 +82,21 @@ def test_a_fit_without_the_transformer_rows_stays_inside_the_bounds() -> None:
     obs, _ = fitc.load_lambda(fitc.lambda_paths(DATA), get_gpu)
     fit = fitc.fit_single([o for o in obs if "bert" not in o.model], get_gpu)
     _check_bounds(fitc.single_calibration(fit))
+
+
+def test_variants_of_one_chip_share_its_efficiency() -> None:
+    """What tensor cores reach of their peak belongs to the silicon: the fit keys a GPU's
+    efficiency by compute capability and SM count, so memory and power variants share it, and
+    an unmeasured variant (a V100 PCIe, an L40S) takes its measured sibling's rather than its
+    architecture's median."""
+    chip = _fit_module().chip
+    assert chip(get_gpu("V100 SXM2 16GB")) == chip(get_gpu("V100 PCIe 16GB"))
+    assert chip(get_gpu("A100 PCIe 40GB")) == chip(get_gpu("A100 SXM4 80GB"))
+    assert chip(get_gpu("H100 PCIe 80GB")) != chip(get_gpu("H100 SXM5 80GB"))  # 114 vs 132 SMs
+    assert chip(get_gpu("RTX 3090")) != chip(get_gpu("RTX A6000"))  # 82 vs 84 SMs
+    cal = translate.shipped_calibration()
+    for measured, variant in (("V100 SXM2 16GB", "V100 PCIe 16GB"),
+                              ("RTX 6000 Ada", "L40S")):
+        for precision in ("fp16", "tf32"):
+            assert (translate.efficiencies(get_gpu(variant), precision, cal)[0]
+                    == translate.efficiencies(get_gpu(measured), precision, cal)[0])
