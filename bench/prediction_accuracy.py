@@ -120,17 +120,21 @@ def batch_ratio_bucket(ratio: float) -> str:
 
 
 def _cross_validate(obs: list[Any], group_of: Any, label: str,
-                    band_samples: dict[str, list[float]] | None = None
-                    ) -> dict[str, list[float]]:
+                    band_samples: dict[str, list[float]] | None = None, *,
+                    by_precision: bool = False) -> dict[str, list[float]]:
     """Hold out each group (all its rows out of the refit), predict each held-out row from every
     other GPU's measurement of the same model, precision and bench version; errors per method.
     ``band_samples`` collects measured over predicted throughput at the source's batch by what
-    separates source and target (``bands`` keys)."""
+    separates source and target (``bands`` keys); ``by_precision`` also prints the source-batch
+    error per held-out group and precision."""
     from gpucost.catalog import get_gpu
 
     errors: dict[str, list[float]] = {q: [] for q in QUESTIONS}
     errors.update({"flops ratio": [], "bandwidth ratio": []})
     per_group: dict[str, dict[str, list[float]]] = {}
+    # At the source's batch, per precision class of the pair (fp32 on Ampere and newer ran on
+    # TF32 in the benchmark's containers): the float32 transformers are BERT's "tf32" rows.
+    per_precision: dict[str, list[float]] = {}
     by_ratio: dict[str, list[float]] = {}  # log(predicted / measured) at the target's batch
     reduced = 0
     shipped = dict(translate.shipped_calibration_data())
@@ -170,6 +174,8 @@ def _cross_validate(obs: list[Any], group_of: Any, label: str,
                     err = abs(predicted / tgt.throughput - 1)
                     errors[question].append(err)
                     group[question].append(err)
+                per_precision.setdefault(f"{held} {src.precision}", []).append(
+                    abs(ruled.throughput / tgt.throughput - 1))
                 errors["flops ratio"].append(abs(flops / tgt.throughput - 1))
                 errors["bandwidth ratio"].append(abs(bandwidth / tgt.throughput - 1))
     print(f"single GPU: {label}, {len(errors[SOURCE_BATCH])} (source, target) pairs over "
@@ -180,6 +186,9 @@ def _cross_validate(obs: list[Any], group_of: Any, label: str,
         print(f"  per held-out group, {question} (mean): " + ", ".join(
             f"{g} {100 * statistics.mean(e[question]):.1f}"
             for g, e in sorted(per_group.items()) if e[question]))
+    if by_precision:
+        print(f"  per held-out group and precision, {SOURCE_BATCH} (mean): " + ", ".join(
+            f"{k} {100 * statistics.mean(v):.1f}" for k, v in sorted(per_precision.items())))
     print("  at the target's batch, predicted over measured (geometric mean) by target batch / "
           "source batch: " + ", ".join(
               f"{label} {math.exp(statistics.mean(by_ratio[label])):.2f} "
@@ -196,7 +205,7 @@ def single_gpu_workload_out(data: Path, band_samples: dict[str, list[float]]
     obs, _ = fitc.load_lambda(fitc.lambda_paths(data), get_gpu)
     return _cross_validate(obs, lambda o: WORKLOAD_FAMILIES[o.model],
                            "leave-one-workload-out (the accuracy to expect on a new model)",
-                           band_samples)
+                           band_samples, by_precision=True)
 
 
 def single_gpu(data: Path, band_samples: dict[str, list[float]]
