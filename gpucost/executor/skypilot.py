@@ -9,7 +9,7 @@ and restarts after a preemption, the job resuming from its newest checkpoint.
 gpucost keeps what is its own: the ledger (the cluster or managed-job name is the run's recovery
 token, so `gpucost cleanup` finds what a killed launcher started), status.json, the budget cap
 and the hard timeout (the runner cancels the job and downs the cluster when one is reached, and
-so does the run's watchdog, :func:`gpucost.executor.guard.watch`, when the launcher is dead),
+so does the run's watchdog, :func:`gpucost.executor.watchdog.watch`, when the launcher is dead),
 and verify on arrival (the matmul at the top of the task's ``run``). The job's reports come home
 in its log (:mod:`gpucost.executor.markers`): :class:`ThroughputWatch` writes each into the run
 folder's metrics.jsonl and progress.json as the job's own gpucost.report() does on a local run
