@@ -78,7 +78,7 @@ def test_the_watchdog_reports_an_unreadable_ledger_in_one_line(tmp_path: Path) -
     # 3 (it cannot guard the run), not a traceback.
     paths.ledger_path().parent.mkdir(parents=True, exist_ok=True)
     paths.ledger_path().write_bytes(b"this is not a database\n" * 100)
-    done = subprocess.run([sys.executable, "-m", "gpucost.executor.guard", "--watch", "r1",
+    done = subprocess.run([sys.executable, "-m", "gpucost.executor.watchdog", "r1",
                            f"--timeout-at={time.time() + 60!r}"], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 3, done.stderr

@@ -183,7 +183,7 @@ def test_the_run_warns_at_80_percent_of_the_cap_before_the_cap_ends_it(tmp_path:
 
 
 def test_budget_warning_comes_at_the_share_and_not_before() -> None:
-    from gpucost.executor.guard import budget_warning
+    from gpucost.executor.watchdog import budget_warning
 
     share = BUDGET_WARN_SHARE * 100.0
     assert budget_warning(share - 0.1, 100.0) is None

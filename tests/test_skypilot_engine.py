@@ -627,8 +627,9 @@ def test_the_watchdog_downs_the_cluster_at_the_limit_after_the_launcher_is_sigki
 
 def test_the_watchdog_cancels_a_managed_job_once_the_segments_spend_reaches_the_cap(
         cloud: FakeCloud, tmp_path: Path) -> None:
-    from gpucost.executor.guard import EXIT_BUDGET, watch
+    from gpucost.executor.guard import EXIT_BUDGET
     from gpucost.executor.skypilot import MANAGED
+    from gpucost.executor.watchdog import watch
 
     cloud.managed[7] = ("gpucost-m-1", ["RUNNING"])
     with Ledger() as ledger:

@@ -55,7 +55,9 @@ def fixed_memory(profile: Profile, spec: Any, group_gpus: int) -> MemoryPlan:
 
 @pytest.fixture(autouse=True)
 def _fixed_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("gpucost.model.perf.predict", fixed_predict)
+    # where the planning core calls it (the modules import it at their top)
+    monkeypatch.setattr("gpucost.planning.ranking.predict", fixed_predict)
+    monkeypatch.setattr("gpucost.planning.scaling.predict", fixed_predict)
     monkeypatch.setattr("gpucost.planning.ranking.plan_memory", fixed_memory)
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from gpucost._io import atomic_open, atomic_write_json
+from gpucost._optional import require
 from gpucost.errors import InputError, ProviderError
 from gpucost.jobname import NAME_HINT, job_name_problem
 
@@ -122,8 +123,6 @@ class CheckpointStore:
         return self.target
 
     def _s3(self) -> Any:
-        from gpucost.extras import require
-
         return require("boto3", needed_for="an s3:// checkpoint target").client("s3")
 
     def ship(self, path: Path, epoch: int) -> str:

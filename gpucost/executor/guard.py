@@ -26,13 +26,9 @@ cleanup` finds, a process started with a clean environment included. When
 the job ends while its launcher is dead, the guard records the end in the ledger and
 status.json itself (:func:`record_end`).
 
-    python -m gpucost.executor.guard --watch RUN_ID [--timeout-at T]
-
-is the same deadline check for a run whose job runs elsewhere (SkyPilot's nodes): a watchdog
-that, once the hard timeout or the budget cap (from the ledger's billed segments) passes and the
-launcher has not acted, releases the run's resources through its provider (:func:`watch`). It
-holds the run's one-run-per-job locks until the run ends, as the local guard does, so a second
-launch of the job is refused while the first one runs in the cloud, its launcher dead or not.
+A run whose job runs elsewhere (SkyPilot's nodes) gets the same deadline check from its
+watchdog (:mod:`gpucost.executor.watchdog`), which shares :func:`limit_reached` and
+:func:`record_end` with the guard.
 """
 
 from __future__ import annotations
@@ -42,7 +38,6 @@ import contextlib
 import ctypes
 import os
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -71,8 +66,6 @@ LIMIT_NOTES = {EXIT_TIMED_OUT: "the hard timeout is reached",
                EXIT_BUDGET: "the budget cap is reached"}
 END_STATES = {EXIT_TIMED_OUT: "timed-out", EXIT_BUDGET: "budget-exceeded"}  # the run's state
 PR_SET_CHILD_SUBREAPER = 36
-WATCH_POLL_S = 1.0  # the watchdog reads the ledger this often
-WATCH_GRACE_S = 60.0  # a live launcher past a limit gets this long to end the run itself
 
 
 def _note(message: str) -> None:
@@ -89,20 +82,6 @@ def limit_reached(now: float, timeout_at: float | None, budget_at: float | None)
     if budget_at is not None and now >= budget_at:
         return EXIT_BUDGET
     return None
-
-
-def budget_warning(cost_usd: float, cap_usd: float) -> str | None:
-    """The warning once the spend passes :data:`~gpucost.planfile.BUDGET_WARN_SHARE` of the
-    budget cap (None before): the launcher says it once in the run's log and status.json, the
-    watchdog in launcher.log, before the cap ends the run."""
-    from gpucost.format import usd_text
-    from gpucost.planfile import BUDGET_WARN_SHARE
-
-    if cap_usd <= 0 or cost_usd < BUDGET_WARN_SHARE * cap_usd:
-        return None
-    return (f"budget warning: {usd_text(cost_usd)} spent, {cost_usd / cap_usd * 100:.0f} % of "
-            f"the {usd_text(cap_usd)} cap; the run stops at the cap (`gpucost stop` ends it "
-            "now)")
 
 
 def become_subreaper() -> bool:
@@ -306,72 +285,13 @@ def write_final_status(ledger: Ledger, run_id: str, state: str, reason: str) -> 
         rundir.note(f"run {run.run_id} ended: {state} ({reason})")
 
 
-def watch(run_id: str, *, timeout_at: float | None, poll_s: float = WATCH_POLL_S,
-          launcher_grace_s: float = WATCH_GRACE_S) -> int:
-    """The watchdog of a run whose job runs where no guard of ours does (SkyPilot): until the
-    run ends, check its hard timeout and its budget deadline (spend from the ledger's billed
-    segments: nodes x the price of the accepted create); once one passes and the launcher has
-    not acted on it within ``launcher_grace_s`` (it is dead, or hung), cancel the job and
-    release the machines through the run's provider, and record the end."""
-    from gpucost.executor.control import Sweep, destroy_rows  # control imports the providers
-
-    with Ledger() as ledger:
-        since: float | None = None  # when the launcher was first seen past a limit
-        warned = False
-        while True:
-            run = ledger.run(run_id)
-            if run.ended_at is not None:
-                return 0
-            now = time.time()
-            if not warned and (warning := budget_warning(run.cost_usd(now),
-                                                         run.budget_cap_usd)):
-                warned = True
-                _note(f"run {run_id}: {warning}")
-            limit = limit_reached(now, timeout_at, run.budget_at(now))
-            if limit is not None:
-                since = now if since is None else since
-                if not run.owner_alive or now - since >= launcher_grace_s:
-                    break
-            time.sleep(poll_s)
-        _note(f"{LIMIT_NOTES[limit]} and the launcher of run {run_id} has not ended it: "
-              "releasing its resources")
-        sweep = Sweep()
-        destroy_rows(ledger, run, sweep, include_stopped=True)
-        for line in sweep.done + sweep.failed:
-            _note(line)
-        if sweep.failed:
-            return 3  # the rows stay live: `gpucost cleanup` retries
-        record_end(ledger, run_id, END_STATES[limit], f"{LIMIT_NOTES[limit]}; the watchdog "
-                   "released the run's resources", job_over=False)
-    return limit
-
-
-def start_watchdog(run_id: str, timeout_at: float, log_path: Path,
-                   hold_fds: Sequence[int] = ()) -> subprocess.Popen[bytes]:
-    """Start :func:`watch` for ``run_id`` in a session of its own (it outlives the launcher),
-    holding ``hold_fds`` (the run's locks) open until the run ends."""
-    with open(log_path, "ab") as log:
-        return subprocess.Popen([sys.executable, "-m", "gpucost.executor.guard", "--watch", run_id,
-                                 f"--timeout-at={timeout_at!r}"], stdout=log,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, pass_fds=tuple(hold_fds))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m gpucost.executor.guard",
                                 description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--timeout-at", type=float, help="unix time of the hard timeout")
     p.add_argument("--budget-at", type=float, help="unix time the budget cap is reached")
-    p.add_argument("--watch", metavar="RUN_ID",
-                   help="watch a run whose job has no guard here (budget from the ledger)")
     p.add_argument("command", nargs=argparse.REMAINDER)
     args = p.parse_args(argv)
-    if args.watch:
-        try:
-            return watch(args.watch, timeout_at=args.timeout_at)
-        except GpuCostError as err:  # an unreadable ledger: one line in launcher.log
-            _note(f"the watchdog of run {args.watch} stopped: {err}")
-            return 3
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         p.error("no command to run")

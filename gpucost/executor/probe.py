@@ -29,10 +29,19 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import numpy as np
+
+from gpucost import paths
 from gpucost.errors import GpuCostError, InputError
+from gpucost.executor import PROVIDERS
+from gpucost.executor.ledger import Ledger
+from gpucost.executor.rundir import RunDir
+from gpucost.executor.runner import POLL_S, ProbeLimit, Runner, new_run_id
+from gpucost.executor.verify import verify_throughput
 from gpucost.jobname import MAX_LENGTH
+from gpucost.measurements import Measurement, record_on_arrival
 from gpucost.planfile import (
     CheckpointSection,
     EstimateSection,
@@ -40,13 +49,13 @@ from gpucost.planfile import (
     Plan,
     SafetySection,
     load_plan,
+    save_plan,
 )
-
-if TYPE_CHECKING:
-    from gpucost.measurements import Measurement
-    from gpucost.planning.advice import Advice
-    from gpucost.planning.plans import PlanRow
-    from gpucost.planning.request import Request
+from gpucost.planning.advice import Advice, Choice
+from gpucost.planning.planbuild import to_plan
+from gpucost.planning.plans import PlanRow
+from gpucost.planning.ranking import rank
+from gpucost.planning.request import Request
 
 DEFAULT_REPORTS = 3  # the median of three is past one slow first report (as the SkyPilot watch)
 DEFAULT_MINUTES = 5.0
@@ -159,8 +168,6 @@ def plan_label(plan: Plan) -> str:
 
 def engine_of(plan: Plan) -> str:
     """The engine that runs the plan, in words: "local", "torchrun", "skypilot (aws)"."""
-    from gpucost.executor import PROVIDERS
-
     provider = plan.offer.provider
     module, _ = PROVIDERS.get(provider, ("", ""))
     return f"skypilot ({provider})" if module.endswith(".skypilot") else provider
@@ -186,8 +193,6 @@ def close_rows(advice: Advice, top: int) -> list[int]:
     first, the next ones meeting them whose cost band overlaps its band, at most ``top`` in
     all. One row per (GPU, GPUs per node, nodes): a measurement there holds for every region
     and provider of it, so probing it twice teaches nothing."""
-    import numpy as np
-
     if advice.cheapest is None:
         return []
     plans = advice.ranking.plans
@@ -215,9 +220,6 @@ def candidates_from_advice(advice: Advice, top: int, workdir: Path,
                            **plan_options: Any) -> list[Candidate]:
     """:func:`close_rows` as plans (:func:`gpucost.planning.planbuild.to_plan` with
     ``plan_options``: profile_ref, command, name, checkpoint_target ...)."""
-    from gpucost.planning.advice import Choice
-    from gpucost.planning.planbuild import to_plan
-
     found = []
     for i in close_rows(advice, top):
         row = advice.ranking.plans.row(i)
@@ -311,14 +313,6 @@ def run_probes(probes: Sequence[Probe], *, reports: int = DEFAULT_REPORTS,
 
 def run_one(probe: Probe, number: int, *, reports: int, minutes: float,
             echo: Callable[[str], None], poll_s: float | None) -> Outcome:
-    from gpucost import paths
-    from gpucost.executor.ledger import Ledger
-    from gpucost.executor.rundir import RunDir
-    from gpucost.executor.runner import POLL_S, ProbeLimit, Runner, new_run_id
-    from gpucost.executor.verify import verify_throughput
-    from gpucost.measurements import record_on_arrival
-    from gpucost.planfile import save_plan
-
     run_id = new_run_id(f"probe-{number}-{probe.candidate.plan.job.name}")
     path = paths.writable_dir(paths.home() / "probes") / f"{run_id}.toml"
     save_plan(probe.plan, path)  # the ledger points at it: status, down and cleanup read it
@@ -369,8 +363,6 @@ def rerank(probes: Sequence[Probe], outcomes: Sequence[Outcome]) -> list[Ranked]
 def cheapest_now(request: Request) -> PlanRow | None:
     """The request's cheapest plan, ranked again: predictions start from the measurements
     just stored (one GPU per device group; :func:`gpucost.measurements.source_for`)."""
-    from gpucost.planning.ranking import rank
-
     try:
         ranking = rank(request)
     except GpuCostError:

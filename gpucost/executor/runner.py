@@ -28,18 +28,13 @@ from gpucost.errors import CapacityError, ExecutorError, GpuCostError, InputErro
 from gpucost.executor import get_provider, provider_config
 from gpucost.executor.base import JobSpec, Provider, ProvisionRequest, Resource
 from gpucost.executor.checkpoints import CheckpointStore
-from gpucost.executor.guard import (
-    EXIT_BUDGET,
-    EXIT_TIMED_OUT,
-    WATCH_POLL_S,
-    budget_warning,
-    start_watchdog,
-)
+from gpucost.executor.guard import EXIT_BUDGET, EXIT_TIMED_OUT
 from gpucost.executor.ledger import Ledger
 from gpucost.executor.records import job_position, report_fields
 from gpucost.executor.rundir import RunDir
 from gpucost.executor.runlock import RunLock, hold_job
 from gpucost.executor.verify import VerifyResult, arrival_stop, verify_throughput
+from gpucost.executor.watchdog import WATCH_POLL_S, budget_warning, start_watchdog
 from gpucost.format import usd_text
 from gpucost.jobname import NAME_HINT, job_name_problem
 from gpucost.measurements import record_on_arrival

@@ -9,7 +9,7 @@ and restarts after a preemption, the job resuming from its newest checkpoint.
 gpucost keeps what is its own: the ledger (the cluster or managed-job name is the run's recovery
 token, so `gpucost cleanup` finds what a killed launcher started), status.json, the budget cap
 and the hard timeout (the runner cancels the job and downs the cluster when one is reached, and
-so does the run's watchdog, :func:`gpucost.executor.guard.watch`, when the launcher is dead),
+so does the run's watchdog, :func:`gpucost.executor.watchdog.watch`, when the launcher is dead),
 and verify on arrival (the matmul at the top of the task's ``run``). The job's reports come home
 in its log (:mod:`gpucost.executor.markers`): :class:`ThroughputWatch` writes each into the run
 folder's metrics.jsonl and progress.json as the job's own gpucost.report() does on a local run
@@ -29,8 +29,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
+from gpucost._optional import installed, require
 from gpucost.errors import CapacityError, CredentialsError, GpuCostError, InputError, ProviderError
 from gpucost.executor.base import JobSpec, Provider, ProvisionRequest, Resource, ResourceState
 from gpucost.executor.markers import parse_marker
@@ -42,12 +43,13 @@ from gpucost.executor.skypilot_task import (
     task_config,
     task_yaml,
 )
-from gpucost.extras import installed
+from gpucost.executor.verify import band_limits, over_budget, stop_reason, verify_throughput
 from gpucost.format import usd_text
-
-if TYPE_CHECKING:
-    from gpucost.model.bands import Band
-    from gpucost.planfile import Plan
+from gpucost.measurements import record_on_arrival
+from gpucost.model.bands import NO_BAND, Band, band_for
+from gpucost.model.translate import gpu_spec
+from gpucost.planfile import Plan
+from gpucost.reporting import write_report
 
 # SkyPilot's status names -> the ledger's states.
 _CLUSTER_STATES: dict[str, ResourceState] = {"INIT": "pending", "UP": "running",
@@ -75,9 +77,6 @@ def plan_band(plan: Plan) -> Band:
     """The plan's prediction band, recomputed (a plan file does not carry it): its profile's
     GPU to its offer's GPU at its per-device batch. The profile's own batch is not in the file;
     it is taken as the plan's, whose band is the wider one when the plan's batch was reduced."""
-    from gpucost.model.bands import NO_BAND, band_for
-    from gpucost.model.translate import gpu_spec
-
     work, offer = plan.workload, plan.offer
     devices = max(1, round(offer.gpu_count)) * offer.nodes
     batch = float(work.batch_size or 1)
@@ -120,8 +119,6 @@ class ThroughputWatch:
         report = parse_marker(text)
         if report is None:
             return
-        from gpucost.reporting import write_report
-
         with self._lock:
             try:
                 write_report(self.run_dir.path, report)
@@ -136,9 +133,6 @@ class ThroughputWatch:
                 self._check(now)
 
     def _check(self, now: float) -> None:
-        from gpucost.executor.verify import band_limits, over_budget, stop_reason, verify_throughput
-        from gpucost.measurements import record_on_arrival
-
         measured = statistics.median(self._since_check)
         self._since_check, self._checked_at = [], now
         if self.records:
@@ -213,8 +207,6 @@ class SkyClient:
     """SkyPilot's SDK, one method per call gpucost makes (imported on first use)."""
 
     def __init__(self) -> None:
-        from gpucost.extras import require
-
         self.sky = require("sky", needed_for="launching a cloud plan (through SkyPilot)",
                            then="set up credentials (`sky check`) and launch again")
 

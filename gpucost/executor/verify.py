@@ -17,13 +17,11 @@ starts from the measurement just stored (:func:`gpucost.measurements.record_on_a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from gpucost.errors import GpuCostError
 from gpucost.format import usd_text
+from gpucost.model.bands import Band
 from gpucost.planfile import Plan
-
-if TYPE_CHECKING:
-    from gpucost.model.bands import Band
 
 
 @dataclass(frozen=True)
@@ -93,7 +91,8 @@ def cheaper_plan(plan: Plan, check: VerifyResult) -> str:
     """The plan that is cheapest now, in one clause: the plan's job re-ranked through the
     planning core (same market, up to the plan's node count) against this plan at the measured
     throughput. Never raises: a ranking that cannot be made is said instead."""
-    from gpucost.errors import GpuCostError
+    # Here, not at the top: `gpucost status`, `ps` and `logs` import the runner, and so this
+    # module, without numpy; the ranking loads only for a run that is being stopped.
     from gpucost.planning.ranking import rank
     from gpucost.planning.request import build_request
 

@@ -36,7 +36,10 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucost.columns import Bool, Float, Text, column
+from gpucost.errors import InputError
 from gpucost.format import usd
+from gpucost.model.interruptions import interruption_rates
+from gpucost.model.setup_times import check_setup_minutes, setup_minutes, setup_time
 from gpucost.pricing.rates import HYPERSCALER_MONTH_HOURS
 
 FloatArray = npt.NDArray[np.float64]
@@ -210,11 +213,7 @@ def breakeven(
 
     ``setup_minutes`` defaults to the setup time of ``provider`` and ``instance_type`` from the
     sourced table (:mod:`gpucost.model.setup_times`; the catch-all row without a provider)."""
-    from gpucost.errors import InputError
-
     if setup_minutes is None:
-        from gpucost.model.setup_times import setup_time
-
         setup_minutes = setup_time(provider, instance_type).minutes
 
     for name, value in (
@@ -408,11 +407,7 @@ class JobParams:
     max_wait_capacity_hours: float = 2.0
 
     def __post_init__(self) -> None:
-        from gpucost.errors import InputError
-
         if self.setup_minutes is not None:
-            from gpucost.model.setup_times import check_setup_minutes
-
             check_setup_minutes(self.setup_minutes, "setup minutes")
         for name in ("data_gb", "checkpoint_gb", "results_gb"):
             value = getattr(self, name)
@@ -550,9 +545,6 @@ def offer_terms(params: JobParams, *, provider: np.ndarray, instance_type: np.nd
                 market: np.ndarray, reliability: FloatArray) -> OfferTerms:
     """:class:`OfferTerms` for rows of these offers (per row: provider, instance type, market,
     reliability)."""
-    from gpucost.model.interruptions import interruption_rates
-    from gpucost.model.setup_times import setup_minutes
-
     setup_min, setup_source = setup_minutes(provider, instance_type, override=params.setup_minutes)
     rate, rate_source = interruption_rates(
         provider, instance_type, market, _arr(reliability),

@@ -24,11 +24,16 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucost import providers
+from gpucost.catalog import get_gpu, match_note
+from gpucost.envelope import envelope
 from gpucost.errors import InputError, NoOffersError, UnknownProviderError
 from gpucost.format import usd
 from gpucost.limits import MAX_NODES, node_limit
+from gpucost.measurements import source_for
 from gpucost.model.bands import NO_BAND, Band
 from gpucost.model.economics import CostInputs, job_costs, offer_terms
+from gpucost.model.fabrics import resolve_fabrics
+from gpucost.model.perf import predict
 from gpucost.planning.fit import MemoryPlan, cpu_memory_plan, plan_memory
 from gpucost.planning.plans import PLAN_UNITS, Plans
 from gpucost.planning.request import Filters, Job, Request, SortKey
@@ -108,8 +113,6 @@ class Ranking:
 
     def to_dict(self, *, show_unfit: bool = False) -> dict[str, Any]:
         """The versioned JSON document of ``gpucost compare --format json``."""
-        from gpucost.envelope import envelope
-
         profile = self.profile
         body: dict[str, Any] = {
             "profile": {
@@ -233,8 +236,6 @@ class _Predictor:
         profile itself when none are stored)."""
         found = self.sources.get(gpu)
         if found is None:
-            from gpucost.measurements import source_for
-
             found = source_for(self.profile, gpu).profile
             self.sources[gpu] = found
         return found
@@ -243,8 +244,6 @@ class _Predictor:
         key = (gpu, group_gpus)
         found = self.memory.get(key)
         if found is None:
-            from gpucost.catalog import get_gpu
-
             specs = [get_gpu(g) for g in self.node_gpus or (gpu,)]
             smallest = min(specs, key=lambda spec: spec.memory_gb)
             found = plan_memory(self.profile, smallest, group_gpus)
@@ -264,8 +263,6 @@ class _Predictor:
             speed = profile.throughput if profile.gpu == "CPU" else math.nan
             found = _Config(speed, 1.0, cpu_memory_plan(profile), NO_BAND)
         else:
-            from gpucost.model.perf import predict
-
             memory = self.memory_plan(gpu, per_node * nodes)
             pred = predict(
                 self.source(gpu),
@@ -310,8 +307,6 @@ class _ConfigCodes:
         def codes(values: np.ndarray) -> tuple[npt.NDArray[np.int64], int]:
             names, code = np.unique(values, return_inverse=True)
             return code.reshape(-1).astype(np.int64), len(names)
-
-        from gpucost.model.fabrics import resolve_fabrics
 
         providers, provider_code = np.unique(offers.provider, return_inverse=True)
         limits = np.array([node_limit(str(p)) for p in providers], dtype=np.int64)
@@ -559,8 +554,6 @@ def rank(request: Request) -> Ranking:
                     len(s.offers), str(s.path) if s.path else None)
         for s in snapshots
     ]
-    from gpucost.catalog import match_note
-
     notes = [note for given, matched in filters.gpu_matches
              if filters.gpus and (note := match_note(given, matched))]
     notes += [arch_note] if arch_note else []

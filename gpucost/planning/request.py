@@ -20,12 +20,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, Field, dataclass, field, fields
 from typing import Any, Literal, ParamSpec, TypeVar
 
+from gpucost.catalog import match_gpu_names
 from gpucost.errors import InputError
 from gpucost.format import count, usd
+from gpucost.limits import MAX_JOB_SAMPLES
+from gpucost.local import local_snapshot, machine
 from gpucost.model.economics import JobParams
+from gpucost.model.fabrics import check_transport
 from gpucost.pricing.registry import DEFAULT_MAX_AGE_DAYS
-from gpucost.pricing.snapshot import Snapshot
-from gpucost.profile import Profile
+from gpucost.pricing.snapshot import Snapshot, load_snapshots
+from gpucost.profile import Profile, resolve_profile
 
 Market = Literal["any", "on-demand", "spot"]
 CpuArch = Literal["x86-64", "arm64", "any"]
@@ -80,8 +84,6 @@ class Job:
     dataset_size: float | None = None
 
     def __post_init__(self) -> None:
-        from gpucost.limits import MAX_JOB_SAMPLES
-
         if not 0 < self.samples <= MAX_JOB_SAMPLES:  # NaN fails too
             raise InputError(
                 f"the job is {self.samples:g} samples ({self.description}); at most "
@@ -284,8 +286,6 @@ class FilterArgs:
 
     def filters(self, default_cpu_arch: str = "x86-64") -> Filters:
         """The validated filters (``default_cpu_arch`` where no ``cpu_arch`` is given)."""
-        from gpucost.catalog import match_gpu_names
-
         market, max_nodes = self.market, self.max_nodes
         cpu_arch = self.cpu_arch or default_cpu_arch
         if market not in ("any", "on-demand", "spot"):
@@ -390,8 +390,6 @@ class LocalMachineArgs:
     amortisation_usd_hr: float = 0.0
 
     def snapshot(self) -> Snapshot:
-        from gpucost.local import local_snapshot, machine
-
         return local_snapshot(
             machine(self.gpu, self.gpu_count, power_w=self.power_w),
             electricity_usd_kwh=self.electricity_usd_kwh,
@@ -431,10 +429,6 @@ class RequestArgs(SourceArgs, EconomicsArgs, ConstraintArgs, FilterArgs, JobArgs
 
     def build(self) -> Request:
         """The validated request."""
-        from gpucost.model.fabrics import check_transport
-        from gpucost.pricing.snapshot import load_snapshots
-        from gpucost.profile import resolve_profile
-
         profile = self.profile
         prof = profile if isinstance(profile, Profile) else resolve_profile(profile)
         job = self.job(prof)

@@ -6,26 +6,29 @@ $/job rises by more than half while the job finishes only a little sooner. `gpuc
 the TUI's plan screen both use it.
 
 Which offer a curve follows (:func:`cheapest_offer_curve`, :func:`mixed_node_curve`) is decided
-here too, so the command line only parses and prints. numpy, the ranking and the snapshot
-format load inside the functions that use them: `gpucost --help` reads KNEE_TIME_CUT.
+here too, so the command line only parses and prints.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import numpy as np
+
+from gpucost.catalog import get_gpu
 from gpucost.errors import InputError, NoOffersError
 from gpucost.format import usd
 from gpucost.limits import node_limit
-
-if TYPE_CHECKING:
-    from gpucost.planning.plans import PlanRow, Plans
-    from gpucost.planning.ranking import Ranking
-    from gpucost.planning.request import Request
-    from gpucost.pricing.snapshot import Snapshot
-    from gpucost.profile import Profile
+from gpucost.model.fabrics import fabric_for
+from gpucost.model.perf import predict
+from gpucost.planning.plans import PlanRow, Plans
+from gpucost.planning.ranking import Ranking, rank
+from gpucost.planning.request import Request, make_filters
+from gpucost.pricing.snapshot import Offers, Snapshot
+from gpucost.profile import Profile
 
 KNEE_TIME_CUT = 0.25  # doubling the nodes must cut the job's time by at least this fraction
 SCALING_MAX_NODES = 16
@@ -80,8 +83,6 @@ def knee_nodes(hours: Mapping[int, float], cut: float = KNEE_TIME_CUT) -> int | 
 def offer_curve(plans: Plans, row: PlanRow, max_nodes: int) -> Scaling:
     """The plans of ``row``'s offer and market in ``plans`` (ranked up to 2 x max_nodes, which
     judging the knee at max_nodes needs), as a curve up to ``max_nodes``."""
-    import numpy as np  # here, not at the top: `gpucost --help` reads KNEE_TIME_CUT
-
     mask = ((plans.instance_type == row.instance_type) & (plans.region == row.region)
             & (plans.zone == row.zone) & (plans.market == row.market)
             & (plans.provider == row.provider) & (plans.source == row.source))
@@ -105,9 +106,6 @@ def offer_curve(plans: Plans, row: PlanRow, max_nodes: int) -> Scaling:
 def scaling_curve(request: Request, row: PlanRow, *,
                   max_nodes: int = SCALING_MAX_NODES) -> Scaling:
     """The plan's offer at 1..max_nodes nodes, same market, same economics as the request."""
-    from gpucost.planning.ranking import rank
-    from gpucost.planning.request import make_filters
-
     mine = tuple(s for s in request.snapshots if s.source == row.source)
     filters = make_filters(gpu=row.gpu, provider=row.provider, market=row.market,
                            gpu_count=row.gpu_count, max_nodes=2 * max_nodes,
@@ -146,8 +144,6 @@ def cheapest_offer_curve(request: Request, gpu: str, *, max_nodes: int,
     label = (f"{single.provider} {single.instance_type} ({single.region}), prices of "
              f"{single.price_date}" if single else "")
     if price_hr is not None or link or single is None:
-        from gpucost.planning.ranking import rank
-
         request = replace(request, snapshots=(_override_snapshot(
             request, single, gpu, gpus_per_node, price_hr=price_hr, link=link,
             max_nodes=max_nodes),))
@@ -167,8 +163,6 @@ def cheapest_offer_curve(request: Request, gpu: str, *, max_nodes: int,
 
 def slowest_member(profile: Profile, node: Sequence[str]) -> str:
     """The GPU that sets a mixed node's pace (as predict gives the group)."""
-    from gpucost.model.perf import predict
-
     return predict(profile, gpus_per_node=len(node), member_gpus=list(node)).gpu
 
 
@@ -178,8 +172,6 @@ def mixed_node_curve(request: Request, node: Sequence[str], *, max_nodes: int,
     named after the slowest member (:func:`slowest_member`, the GPU ``request`` names), ranked
     by the planning core with ``Request.node_gpus``. An offer has one GPU type, so no offer in
     the snapshots holds a mixed node."""
-    from gpucost.planning.ranking import rank
-
     slowest = slowest_member(request.profile, node)
     request = replace(request, node_gpus=tuple(node))
     request = replace(request, snapshots=(_override_snapshot(
@@ -200,11 +192,6 @@ def _override_snapshot(request: Request, row: PlanRow | None, gpu: str, per_node
     applied. A mixed node's bare offer is named after its slowest member (``gpu``) and holds its
     smallest member's memory. The request's network (every offer's fabric) stays the
     request's, so the offer keeps its provider's setup time, storage and transfer terms."""
-    import datetime as dt
-
-    from gpucost.catalog import get_gpu
-    from gpucost.pricing.snapshot import Offers, Snapshot
-
     members = request.node_gpus or (gpu,)
     bare_name = "+".join(request.node_gpus) if request.node_gpus else f"{per_node}x-{gpu}"
     price = price_hr if price_hr is not None else (row.price_hr if row else None)
@@ -240,8 +227,6 @@ def _override_snapshot(request: Request, row: PlanRow | None, gpu: str, per_node
 
 def _try_rank(request: Request) -> Ranking | None:
     """The ranking, or None when no offer matches (the overrides may still price the group)."""
-    from gpucost.planning.ranking import rank
-
     try:
         return rank(request)
     except NoOffersError:
@@ -253,8 +238,6 @@ def _first_fit(plans: Plans, max_nodes: int = 1) -> tuple[PlanRow | None, str]:
     state needs sharding over more GPUs than one node holds), on a provider where a group of
     ``max_nodes`` can be launched if there is one: a curve is no curve on one node. With it, a
     note when that passed over a cheaper plan ("" when not)."""
-    import numpy as np
-
     if not plans.nodes.size:
         return None, ""
     fewest = plans.nodes == plans.nodes.min()
@@ -275,8 +258,6 @@ def _first_fit(plans: Plans, max_nodes: int = 1) -> tuple[PlanRow | None, str]:
 def _fewest_gpus_per_node(request: Request, gpu: str) -> tuple[int, str]:
     """GPUs per node when not given: 1, or the fewest whole GPUs per node of any on-demand offer
     for the GPU when none has one (with a note saying so)."""
-    import numpy as np
-
     found = _try_rank(replace(request, filters=replace(request.filters, max_nodes=1)))
     counts = found.plans.gpu_count if found is not None else np.array([])
     whole = sorted({int(c) for c in counts.tolist() if c >= 1 and float(c).is_integer()})
@@ -304,9 +285,6 @@ def batch_efficiency(profile: Profile, row: PlanRow, nodes: tuple[int, ...],
     sync-bound, at 64-128 they balance). The same predict the curve's plans use, over the
     offer's fabric (or the network given), at each batch as given (no memory re-plan: the
     question is the batch itself)."""
-    from gpucost.model.fabrics import fabric_for
-    from gpucost.model.perf import predict
-
     fabric = fabric_for(row.provider, row.instance_type)
     gbps = fabric.gbps if network_gbps is None else network_gbps
     how = fabric.transport if transport is None else transport
