@@ -62,7 +62,7 @@ import re
 import statistics
 import sys
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -323,7 +323,7 @@ def chip(spec: GpuSpec) -> str:
     return f"{spec.compute_capability or spec.arch}/{spec.sm_count or spec.name}"
 
 
-def power_floors(gens: Iterable[tuple[str, str]]) -> dict[tuple[str, str], float]:
+def power_floors(gens: Collection[tuple[str, str]]) -> dict[tuple[str, str], float]:
     """Lowest flops per joule each (generation, tensor-core unit) power term may take: a board
     sustains its measured best bf16 matmul (the catalog's ``mamf_bf16_tflops``) within its
     power limit, so ``TDP x flops per joule >= MAMF``. A TF32 matmul runs on the same tensor
@@ -366,7 +366,7 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
     tc_units = sorted({u for _, u in tc_classes})
     idx: dict[tuple[str, Any], int] = {}
     chips_p = sorted({(chip(spec(g)), pc) for g, pc in gpus_p})
-    idx_chips = set(chips_p)
+    fitted_chips = set(chips_p)
     for tag, keys in (("p", gens), ("w", works), ("c", classes), ("g", chips_p), ("m", mclasses),
                       ("b", gpus), ("k", fams), ("h", fams), ("u", fams), ("v", fams),
                       ("K", tclasses), ("H", tclasses), ("U", tclasses), ("V", tclasses),
@@ -585,8 +585,8 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
                  "host_s_per_launch": math.exp(x[idx[("V", t)]])} for t in tclasses}
     # Every catalog GPU made of a fitted chip takes the chip's efficiency, measured or not
     # (a V100 PCIe is a V100 SXM2's silicon at a lower power limit, which the model applies).
-    siblings = [(e.spec, p) for e in all_entries() for p in [*tc_units, "fp32", "tf32"]
-                if (chip(e.spec), p) in idx_chips and (device_class(e.spec), p) in classes]
+    siblings = [(e.spec, p) for e in all_entries() for p in sorted({*tc_units, "fp32", "tf32"})
+                if (chip(e.spec), p) in fitted_chips and (device_class(e.spec), p) in classes]
     return SingleFit(
         compute_gpu={f"{sg.name}|{p}": math.exp(x[idx[("c", (device_class(sg), p))]]
                                                 + x[idx[("g", (chip(sg), p))]])
