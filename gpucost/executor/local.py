@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from gpucost._optional import require_installed
 from gpucost.errors import ExecutorError, InputError
 from gpucost.executor.base import (
     VERIFY_SNIPPET,
@@ -38,7 +39,6 @@ from gpucost.executor.base import (
 from gpucost.executor.containment import end_processes, leftovers, processes_by_token, record_path
 from gpucost.executor.guard import GUARD_EXIT_S, KILL_WAIT_S, STOP_GRACE_S
 from gpucost.executor.ledger import process_start
-from gpucost.extras import require_installed
 
 VERIFY_TIMEOUT_S = 300.0
 
