@@ -21,7 +21,9 @@ not show as a GPU would:
   are left out of the per-sample bytes);
 - weight reads and gradient writes (3 x parameter bytes, embedding tables apart: those are
   read row by row) are paid once per step whatever the batch: they move from the per-sample
-  bytes to the per-step bytes with the optimizer's;
+  bytes to the per-step bytes with the optimizer's, as does the zero fill of each embedding's
+  dense gradient table (the census's ``fixed_bytes``; its gathers and scatters count only the
+  rows their indices name);
 - torch's flop counter does not count the CPU flash-attention kernel: attention flops are
   counted from the shapes (see Block._attend).
 
@@ -679,11 +681,13 @@ def profile_architecture(name: str) -> dict[str, Any]:
     bytes_by_class: dict[str, float] = defaultdict(float)
     for op, n in step.bytes_moved.items():
         bytes_by_class[op_class(op)] += n
-    step_bytes = optim.total_bytes + 3 * param_bytes + recurrent["weight_bytes"]
+    # The embedding gradients' zero-filled tables (census fixed_bytes) are paid per step too.
+    step_bytes = (optim.total_bytes + 3 * param_bytes + recurrent["weight_bytes"]
+                  + step.fixed_bytes)
     # The fused CPU recurrent operators' bytes are mostly their weights (counted per time step
     # in weight_bytes above): left out of the per-sample bytes.
-    sample_bytes = max(step.total_bytes - bytes_by_class.get("recurrent", 0.0) - 3 * param_bytes,
-                       0.0) / batch
+    sample_bytes = max(step.total_bytes - step.fixed_bytes - bytes_by_class.get("recurrent", 0.0)
+                       - 3 * param_bytes, 0.0) / batch
     kernels = (sum(step.kernel_calls.values()) - recurrent["cpu_calls"] + recurrent["kernels"]
                + sum(optim.kernel_calls.values()))
     per_sample = total / batch

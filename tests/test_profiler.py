@@ -156,6 +156,38 @@ def test_census_counts_storage_kept_alive_by_autograd() -> None:
     assert layers * activation <= after_forward < 2 * layers * activation
     del loss
 
+@pytest.mark.parametrize("bag", [False, True], ids=["embedding", "embedding-bag"])
+def test_census_charges_an_embedding_the_rows_it_looks_up(bag: bool) -> None:
+    # A gather reads the rows its indices name, not the table; its dense backward zero-fills a
+    # table-sized gradient once per step, whatever the batch. So the operators' bytes grow with
+    # the lookups and not with the table, and the zero fill grows with the table alone.
+    dim, lookups = 64, 40
+
+    def census(rows: int, batch: int) -> OpCensus:
+        torch.manual_seed(0)
+        table = nn.EmbeddingBag(rows, dim, mode="sum") if bag else nn.Embedding(rows, dim)
+        ids = torch.randint(0, 1000, (batch, lookups // 4))
+        with OpCensus() as c:
+            table(ids).sum().backward()
+        return c
+
+    small, large, double = census(1_000, 4), census(100_000, 4), census(1_000, 8)
+    assert small.bytes_moved == large.bytes_moved
+    row_bytes = dim * 4
+    assert small.fixed_bytes == 1_000 * row_bytes
+    assert large.fixed_bytes == 100_000 * row_bytes
+    assert double.fixed_bytes == small.fixed_bytes
+
+    def embedding_bytes(c: OpCensus) -> float:
+        return sum(n for op, n in c.bytes_moved.items() if "embedding" in op)
+
+    # the forward reads 40 rows and writes them out; the backward reads their gradients and
+    # scatters them into 40 rows: about 4 x 40 rows, against 2 x 1,000 for whole tables
+    assert 2 * lookups * row_bytes <= embedding_bytes(small) < 5 * lookups * row_bytes
+    assert embedding_bytes(double) > 1.8 * embedding_bytes(small)
+    assert large.total_bytes == sum(large.bytes_moved.values()) + large.fixed_bytes
+
+
 
 # ---- the batch probe ----------------------------------------------------------------------
 def test_probe_finds_the_largest_power_of_two_under_a_memory_limit() -> None:

@@ -7,6 +7,10 @@ microseconds per operator.
 - FLOPs come from ``torch.utils.flop_counter.FlopCounterMode`` (matmul, conv, attention).
 - Bytes moved per operator = bytes of its tensor inputs + bytes of its tensor outputs, with
   each tensor's real dtype; view operators (``t``, ``view``, ``expand``...) move nothing.
+  Embedding lookups are the exception: a gather reads only the table rows its indices name,
+  and its dense backward scatters into those rows of a gradient table it first zero-fills. The
+  rows count as the operator's bytes; the zero fill, a table's worth whatever the batch, counts
+  in ``fixed_bytes`` (a step's bytes that do not grow with its batch).
 - Memory: a caching-allocator-like ledger of the storages created during the census. A new
   output storage is added when an operator returns it and removed once it has been freed;
   ``peak_bytes`` is the high-water mark on top of ``baseline_bytes`` (what was alive before).
@@ -58,6 +62,33 @@ _MATMULS = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm",
                       "aten::_scaled_dot_product_cudnn_attention"})
 
 
+# Embedding gathers (forward) and their dense backwards: operator -> the table's position among
+# the tensor inputs (forward), or None (backward: the table is the output). Both touch one table
+# row per index.
+_GATHERS = {"aten::embedding": 0, "aten::_embedding_bag": 0,
+            "aten::embedding_dense_backward": None, "aten::_embedding_bag_backward": None,
+            "aten::_embedding_bag_dense_backward": None}
+
+
+def _gather_bytes(name: str, inputs: list[torch.Tensor],
+                  outputs: list[torch.Tensor]) -> tuple[float, float] | None:
+    """(bytes per the batch, zero-fill bytes per step) of an embedding gather or its dense
+    backward, None for any other operator: the table's rows named by the indices (the first
+    integer input) replace the whole table; a backward's zero-filled table is per step."""
+    if name not in _GATHERS:
+        return None
+    table_at = _GATHERS[name]
+    table = inputs[table_at] if table_at is not None else outputs[0]
+    indices = next((t for t in inputs if not t.is_floating_point()), None)
+    if table.dim() != 2 or indices is None:
+        return None
+    rows = float(indices.numel() * table.shape[1] * table.element_size())
+    others = sum(_nbytes(t) for t in inputs + outputs if t is not table)
+    if table_at is not None:
+        return others + rows, 0.0
+    return others + rows, float(_nbytes(table))
+
+
 def op_name(func: Any) -> str:
     """``aten::addmm`` for the overload ``aten.addmm.default`` (torch.profiler's spelling)."""
     return str(func._schema.name)
@@ -84,6 +115,7 @@ class OpCensus:
         self.calls: dict[str, int] = defaultdict(int)
         self.kernel_calls: dict[str, int] = defaultdict(int)  # calls that are not views
         self.bytes_moved: dict[str, float] = defaultdict(float)
+        self.fixed_bytes = 0.0  # zero-filled embedding-gradient tables: per step, any batch
         self.live_bytes = 0
         self.peak_live_bytes = 0
         self._live: dict[int, tuple[int, StorageWeakRef]] = {}  # data_ptr -> (bytes, ref)
@@ -131,7 +163,8 @@ class OpCensus:
 
     @property
     def total_bytes(self) -> float:
-        return float(sum(self.bytes_moved.values()))
+        """Every byte the step moved: the operators' and the per-step zero fills."""
+        return float(sum(self.bytes_moved.values())) + self.fixed_bytes
 
     @property
     def peak_bytes(self) -> int:
@@ -149,8 +182,13 @@ class OpCensus:
         outputs = _tensors(out)
         if name in _MATMULS and inputs:
             self.matmul_dtypes[inputs[-1].dtype] += float(inputs[-1].numel())
-        self.bytes_moved[name] += float(sum(_nbytes(t) for t in inputs)
-                                        + sum(_nbytes(t) for t in outputs))
+        gathered = _gather_bytes(name, inputs, outputs)
+        if gathered is None:
+            self.bytes_moved[name] += float(sum(_nbytes(t) for t in inputs)
+                                            + sum(_nbytes(t) for t in outputs))
+        else:
+            self.bytes_moved[name] += gathered[0]
+            self.fixed_bytes += gathered[1]
         seen = {t.untyped_storage().data_ptr() for t in inputs}
         for t in outputs:
             storage = t.untyped_storage()
