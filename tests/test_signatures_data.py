@@ -64,3 +64,21 @@ def test_activations_follow_the_layer_shapes() -> None:
     per_flop = {k: per_sample[k] / e["flops_per_sample"] for k, e in entries.items()}
     for transformer in ("vit", "encoder-only", "decoder-only"):
         assert per_flop["cnn-classifier"] > 2 * per_flop[transformer], transformer
+
+
+# (signature, embedding lookups per sample, dimension): the tokens or sparse features each
+# sample looks up in its embedding tables (scripts/build_signatures.py's inputs)
+_LOOKUPS = [("mlp-recommender", 26, 128), ("seq2seq-rnn", 50 + 50, 1024),
+            ("encoder-only", 384, 768), ("encoder-decoder", 128 + 128, 512)]
+
+
+@pytest.mark.parametrize(("name", "lookups", "dim"), _LOOKUPS, ids=[n for n, *_ in _LOOKUPS])
+def test_embedding_bytes_per_sample_are_the_rows_looked_up(name: str, lookups: int,
+                                                           dim: int) -> None:
+    # Per sample, an embedding moves its looked-up rows: read and written out forward, read and
+    # scattered backward, plus the indices (BERT's position and type lookups add as many). The
+    # tables themselves are per step (zero-filled gradients, Adam): DLRM's 26 tables of
+    # 100,000 rows charged per sample were 10.4 MB a sample, 190x this.
+    rows = lookups * dim * 4
+    embedding = _entries()[name]["profiled"]["bytes_by_class_per_sample"]["embedding"]
+    assert 4 * rows <= embedding <= 3 * 4 * rows + 16 * lookups
