@@ -20,10 +20,11 @@ not show as a GPU would:
   per step whatever the batch; the fused CPU operators' own byte counts, mostly those weights,
   are left out of the per-sample bytes);
 - weight reads and gradient writes (3 x parameter bytes, embedding tables apart: those are
-  read row by row) are paid once per step whatever the batch: they move from the per-sample
-  bytes to the per-step bytes with the optimizer's, as does the zero fill of each embedding's
-  dense gradient table (the census's ``fixed_bytes``; its gathers and scatters count only the
-  rows their indices name);
+  read row by row, unless an output layer tied to the table reads it whole as a GEMM operand;
+  then its two gradients are also summed once a step) are paid once per step whatever the
+  batch: they move from the per-sample bytes to the per-step bytes with the optimizer's, as
+  does the zero fill of each embedding's dense gradient table (the census's ``fixed_bytes``;
+  its gathers and scatters count only the rows their indices name);
 - torch's flop counter does not count the CPU flash-attention kernel: attention flops are
   counted from the shapes (see Block._attend).
 
@@ -253,6 +254,98 @@ class EncoderDecoder(nn.Module):
         return x @ self.emb.weight.t()
 
 
+def _rel_shift(x: Tensor) -> Tensor:
+    """Transformer-XL's relative shift of [batch, heads, query, key] position scores: pad a
+    zero column, reread the buffer one row on, so that query i's scores line up with key
+    distances i + memory - j."""
+    b, h, q, k = x.shape
+    padded = torch.cat([x.new_zeros(b, h, q, 1), x], -1).view(b, h, k + 1, q)
+    return padded[:, :, 1:].reshape(b, h, q, k)
+
+
+class RelativeBlock(nn.Module):
+    """A Transformer-XL layer (post-norm): relative-position attention over the segment and the
+    cached memory, computed as its published code does (score matrices, the relative shift and
+    a softmax, which a fused attention kernel cannot run), then the feed-forward net."""
+
+    def __init__(self, d: int, heads: int, d_head: int, ff: int) -> None:
+        super().__init__()
+        self.heads, self.d_head = heads, d_head
+        self.qkv = nn.Linear(d, 3 * heads * d_head, bias=False)  # over memory and segment
+        self.pos = nn.Linear(d, heads * d_head, bias=False)
+        self.out = nn.Linear(heads * d_head, d, bias=False)
+        self.u, self.v = (nn.Parameter(torch.zeros(heads, d_head)) for _ in range(2))
+        self.n1, self.n2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.ff = nn.Sequential(nn.Linear(d, ff), nn.ReLU(), nn.Linear(ff, d))
+
+    def forward(self, x: Tensor, memory: Tensor, positions: Tensor) -> Tensor:
+        b, q, _ = x.shape
+        both = torch.cat([memory, x], 1)
+        k = both.shape[1]
+        q_all, key, value = self.qkv(both).view(b, k, 3, self.heads, self.d_head).unbind(2)
+        query = q_all[:, -q:]
+        rel = self.pos(positions).view(k, self.heads, self.d_head)
+        content = torch.einsum("bqhd,bkhd->bhqk", query + self.u, key)
+        position = _rel_shift(torch.einsum("bqhd,khd->bhqk", query + self.v, rel))
+        # a query sees the memory and the segment up to itself
+        future = torch.ones(q, k, dtype=torch.bool).triu(k - q + 1)
+        scores = ((content + position) * self.d_head ** -0.5).masked_fill(future, -1e30)
+        attended = torch.einsum("bhqk,bkhd->bqhd", scores.softmax(-1), value)
+        x = self.n1(x + self.out(attended.reshape(b, q, -1)))
+        return self.n2(x + self.ff(x))
+
+
+class TransformerXL(nn.Module):
+    """Transformer-XL base on WikiText-103 (NVIDIA DeepLearningExamples' configuration): 16
+    layers of d 512 (8 heads of 64, feed-forward 2048), 192-token segments with 192 cached
+    hidden states per layer, sinusoidal relative positions, and an adaptive softmax over the
+    267,735-token vocabulary (clusters cut at 20k, 40k and 200k, one width) tied to the input
+    embedding. The loss is computed as the adaptive softmax computes it: the head (20k words
+    and 3 cluster logits) for every token, each tail only for the tokens whose target is in it."""
+
+    CUTOFFS = (20_000, 40_000, 200_000, 267_735)
+
+    def __init__(self, layers: int = 16, d: int = 512, heads: int = 8, ff: int = 2048) -> None:
+        super().__init__()
+        self.d = d
+        self.emb = nn.Embedding(self.CUTOFFS[-1], d)
+        self.blocks = nn.ModuleList(RelativeBlock(d, heads, d // heads, ff)
+                                    for _ in range(layers))
+        self.clusters = nn.Linear(d, len(self.CUTOFFS) - 1)
+
+    def forward(self, ids: Tensor, target: Tensor, memory: Tensor) -> Tensor:
+        b, q = ids.shape
+        k = q + memory.shape[2]
+        distance = torch.arange(k - 1, -1, -1.0)
+        inverse = 1.0 / 10_000 ** (torch.arange(0, self.d, 2.0) / self.d)
+        angles = distance[:, None] * inverse[None]
+        positions = torch.cat([angles.sin(), angles.cos()], -1)
+        x = self.emb(ids) * self.d ** 0.5
+        for blk, mem in zip(self.blocks, memory, strict=True):
+            x = blk(x, mem, positions)
+        hidden, target = x.reshape(b * q, self.d), target.reshape(-1)
+        # The tied table split once (its gradient is one table-sized concatenation a step, as
+        # the published code's per-cluster slices cost about the same once a step).
+        words = self.emb.weight.split(list(itertools.starmap(
+            lambda lo, hi: hi - lo, itertools.pairwise((0, *self.CUTOFFS)))))
+        head = F.log_softmax(F.linear(hidden, torch.cat([words[0], self.clusters.weight])), -1)
+        in_head = target < self.CUTOFFS[0]
+        nll = -head[in_head].gather(1, target[in_head, None]).sum()
+        for i, (lo, hi) in enumerate(itertools.pairwise(self.CUTOFFS)):
+            rows = ((target >= lo) & (target < hi)).nonzero().squeeze(1)
+            tail = F.log_softmax(F.linear(hidden[rows], words[i + 1]), -1)
+            picked = tail.gather(1, (target[rows] - lo)[:, None]).squeeze(1)
+            nll = nll - (head[rows, self.CUTOFFS[0] + i] + picked).sum()
+        return nll / (b * q)
+
+
+def _zipf_ids(vocab: int, b: int, t: int) -> Tensor:
+    """Word ids by frequency rank under Zipf's law (P(rank r) ~ 1/r, as word frequencies in
+    text follow): log-uniform ranks, so the adaptive softmax's clusters see text's shares
+    (about 80 % of tokens in the 20k most frequent words of 267,735)."""
+    return ((vocab + 1.0) ** torch.rand(b, t)).floor().long().sub(1).clamp(0, vocab - 1)
+
+
 class Gnmt(nn.Module):
     """GNMT v2: 4-layer LSTM encoder (first bidirectional), 4-layer LSTM decoder with additive
     attention fed to every layer, hidden 1024, 32k vocabulary."""
@@ -475,12 +568,18 @@ ARCHITECTURES: dict[str, tuple[Callable[[], nn.Module], Callable[[int], tuple[Te
     "decoder-only": (Gpt, lambda b: (_ids(50257, b, 1024),), 1,
                      "GPT-2 small (124M), sequence 1024",
                      ["gpt", "llama", "opt-", "mistral", "qwen", "gemma", "phi-", "falcon",
-                      "transformer-xl", "transformerxl", "transformer_xl", "txl",
                       "decoder-only", "causal lm", "language model"]),
     "encoder-decoder": (EncoderDecoder, lambda b: (_ids(32000, b, 128), _ids(32000, b, 128)), 2,
                         "Transformer-base translation model, 128 source and target tokens",
                         ["t5", "bart", "marian", "transformer", "encoder-decoder", "pegasus",
                          "whisper"]),
+    "transformer-xl": (TransformerXL,
+                       lambda b: (_zipf_ids(267_735, b, 192), _zipf_ids(267_735, b, 192),
+                                  torch.randn(16, b, 192, 512)), 16,
+                       "Transformer-XL base (WikiText-103): 16 layers of 512, 192-token "
+                       "segments with 192 cached, explicit relative attention, adaptive "
+                       "softmax",
+                       ["transformer-xl", "transformerxl", "transformer_xl", "txl"]),
     "seq2seq-rnn": (Gnmt, lambda b: (_ids(32000, b, 50), _ids(32000, b, 50)), 8,
                     "GNMT v2 (8 LSTM layers of 1024), 50 source and target tokens",
                     ["gnmt", "lstm", "gru", "rnn", "seq2seq"]),
@@ -552,6 +651,7 @@ class _GemmShapes(TorchDispatchMode):  # type: ignore[misc]
     def __init__(self) -> None:
         super().__init__()
         self.shapes: list[GemmShape] = []
+        self.operands: set[int] = set()  # storages the GEMMs read (a tied table's among them)
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (),
                            kwargs: Any = None) -> Any:
@@ -559,6 +659,8 @@ class _GemmShapes(TorchDispatchMode):  # type: ignore[misc]
         shape = _gemm_shape(func.overloadpacket, args, out)
         if shape is not None:
             self.shapes.append(shape)
+            self.operands.update(a.untyped_storage().data_ptr() for a in args
+                                 if isinstance(a, Tensor))
         return out
 
 
@@ -674,20 +776,26 @@ def profile_architecture(name: str) -> dict[str, Any]:
     flops["attention"] += ATTENTION_FLOPS[0]
     compute = {c: flops.get(c, 0.0) for c in COMPUTE_CLASSES}
     total = sum(compute.values())
-    # Embedding tables are read row by row (their gathers are counted as operator bytes).
-    param_bytes = float(sum(p.numel() * p.element_size() for m in model.modules()
-                            if not isinstance(m, nn.Embedding | nn.EmbeddingBag)
-                            for p in m.parameters(recurse=False)))
+    # Embedding tables are read row by row (their gathers are counted as operator bytes),
+    # unless a GEMM reads the table too: an output layer tied to it reads it whole, forward and
+    # backward, and writes its whole gradient (per step, as any weight), and autograd sums the
+    # two gradients (gather's and GEMM's) once a step: two tables read, one written.
+    tables = [p for m in model.modules() if isinstance(m, nn.Embedding | nn.EmbeddingBag)
+              for p in m.parameters(recurse=False)]
+    tied_bytes = float(sum(p.numel() * p.element_size() for p in tables
+                           if p.untyped_storage().data_ptr() in gemms.operands))
+    param_bytes = float(sum(p.numel() * p.element_size() for p in model.parameters())
+                        - sum(p.numel() * p.element_size() for p in tables)) + tied_bytes
     bytes_by_class: dict[str, float] = defaultdict(float)
     for op, n in step.bytes_moved.items():
         bytes_by_class[op_class(op)] += n
     # The embedding gradients' zero-filled tables (census fixed_bytes) are paid per step too.
-    step_bytes = (optim.total_bytes + 3 * param_bytes + recurrent["weight_bytes"]
-                  + step.fixed_bytes)
+    once_a_step = 3 * param_bytes + 3 * tied_bytes + step.fixed_bytes
+    step_bytes = optim.total_bytes + recurrent["weight_bytes"] + once_a_step
     # The fused CPU recurrent operators' bytes are mostly their weights (counted per time step
     # in weight_bytes above): left out of the per-sample bytes.
-    sample_bytes = max(step.total_bytes - step.fixed_bytes - bytes_by_class.get("recurrent", 0.0)
-                       - 3 * param_bytes, 0.0) / batch
+    sample_bytes = max(step.total_bytes - bytes_by_class.get("recurrent", 0.0) - once_a_step,
+                       0.0) / batch
     kernels = (sum(step.kernel_calls.values()) - recurrent["cpu_calls"] + recurrent["kernels"]
                + sum(optim.kernel_calls.values()))
     per_sample = total / batch

@@ -69,7 +69,8 @@ def test_activations_follow_the_layer_shapes() -> None:
 # (signature, embedding lookups per sample, dimension): the tokens or sparse features each
 # sample looks up in its embedding tables (scripts/build_signatures.py's inputs)
 _LOOKUPS = [("mlp-recommender", 26, 128), ("seq2seq-rnn", 50 + 50, 1024),
-            ("encoder-only", 384, 768), ("encoder-decoder", 128 + 128, 512)]
+            ("encoder-only", 384, 768), ("encoder-decoder", 128 + 128, 512),
+            ("transformer-xl", 192, 512)]
 
 
 @pytest.mark.parametrize(("name", "lookups", "dim"), _LOOKUPS, ids=[n for n, *_ in _LOOKUPS])
@@ -82,3 +83,63 @@ def test_embedding_bytes_per_sample_are_the_rows_looked_up(name: str, lookups: i
     rows = lookups * dim * 4
     embedding = _entries()[name]["profiled"]["bytes_by_class_per_sample"]["embedding"]
     assert 4 * rows <= embedding <= 3 * 4 * rows + 16 * lookups
+
+
+def test_transformer_xl_has_its_own_signature_with_explicit_attention() -> None:
+    from gpucost.model.signature import matched
+
+    for name in ("Transformer-XL base", "transformer-xl large", "TransformerXL"):
+        found = matched(name)
+        assert found is not None and found.name == "transformer-xl", name
+    entries = _entries()
+    # Its relative attention keeps score matrices in memory (softmax, shift, mask: read and
+    # written whole, forward and backward), which GPT-2's fused attention never writes.
+    assert entries["transformer-xl"]["bytes_per_flop"] > 2 * entries["decoder-only"][
+        "bytes_per_flop"]
+    assert "attention" not in entries["transformer-xl"]["flops_share"]
+
+
+class _TiedLm:
+    """A table of 20,000 words of 64 tied to the output layer, around one linear layer: at
+    batch 2 the table (5 MB) outweighs what a sample moves."""
+
+    @staticmethod
+    def factory() -> Any:
+        import torch
+        from torch import nn
+
+        class Tied(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.emb, self.mid = nn.Embedding(20_000, 64), nn.Linear(64, 64)
+
+            def forward(self, ids: torch.Tensor) -> torch.Tensor:
+                return (self.mid(self.emb(ids)) @ self.emb.weight.t()).logsumexp(-1).mean()
+
+        return Tied()
+
+    @staticmethod
+    def make(b: int) -> tuple[Any, ...]:
+        import torch
+
+        return (torch.randint(0, 20_000, (b, 16)),)
+
+
+def test_a_tied_output_layer_reads_its_table_once_a_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The output GEMM reads the tied table whole, forward and backward, and writes its whole
+    # gradient: once a step, as any weight, so a sample's bytes do not depend on the batch the
+    # signature was profiled at. Counted per sample, batch 2 would say 3x batch 8's.
+    pytest.importorskip("torch")
+    import sys
+
+    sys.path.insert(0, str(SIGNATURES_PATH.parents[2] / "scripts"))
+    import build_signatures
+
+    def per_sample_bytes(batch: int) -> float:
+        monkeypatch.setitem(build_signatures.ARCHITECTURES, "tied", (
+            _TiedLm.factory, _TiedLm.make, batch, "tied LM", ["tied"]))
+        entry = build_signatures.profile_architecture("tied")
+        return float(entry["bytes_per_flop"] * entry["flops_per_sample"])
+
+    small, large = per_sample_bytes(2), per_sample_bytes(8)
+    assert small == pytest.approx(large, rel=0.1)
