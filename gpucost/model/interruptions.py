@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from gpucost._io import read_text
 from gpucost.errors import InputError
-from gpucost.model.patterns import pattern_mask
+from gpucost.model.patterns import lowered, pattern_mask
 from gpucost.pricing.rates import HYPERSCALER_MONTH_HOURS
 
 TABLE_PATH = Path(__file__).with_name("interruption_rates.csv")
@@ -143,7 +143,7 @@ def interruption_rates(
     """
     n = len(provider)
     # Rule by rule over whole columns (a dozen rules), not row by row: first match wins.
-    prov = np.char.lower(provider.astype(str))
+    prov = lowered(provider)
     itype = instance_type.astype(str)
     rule_index = np.full(n, -1, dtype=np.int64)
     table = rules()

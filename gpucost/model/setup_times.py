@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucost.errors import InputError
-from gpucost.model.patterns import pattern_mask
+from gpucost.model.patterns import lowered, pattern_mask
 
 TABLE_PATH = Path(__file__).with_name("setup_times.csv")
 # A setup longer than a day is not a setup but a mistake in the input (minutes for hours?).
@@ -91,7 +91,7 @@ def setup_minutes(
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.object_]]:
     """Setup minutes and their source per row (rule by rule over whole columns)."""
     n = len(provider)
-    prov = np.char.lower(np.asarray(provider).astype(str))
+    prov = lowered(provider)
     itype = np.asarray(instance_type).astype(str)
     rule_index = np.full(n, -1, dtype=np.int64)
     table = rules()
