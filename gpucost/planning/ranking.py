@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,6 +27,7 @@ from gpucost import providers
 from gpucost.catalog import get_gpu, match_note
 from gpucost.envelope import envelope
 from gpucost.errors import InputError, NoOffersError, UnknownProviderError
+from gpucost.factor import Factor, packed_codes
 from gpucost.format import usd
 from gpucost.limits import MAX_NODES, node_limit
 from gpucost.measurements import source_for
@@ -50,6 +51,7 @@ COMPARE_SCHEMA_VERSION = 1  # memory columns (peak_gb, micro_batch, ...) and "un
 DENSE_NODE_COUNTS = 32
 COUNTS_PER_DOUBLING = 8
 CHUNK_ROWS = 1 << 16  # plans costed at once
+_MARKETS = np.array(["on-demand", "spot"], dtype=object)  # indexed by "is spot"
 
 
 def node_counts(max_nodes: int) -> npt.NDArray[np.int64]:
@@ -196,19 +198,45 @@ def filter_cpu_arch(offers: Offers, filters: Filters) -> tuple[Offers, str]:
         f"{filters.cpu_arch} hosts; --cpu-arch any plans them too")
 
 
-def fold_zones(offers: Offers) -> tuple[Offers, int, npt.NDArray[np.int64]]:
+@dataclass(frozen=True)
+class _OfferFactors:
+    """The text columns a ranking groups rows by or shows, each factorised once (see
+    :mod:`gpucost.factor`)."""
+
+    provider: Factor
+    region: Factor
+    gpu: Factor
+    intra_node_link: Factor
+    source: Factor
+    price_date: Factor  # the ISO timestamp's date
+
+    @classmethod
+    def of(cls, offers: Offers) -> _OfferFactors:
+        return cls(Factor.of(offers.provider), Factor.of(offers.region), Factor.of(offers.gpu),
+                   Factor.of(offers.intra_node_link), Factor.of(offers.source),
+                   Factor.of(offers.fetched_at.astype("U10")))
+
+    def take(self, rows: npt.NDArray[np.int64]) -> _OfferFactors:
+        return _OfferFactors(*(getattr(self, f.name).take(rows) for f in fields(self)))
+
+
+def fold_zones(
+    offers: Offers, factors: _OfferFactors
+) -> tuple[Offers, _OfferFactors, int, npt.NDArray[np.int64]]:
     """One row per (provider, region, instance type, prices): zones that only repeat a region's
     prices add nothing to a ranking (identical rows would fill its top). Zones with their own
     spot price stay; their on-demand rows are one per region (``_one_per_region``). Also how
     many rows were folded, and each kept row's (provider, region, instance type, source,
     on-demand price) code for ``_one_per_region``."""
     if not len(offers):
-        return offers, 0, np.zeros(0, dtype=np.int64)
-    region = offers.row_codes(("provider", "region", "instance_type", "source", "price_hr"))
-    spot = np.unique(np.nan_to_num(offers.spot_price_hr, nan=-1.0), return_inverse=True)[1]
-    _, first = np.unique(region * (int(spot.max()) + 1) + spot.reshape(-1), return_index=True)
+        return offers, factors, 0, np.zeros(0, dtype=np.int64)
+    machine = (factors.provider, factors.region, Factor.of(offers.instance_type),
+               factors.source, Factor.of(offers.price_hr))
+    region = packed_codes(machine, len(offers))
+    spot = Factor.of(offers.spot_price_hr)  # NaN (no spot offer) is one value
+    _, first = np.unique(packed_codes((*machine, spot), len(offers)), return_index=True)
     kept = np.sort(first)
-    return offers.select(kept), len(offers) - len(kept), region[kept]
+    return offers.select(kept), factors.take(kept), len(offers) - len(kept), region[kept]
 
 
 @dataclass(frozen=True)
@@ -303,28 +331,29 @@ class _ConfigCodes:
     node_limit: npt.NDArray[np.int64]  # the provider's largest group
 
     @classmethod
-    def of(cls, offers: Offers, request: Request) -> _ConfigCodes:
+    def of(cls, offers: Offers, factors: _OfferFactors, request: Request) -> _ConfigCodes:
         def codes(values: np.ndarray) -> tuple[npt.NDArray[np.int64], int]:
-            names, code = np.unique(values, return_inverse=True)
-            return code.reshape(-1).astype(np.int64), len(names)
+            factor = Factor.of(values)
+            return factor.codes, factor.radix
 
-        providers, provider_code = np.unique(offers.provider, return_inverse=True)
-        limits = np.array([node_limit(str(p)) for p in providers], dtype=np.int64)
+        provider = factors.provider
+        limits = np.array([node_limit(str(p)) for p in provider.values], dtype=np.int64)
         fabrics = resolve_fabrics(offers.provider, offers.instance_type,
                                   offers.network_gbps, set_gbps=request.inter_node_gbps,
                                   set_transport=request.inter_node_transport)
-        return cls(*codes(offers.gpu), *codes(offers.intra_node_link),
-                   *codes(fabrics.gbps), *codes(fabrics.transport),
-                   np.asarray(fabrics.gbps, dtype=np.float64),
+        return cls(factors.gpu.codes, factors.gpu.radix, factors.intra_node_link.codes,
+                   factors.intra_node_link.radix, *codes(fabrics.gbps),
+                   *codes(fabrics.transport), np.asarray(fabrics.gbps, dtype=np.float64),
                    np.asarray(fabrics.transport).astype(object),
                    np.asarray(fabrics.description).astype(object),
-                   limits[provider_code.reshape(-1)])
+                   limits[provider.codes])
 
 
 @dataclass(frozen=True)
 class _OfferText:
     """Per offer, the text columns a plan shows, as object arrays: every plan of an offer then
-    shares its strings instead of holding a fixed-width copy."""
+    shares its strings instead of holding a fixed-width copy (and, but for the instance type
+    and zone, every offer of one value too)."""
 
     provider: npt.NDArray[np.object_]
     region: npt.NDArray[np.object_]
@@ -336,17 +365,16 @@ class _OfferText:
     price_date: npt.NDArray[np.object_]
 
     @classmethod
-    def of(cls, offers: Offers) -> _OfferText:
+    def of(cls, offers: Offers, factors: _OfferFactors) -> _OfferText:
         return cls(
-            provider=offers.provider.astype(object),
-            region=offers.region.astype(object),
+            provider=factors.provider.objects(),
+            region=factors.region.objects(),
             zone=offers.zone.astype(object),
             instance_type=offers.instance_type.astype(object),
-            gpu=offers.gpu.astype(object),
-            intra_node_link=offers.intra_node_link.astype(object),
-            source=offers.source.astype(object),
-            # the ISO timestamp's date
-            price_date=np.array([str(t)[:10] for t in offers.fetched_at], dtype=object),
+            gpu=factors.gpu.objects(),
+            intra_node_link=factors.intra_node_link.objects(),
+            source=factors.source.objects(),
+            price_date=factors.price_date.objects(),
         )
 
 
@@ -406,7 +434,7 @@ def _chunk_plans(
     runnable = np.isfinite(throughput) & (throughput > 0)
 
     market_text = np.where(spot, "spot", "on-demand")
-    market = market_text.astype(object)
+    market = _MARKETS[spot.astype(np.int64)]  # one str per market, shared by its plans
     # the cost model matches these against its tables: fixed-width text compares fastest
     inputs = CostInputs(
         provider=offers.provider[offer],
@@ -509,7 +537,7 @@ def rank(request: Request) -> Ranking:
     offers = merge_offers(snapshots)
     total = len(offers)
     offers, arch_note = filter_cpu_arch(filter_offers(offers, filters), filters)
-    offers, zones_folded, region = fold_zones(offers)
+    offers, factors, zones_folded, region = fold_zones(offers, _OfferFactors.of(offers))
     per_region = _one_per_region(region)
     base_offer, base_spot, base_price = _base_rows(offers, filters, per_region)
     if not len(base_offer):
@@ -518,11 +546,11 @@ def rank(request: Request) -> Ranking:
             hint=arch_note or "relax --gpu/--provider/--region/--max-price-hr/--spot, "
             "or run `gpucost prices show`",
         )
-    text = _OfferText.of(offers)
+    text = _OfferText.of(offers, factors)
     stale = sorted({s.source for s in snapshots if is_stale(s, request.stale_days, now)})
     stale_sources = np.array(stale, dtype=object)
     counts = node_counts(filters.max_nodes)
-    codes = _ConfigCodes.of(offers, request)
+    codes = _ConfigCodes.of(offers, factors, request)
     predictor = _Predictor(request.profile, request.node_gpus)
     per_chunk = max(1, CHUNK_ROWS // len(counts))
     chunks: list[Plans] = []

@@ -39,6 +39,7 @@ from gpucost._io import _check_depth, atomic_write_json, read_text
 from gpucost.catalog.table import entries_by_name
 from gpucost.columns import Float, Text, column
 from gpucost.errors import SnapshotError
+from gpucost.factor import Factor, packed_codes
 from gpucost.limits import (
     MAX_GPUS_PER_NODE,
     MAX_PRICE_HR_USD,
@@ -182,16 +183,15 @@ class Offers(OfferColumns[Floats, Texts]):
     def row_codes(self, names: Sequence[str]) -> np.ndarray:
         """One int per row, equal exactly where the rows agree on every column in ``names``
         (NaN equals NaN): 0..distinct-1."""
-        code = np.zeros(len(self), dtype=np.int64)
+        factors = []
         for name in names:
             values = self[name]
             if values.dtype.kind == "f":
                 values = np.nan_to_num(values, nan=-1.0)
-            _, column_code = np.unique(values, return_inverse=True)
-            # Re-number after each column so the combined code stays small.
-            _, code = np.unique(code * (int(column_code.max()) + 1) + column_code,
-                                return_inverse=True)
-        return code
+            factors.append(Factor.of(values))
+        # one sort per column, then one of the packed ints (not one per column again)
+        _, code = np.unique(packed_codes(factors, len(self)), return_inverse=True)
+        return code.reshape(-1)
 
     @classmethod
     def empty(cls) -> Offers:
