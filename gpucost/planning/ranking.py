@@ -179,7 +179,7 @@ def filter_offers(offers: Offers, filters: Filters) -> Offers:
         mask &= offers.gpu_memory_gb >= filters.min_gpu_memory_gb
     if filters.gpu_counts:
         mask &= np.isin(offers.gpu_count, np.array(filters.gpu_counts, dtype=float)) | ~cloud
-    return offers.select(mask)
+    return offers if mask.all() else offers.select(mask)  # no copy when every offer passes
 
 
 def filter_cpu_arch(offers: Offers, filters: Filters) -> tuple[Offers, str]:
@@ -235,6 +235,8 @@ def fold_zones(
     region = packed_codes(machine, len(offers))
     spot = Factor.of(offers.spot_price_hr)  # NaN (no spot offer) is one value
     _, first = np.unique(packed_codes((*machine, spot), len(offers)), return_index=True)
+    if len(first) == len(offers):  # no zone repeats its region: nothing to copy
+        return offers, factors, 0, region
     kept = np.sort(first)
     return offers.select(kept), factors.take(kept), len(offers) - len(kept), region[kept]
 

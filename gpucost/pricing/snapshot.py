@@ -280,11 +280,10 @@ def cpu_archs(offers: Offers) -> np.ndarray:
     superchip (GH200, GB200: the GPU's catalog form factor is "Superchip") and AWS's Graviton GPU
     instances, else x86-64 (every other GPU host the sources list)."""
     stated = offers.cpu_arch
-    specs = entries_by_name()
-    gpus, code = np.unique(offers.gpu, return_inverse=True)
-    grace = np.array([g in specs and specs[g].spec.form_factor == "Superchip" for g in gpus],
-                     dtype=bool)[code.reshape(-1)]
-    arm = grace.copy()
+    superchips = [name for name, entry in entries_by_name().items()
+                  if entry.spec.form_factor == "Superchip"]
+    # a comparison per superchip (a few), not a sort of the GPU column
+    arm = np.isin(offers.gpu, superchips)
     for provider, prefixes in providers.arm_instance_prefixes().items():
         rows = np.flatnonzero(offers.provider == provider)
         types = offers.instance_type[rows].tolist()
