@@ -43,6 +43,11 @@ class Factor:
         """The factor of the column's ``rows`` (its values stay, used or not)."""
         return Factor(self.values, self.codes[rows])
 
+    def equals(self, value: object) -> npt.NDArray[np.bool_]:
+        """Per row, whether its value is ``value``: one comparison per distinct value."""
+        hit: npt.NDArray[np.bool_] = (self.values == value)[self.codes]
+        return hit
+
     def objects(self) -> npt.NDArray[np.object_]:
         """The column as an object array in which equal cells are one ``str`` object."""
         shared: npt.NDArray[np.object_] = self.values.astype(object)[self.codes]

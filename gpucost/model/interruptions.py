@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 from gpucost._io import read_text
 from gpucost.errors import InputError
+from gpucost.factor import Factor
 from gpucost.model.patterns import lowered, pattern_mask
 from gpucost.pricing.rates import HYPERSCALER_MONTH_HOURS
 
@@ -129,7 +130,7 @@ def read_rate_table(path: Path) -> tuple[RateRule, ...]:
 
 
 def interruption_rates(
-    provider: npt.NDArray[np.str_],
+    provider: npt.NDArray[np.str_] | Factor,
     instance_type: npt.NDArray[np.str_],
     market: npt.NDArray[np.str_],
     reliability: npt.NDArray[np.float64],
@@ -139,9 +140,10 @@ def interruption_rates(
     """Per-node interruptions per hour and their source, per row.
 
     ``override`` replaces the table for interruptible rows (spot, and marketplace hosts with a
-    reliability score); on-demand capacity on a cloud stays at 0.
+    reliability score); on-demand capacity on a cloud stays at 0. ``provider`` may be the
+    column's factor (a ranking's, computed once).
     """
-    n = len(provider)
+    n = len(instance_type)
     # Rule by rule over whole columns (a dozen rules), not row by row: first match wins.
     prov = lowered(provider)
     itype = instance_type.astype(str)
@@ -150,7 +152,7 @@ def interruption_rates(
     for k, rule in enumerate(table):
         todo = (rule_index < 0) & (market == rule.market)
         if rule.provider != "*":
-            todo &= prov == rule.provider
+            todo &= prov.equals(rule.provider)
         if rule.instance != "*" and todo.any():
             todo[todo] = pattern_mask(itype[todo], rule.instance)
         rule_index[todo] = k

@@ -388,6 +388,7 @@ def _chunk_plans(
     base_price: npt.NDArray[np.float64],
     counts: npt.NDArray[np.int64],
     predictor: _Predictor,
+    factors: _OfferFactors,
     text: _OfferText,
     codes: _ConfigCodes,
     stale_sources: npt.NDArray[np.object_],
@@ -455,7 +456,7 @@ def _chunk_plans(
     hours = request.job.samples / np.where(runnable, throughput, 1.0) / 3600.0
     # setup and interruption rates depend on the offer and market, not on the node count
     terms = offer_terms(
-        request.economics, provider=offers.provider[base_offer],
+        request.economics, provider=factors.provider.take(base_offer),
         instance_type=offers.instance_type[base_offer],
         market=np.where(base_spot, "spot", "on-demand"),
         reliability=offers.reliability[base_offer]).take(row_base)
@@ -562,8 +563,8 @@ def rank(request: Request) -> Ranking:
     for start in range(0, len(base_offer), per_chunk):
         part = slice(start, start + per_chunk)
         chunk, runnable, fits = _chunk_plans(request, offers, base_offer[part], base_spot[part],
-                                             base_price[part], counts, predictor, text, codes,
-                                             stale_sources)
+                                             base_price[part], counts, predictor, factors,
+                                             text, codes, stale_sources)
         chunks.append(chunk)
         keeps.append(runnable & fits)
         drops.append(runnable & ~fits)
