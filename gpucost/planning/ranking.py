@@ -328,7 +328,7 @@ class _ConfigCodes:
     transport: npt.NDArray[np.int64]  # the fabric's transport (rdma, tcp)
     transports: int
     net_gbps: npt.NDArray[np.float64]  # per offer: its fabric's Gbit/s and transport
-    transport_name: npt.NDArray[np.object_]
+    transport_name: npt.NDArray[np.str_]
     fabric: npt.NDArray[np.object_]  # per offer: its fabric in words
     node_limit: npt.NDArray[np.int64]  # the provider's largest group
 
@@ -340,13 +340,13 @@ class _ConfigCodes:
 
         provider = factors.provider
         limits = np.array([node_limit(str(p)) for p in provider.values], dtype=np.int64)
-        fabrics = resolve_fabrics(offers.provider, offers.instance_type,
+        fabrics = resolve_fabrics(provider, offers.instance_type,
                                   offers.network_gbps, set_gbps=request.inter_node_gbps,
                                   set_transport=request.inter_node_transport)
         return cls(factors.gpu.codes, factors.gpu.radix, factors.intra_node_link.codes,
                    factors.intra_node_link.radix, *codes(fabrics.gbps),
                    *codes(fabrics.transport), np.asarray(fabrics.gbps, dtype=np.float64),
-                   np.asarray(fabrics.transport).astype(object),
+                   np.asarray(fabrics.transport, dtype=str),
                    np.asarray(fabrics.description).astype(object),
                    limits[provider.codes])
 
@@ -406,8 +406,7 @@ def _chunk_plans(
     whole = np.maximum(np.rint(gpu_count), 1.0).astype(np.int64)
     # Fractional GPUs (AWS g6f) run one process on a slice: predict one GPU, then scale down.
     fraction = np.where(gpu_count < 1.0, gpu_count, 1.0)
-    net, transport = codes.net_gbps[offer], codes.transport_name[offer]
-    gpu, link = text.gpu[offer], text.intra_node_link[offer]
+    gpu = text.gpu[offer]
 
     # one prediction per distinct configuration in the chunk: a key packed from the codes of
     # GPU, GPUs per node, node count, link and fabric, each digit below its own radix
@@ -418,8 +417,10 @@ def _chunk_plans(
                         (codes.transport[offer], codes.transports)):
         key = key * radix + code
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    configs = [predictor.config(str(gpu[i]), int(whole[i]), int(nodes[i]), str(link[i]),
-                                float(net[i]), str(transport[i])) for i in first]
+    configs = [predictor.config(str(gpu[i]), int(whole[i]), int(nodes[i]),
+                                str(text.intra_node_link[o]), float(codes.net_gbps[o]),
+                                str(codes.transport_name[o]))
+               for i, o in zip(first.tolist(), offer[first].tolist(), strict=True)]
     inverse = inverse.reshape(-1)
     throughput = np.array([c.throughput for c in configs])[inverse] * fraction
     efficiency = np.array([c.efficiency for c in configs])[inverse]
