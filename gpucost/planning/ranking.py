@@ -34,6 +34,7 @@ from gpucost.measurements import source_for
 from gpucost.model.bands import NO_BAND, Band
 from gpucost.model.economics import CostInputs, job_costs, offer_terms
 from gpucost.model.fabrics import resolve_fabrics
+from gpucost.model.memory import activation_gb_per_sample
 from gpucost.model.perf import predict
 from gpucost.planning.fit import MemoryPlan, cpu_memory_plan, plan_memory
 from gpucost.planning.plans import PLAN_UNITS, Plans
@@ -259,6 +260,8 @@ class _Predictor:
         self.node_gpus = node_gpus  # a mixed node's GPUs (Request.node_gpus)
         self.cache: dict[tuple[str, int, int, str, float, str], _Config] = {}
         self.memory: dict[tuple[str, int], MemoryPlan] = {}
+        # the profile's activations per sample: the same for every group, found once
+        self.activations: tuple[float | None, str] | None = None
         self.sources: dict[str, Profile] = {}
 
     def source(self, gpu: str) -> Profile:
@@ -276,7 +279,10 @@ class _Predictor:
         if found is None:
             specs = [get_gpu(g) for g in self.node_gpus or (gpu,)]
             smallest = min(specs, key=lambda spec: spec.memory_gb)
-            found = plan_memory(self.profile, smallest, group_gpus)
+            if self.activations is None:
+                self.activations = activation_gb_per_sample(self.profile)
+            found = plan_memory(self.profile, smallest, group_gpus,
+                                activations=self.activations)
             self.memory[key] = found
         return found
 
