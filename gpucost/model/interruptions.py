@@ -146,11 +146,13 @@ def interruption_rates(
     n = len(instance_type)
     # Rule by rule over whole columns (a dozen rules), not row by row: first match wins.
     prov = lowered(provider)
-    itype = instance_type.astype(str)
+    itype = np.asarray(instance_type, dtype=str)
     rule_index = np.full(n, -1, dtype=np.int64)
     table = rules()
+    # each market's rows once (a dozen rules name two markets)
+    in_market = {name: market == name for name in {rule.market for rule in table}}
     for k, rule in enumerate(table):
-        todo = (rule_index < 0) & (market == rule.market)
+        todo = (rule_index < 0) & in_market[rule.market]
         if rule.provider != "*":
             todo &= prov.equals(rule.provider)
         if rule.instance != "*" and todo.any():

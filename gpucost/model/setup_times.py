@@ -94,7 +94,7 @@ def setup_minutes(
     may be the column's factor (a ranking's, computed once)."""
     n = len(instance_type)
     prov = lowered(provider)
-    itype = np.asarray(instance_type).astype(str)
+    itype = np.asarray(instance_type, dtype=str)
     rule_index = np.full(n, -1, dtype=np.int64)
     table = rules()
     for k, rule in enumerate(table):
