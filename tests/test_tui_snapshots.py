@@ -46,7 +46,7 @@ def fixed_predict(profile: Profile, gpu: str, gpus_per_node: int = 1, nodes: int
                            efficiency=efficiency, band=NO_BAND)
 
 
-def fixed_memory(profile: Profile, spec: Any, group_gpus: int) -> MemoryPlan:
+def fixed_memory(profile: Profile, spec: Any, group_gpus: int, **_: Any) -> MemoryPlan:
     """Peak memory: the profile's own, which fits any GPU with at least as much memory."""
     peak = profile.peak_memory_gb or 10.0
     return MemoryPlan(peak <= spec.memory_gb, peak, spec.memory_gb, profile.batch_size, 1, "",

@@ -37,6 +37,7 @@ import numpy.typing as npt
 
 from gpucost.columns import Bool, Float, Text, column
 from gpucost.errors import InputError
+from gpucost.factor import Factor
 from gpucost.format import usd
 from gpucost.model.interruptions import interruption_rates
 from gpucost.model.setup_times import check_setup_minutes, setup_minutes, setup_time
@@ -541,16 +542,16 @@ class OfferTerms:
                           self.interruption_rate[index], self.rate_source[index])
 
 
-def offer_terms(params: JobParams, *, provider: np.ndarray, instance_type: np.ndarray,
+def offer_terms(params: JobParams, *, provider: np.ndarray | Factor, instance_type: np.ndarray,
                 market: np.ndarray, reliability: FloatArray) -> OfferTerms:
-    """:class:`OfferTerms` for rows of these offers (per row: provider, instance type, market,
-    reliability)."""
+    """:class:`OfferTerms` for rows of these offers (per row: provider, or its factor, instance
+    type, market, reliability)."""
     setup_min, setup_source = setup_minutes(provider, instance_type, override=params.setup_minutes)
     rate, rate_source = interruption_rates(
         provider, instance_type, market, _arr(reliability),
         override=params.interruption_rate_per_hr,
     )
-    n = len(provider)
+    n = len(instance_type)
     return OfferTerms(np.broadcast_to(setup_min, (n,)).astype(np.float64),
                       np.broadcast_to(setup_source, (n,)).astype(object), rate,
                       np.asarray(rate_source, dtype=object))

@@ -35,6 +35,7 @@ import numpy as np
 
 from gpucost.errors import FabricFileError as FabricFileError  # re-exported: its old home
 from gpucost.errors import InputError
+from gpucost.factor import Factor
 from gpucost.model.translate import calibration
 
 CSV_PATH = Path(__file__).with_name("fabrics.csv")
@@ -168,14 +169,12 @@ def fabric_for(provider: str, instance_type: str, network_gbps: float | None = N
     return _fabric(rule, "" if rule < len(rules()) else provider, _stated(network_gbps))
 
 
-def _rule_indices(provider: np.ndarray, instance_type: np.ndarray) -> np.ndarray:
+def _rule_indices(provider: Factor, instance_type: np.ndarray) -> np.ndarray:
     """:func:`_rule_for` of every row, one vectorised comparison per rule."""
     table = rules()
-    out = np.full(len(provider), len(table), dtype=np.int64)
-    names, code = np.unique(provider, return_inverse=True)
-    code = code.reshape(-1)
-    for k, name in enumerate(names.tolist()):
-        rows = np.flatnonzero(code == k)
+    out = np.full(len(instance_type), len(table), dtype=np.int64)
+    for k, name in enumerate(provider.values.tolist()):
+        rows = np.flatnonzero(provider.codes == k)
         types = instance_type[rows]
         open_rows = np.ones(len(rows), dtype=bool)
         for i, rule in enumerate(table):
@@ -193,28 +192,31 @@ def _rule_indices(provider: np.ndarray, instance_type: np.ndarray) -> np.ndarray
     return out
 
 
-def resolve_fabrics(provider: np.ndarray, instance_type: np.ndarray,
+def resolve_fabrics(provider: np.ndarray | Factor, instance_type: np.ndarray,
                     network_gbps: np.ndarray, *, set_gbps: float | None = None,
                     set_transport: str | None = None) -> Fabrics:
     """:func:`fabric_for` over an offers table's columns: one comparison per rule, one
-    :class:`Fabric` per distinct (rule, stated bandwidth). ``description`` is an object array
-    (each distinct text stored once). ``set_gbps`` and ``set_transport``: the network the user
-    named, in place of every fabric's line rate and transport."""
+    :class:`Fabric` per distinct (rule, stated bandwidth). ``provider`` may be the column's
+    factor (a ranking's, computed once). ``description`` is an object array (each distinct text
+    stored once). ``set_gbps`` and ``set_transport``: the network the user named, in place of
+    every fabric's line rate and transport."""
     check_transport(set_transport)
-    if len(provider) == 0:
+    if len(instance_type) == 0:
         return Fabrics(np.array([], dtype=float), np.array([], dtype=str),
                        np.array([], dtype=object))
-    rule = _rule_indices(np.asarray(provider), np.asarray(instance_type))
+    providers = provider if isinstance(provider, Factor) else Factor.of(np.asarray(provider))
+    rule = _rule_indices(providers, np.asarray(instance_type))
     net = np.asarray(network_gbps, dtype=float)
     net = np.where(np.isfinite(net) & (net > 0), net, -1.0)
-    # rows without a rule keep their provider (its name goes into the source text)
+    # rows without a rule keep their provider (its name goes into the source text): code 0 is
+    # "a rule matched", the provider's own code shifted by one otherwise
     unmatched = rule == len(rules())
-    p_names, p_code = np.unique(np.where(unmatched, provider, ""), return_inverse=True)
-    net_values, net_code = np.unique(net, return_inverse=True)
+    p_code = np.where(unmatched, providers.codes + 1, 0)
+    net_values = Factor.of(net)
     # one integer per distinct (rule, provider, bandwidth); the radices are the exact counts
-    key = (rule * len(p_names) + p_code.reshape(-1)) * len(net_values) + net_code.reshape(-1)
+    key = (rule * (providers.radix + 1) + p_code) * net_values.radix + net_values.codes
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    found = [_fabric(int(rule[i]), str(provider[i]) if unmatched[i] else "",
+    found = [_fabric(int(rule[i]), str(providers.values[p_code[i] - 1]) if unmatched[i] else "",
                      None if net[i] < 0 else float(net[i]), set_gbps, set_transport)
              for i in first]
     inverse = inverse.reshape(-1)

@@ -25,7 +25,8 @@ import numpy.typing as npt
 
 from gpucost._io import read_text
 from gpucost.errors import InputError
-from gpucost.model.patterns import pattern_mask
+from gpucost.factor import Factor
+from gpucost.model.patterns import lowered, pattern_mask
 from gpucost.pricing.rates import HYPERSCALER_MONTH_HOURS
 
 TABLE_PATH = Path(__file__).with_name("interruption_rates.csv")
@@ -129,7 +130,7 @@ def read_rate_table(path: Path) -> tuple[RateRule, ...]:
 
 
 def interruption_rates(
-    provider: npt.NDArray[np.str_],
+    provider: npt.NDArray[np.str_] | Factor,
     instance_type: npt.NDArray[np.str_],
     market: npt.NDArray[np.str_],
     reliability: npt.NDArray[np.float64],
@@ -139,18 +140,21 @@ def interruption_rates(
     """Per-node interruptions per hour and their source, per row.
 
     ``override`` replaces the table for interruptible rows (spot, and marketplace hosts with a
-    reliability score); on-demand capacity on a cloud stays at 0.
+    reliability score); on-demand capacity on a cloud stays at 0. ``provider`` may be the
+    column's factor (a ranking's, computed once).
     """
-    n = len(provider)
+    n = len(instance_type)
     # Rule by rule over whole columns (a dozen rules), not row by row: first match wins.
-    prov = np.char.lower(provider.astype(str))
-    itype = instance_type.astype(str)
+    prov = lowered(provider)
+    itype = np.asarray(instance_type, dtype=str)
     rule_index = np.full(n, -1, dtype=np.int64)
     table = rules()
+    # each market's rows once (a dozen rules name two markets)
+    in_market = {name: market == name for name in {rule.market for rule in table}}
     for k, rule in enumerate(table):
-        todo = (rule_index < 0) & (market == rule.market)
+        todo = (rule_index < 0) & in_market[rule.market]
         if rule.provider != "*":
-            todo &= prov == rule.provider
+            todo &= prov.equals(rule.provider)
         if rule.instance != "*" and todo.any():
             todo[todo] = pattern_mask(itype[todo], rule.instance)
         rule_index[todo] = k

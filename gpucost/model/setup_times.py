@@ -22,7 +22,8 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucost.errors import InputError
-from gpucost.model.patterns import pattern_mask
+from gpucost.factor import Factor
+from gpucost.model.patterns import lowered, pattern_mask
 
 TABLE_PATH = Path(__file__).with_name("setup_times.csv")
 # A setup longer than a day is not a setup but a mistake in the input (minutes for hours?).
@@ -84,21 +85,22 @@ def rules() -> tuple[SetupRule, ...]:
 
 
 def setup_minutes(
-    provider: npt.NDArray[np.str_],
+    provider: npt.NDArray[np.str_] | Factor,
     instance_type: npt.NDArray[np.str_],
     *,
     override: float | None = None,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.object_]]:
-    """Setup minutes and their source per row (rule by rule over whole columns)."""
-    n = len(provider)
-    prov = np.char.lower(np.asarray(provider).astype(str))
-    itype = np.asarray(instance_type).astype(str)
+    """Setup minutes and their source per row (rule by rule over whole columns); ``provider``
+    may be the column's factor (a ranking's, computed once)."""
+    n = len(instance_type)
+    prov = lowered(provider)
+    itype = np.asarray(instance_type, dtype=str)
     rule_index = np.full(n, -1, dtype=np.int64)
     table = rules()
     for k, rule in enumerate(table):
         todo = rule_index < 0
         if rule.provider != "*":
-            todo &= prov == rule.provider
+            todo &= prov.equals(rule.provider)
         if rule.instance != "*" and todo.any():
             todo[todo] = pattern_mask(itype[todo], rule.instance)
         rule_index[todo] = k
@@ -107,7 +109,7 @@ def setup_minutes(
     source = np.array([r.source for r in table], dtype=object)[rule_index]
     if override is not None:
         check_setup_minutes(override)
-        yours = prov != "local"
+        yours = ~prov.equals("local")
         minutes = np.where(yours, override, minutes)
         source = np.where(yours, OVERRIDE_SOURCE, source)
     return minutes, source

@@ -72,12 +72,15 @@ def need_gb(profile: Profile, *, micro_batch: int, sharding: str, group_gpus: in
     return _states_gb(profile, sharding, group_gpus) + (per_sample or 0.0) * micro_batch, basis
 
 
-def plan_memory(profile: Profile, spec: GpuSpec, group_gpus: int) -> MemoryPlan:
+def plan_memory(profile: Profile, spec: GpuSpec, group_gpus: int, *,
+                activations: tuple[float | None, str] | None = None) -> MemoryPlan:
     """The first way, cheapest first, that the profile's per-device batch fits on ``spec`` in a
-    data-parallel group of ``group_gpus`` GPUs."""
+    data-parallel group of ``group_gpus`` GPUs. ``activations``: the profile's
+    :func:`activation_gb_per_sample`, when the caller has it (a ranking plans hundreds of
+    groups of one profile, and each estimate matches the profile against the signatures)."""
     batch = profile.batch_size
     usable = usable_gb(spec)
-    per_sample, _ = activation_gb_per_sample(profile)
+    per_sample, _ = activations or activation_gb_per_sample(profile)
     if per_sample is None and profile.param_count * STATE_BYTES_PER_PARAM / 1e9 <= usable:
         # No activation estimate: the states fit, the batch may not; the peak stays unknown
         # (NaN) so no output calls it a fit.
@@ -96,7 +99,7 @@ def plan_memory(profile: Profile, spec: GpuSpec, group_gpus: int) -> MemoryPlan:
             continue
         accum = math.ceil(batch / micro)
         micro = math.ceil(batch / accum)  # the same optimizer step, split evenly
-        peak, _ = need_gb(profile, micro_batch=micro, sharding=sharding, group_gpus=group_gpus)
+        peak = states + (per_sample or 0.0) * micro  # need_gb, with the estimate at hand
         if not sharding and accum == 1:
             return MemoryPlan(True, peak, usable, batch, 1, "", "")
         how = [f"micro-batch {micro} x {accum} accumulation steps"] if accum > 1 else []

@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,12 +27,14 @@ from gpucost import providers
 from gpucost.catalog import get_gpu, match_note
 from gpucost.envelope import envelope
 from gpucost.errors import InputError, NoOffersError, UnknownProviderError
+from gpucost.factor import Factor, packed_codes
 from gpucost.format import usd
 from gpucost.limits import MAX_NODES, node_limit
 from gpucost.measurements import source_for
 from gpucost.model.bands import NO_BAND, Band
 from gpucost.model.economics import CostInputs, job_costs, offer_terms
 from gpucost.model.fabrics import resolve_fabrics
+from gpucost.model.memory import activation_gb_per_sample
 from gpucost.model.perf import predict
 from gpucost.planning.fit import MemoryPlan, cpu_memory_plan, plan_memory
 from gpucost.planning.plans import PLAN_UNITS, Plans
@@ -50,6 +52,7 @@ COMPARE_SCHEMA_VERSION = 1  # memory columns (peak_gb, micro_batch, ...) and "un
 DENSE_NODE_COUNTS = 32
 COUNTS_PER_DOUBLING = 8
 CHUNK_ROWS = 1 << 16  # plans costed at once
+_MARKETS = np.array(["on-demand", "spot"], dtype=object)  # indexed by "is spot"
 
 
 def node_counts(max_nodes: int) -> npt.NDArray[np.int64]:
@@ -177,7 +180,7 @@ def filter_offers(offers: Offers, filters: Filters) -> Offers:
         mask &= offers.gpu_memory_gb >= filters.min_gpu_memory_gb
     if filters.gpu_counts:
         mask &= np.isin(offers.gpu_count, np.array(filters.gpu_counts, dtype=float)) | ~cloud
-    return offers.select(mask)
+    return offers if mask.all() else offers.select(mask)  # no copy when every offer passes
 
 
 def filter_cpu_arch(offers: Offers, filters: Filters) -> tuple[Offers, str]:
@@ -196,19 +199,47 @@ def filter_cpu_arch(offers: Offers, filters: Filters) -> tuple[Offers, str]:
         f"{filters.cpu_arch} hosts; --cpu-arch any plans them too")
 
 
-def fold_zones(offers: Offers) -> tuple[Offers, int, npt.NDArray[np.int64]]:
+@dataclass(frozen=True)
+class _OfferFactors:
+    """The text columns a ranking groups rows by or shows, each factorised once (see
+    :mod:`gpucost.factor`)."""
+
+    provider: Factor
+    region: Factor
+    gpu: Factor
+    intra_node_link: Factor
+    source: Factor
+    price_date: Factor  # the ISO timestamp's date
+
+    @classmethod
+    def of(cls, offers: Offers) -> _OfferFactors:
+        return cls(Factor.of(offers.provider), Factor.of(offers.region), Factor.of(offers.gpu),
+                   Factor.of(offers.intra_node_link), Factor.of(offers.source),
+                   Factor.of(offers.fetched_at.astype("U10")))
+
+    def take(self, rows: npt.NDArray[np.int64]) -> _OfferFactors:
+        return _OfferFactors(*(getattr(self, f.name).take(rows) for f in fields(self)))
+
+
+def fold_zones(
+    offers: Offers, factors: _OfferFactors
+) -> tuple[Offers, _OfferFactors, int, npt.NDArray[np.int64]]:
     """One row per (provider, region, instance type, prices): zones that only repeat a region's
     prices add nothing to a ranking (identical rows would fill its top). Zones with their own
     spot price stay; their on-demand rows are one per region (``_one_per_region``). Also how
     many rows were folded, and each kept row's (provider, region, instance type, source,
     on-demand price) code for ``_one_per_region``."""
     if not len(offers):
-        return offers, 0, np.zeros(0, dtype=np.int64)
-    region = offers.row_codes(("provider", "region", "instance_type", "source", "price_hr"))
-    spot = np.unique(np.nan_to_num(offers.spot_price_hr, nan=-1.0), return_inverse=True)[1]
-    _, first = np.unique(region * (int(spot.max()) + 1) + spot.reshape(-1), return_index=True)
+        return offers, factors, 0, np.zeros(0, dtype=np.int64)
+    machine = (factors.provider, factors.region, Factor.of(offers.instance_type),
+               factors.source, Factor.of(offers.price_hr))
+    region = packed_codes(machine, len(offers))
+    spot = Factor.of(offers.spot_price_hr)  # NaN (no spot offer) is one value
+    _, first = np.unique(packed_codes((*machine, spot), len(offers)), return_index=True)
+    if len(first) == len(offers):  # no zone repeats its region: nothing to copy
+        return offers, factors, 0, region
     kept = np.sort(first)
-    return offers.select(kept), len(offers) - len(kept), region[kept]
+    return offers.select(kept), factors.take(kept), len(offers) - len(kept), region[kept]
 
 
 @dataclass(frozen=True)
@@ -229,6 +260,8 @@ class _Predictor:
         self.node_gpus = node_gpus  # a mixed node's GPUs (Request.node_gpus)
         self.cache: dict[tuple[str, int, int, str, float, str], _Config] = {}
         self.memory: dict[tuple[str, int], MemoryPlan] = {}
+        # the profile's activations per sample: the same for every group, found once
+        self.activations: tuple[float | None, str] | None = None
         self.sources: dict[str, Profile] = {}
 
     def source(self, gpu: str) -> Profile:
@@ -246,7 +279,10 @@ class _Predictor:
         if found is None:
             specs = [get_gpu(g) for g in self.node_gpus or (gpu,)]
             smallest = min(specs, key=lambda spec: spec.memory_gb)
-            found = plan_memory(self.profile, smallest, group_gpus)
+            if self.activations is None:
+                self.activations = activation_gb_per_sample(self.profile)
+            found = plan_memory(self.profile, smallest, group_gpus,
+                                activations=self.activations)
             self.memory[key] = found
         return found
 
@@ -298,33 +334,34 @@ class _ConfigCodes:
     transport: npt.NDArray[np.int64]  # the fabric's transport (rdma, tcp)
     transports: int
     net_gbps: npt.NDArray[np.float64]  # per offer: its fabric's Gbit/s and transport
-    transport_name: npt.NDArray[np.object_]
+    transport_name: npt.NDArray[np.str_]
     fabric: npt.NDArray[np.object_]  # per offer: its fabric in words
     node_limit: npt.NDArray[np.int64]  # the provider's largest group
 
     @classmethod
-    def of(cls, offers: Offers, request: Request) -> _ConfigCodes:
+    def of(cls, offers: Offers, factors: _OfferFactors, request: Request) -> _ConfigCodes:
         def codes(values: np.ndarray) -> tuple[npt.NDArray[np.int64], int]:
-            names, code = np.unique(values, return_inverse=True)
-            return code.reshape(-1).astype(np.int64), len(names)
+            factor = Factor.of(values)
+            return factor.codes, factor.radix
 
-        providers, provider_code = np.unique(offers.provider, return_inverse=True)
-        limits = np.array([node_limit(str(p)) for p in providers], dtype=np.int64)
-        fabrics = resolve_fabrics(offers.provider, offers.instance_type,
+        provider = factors.provider
+        limits = np.array([node_limit(str(p)) for p in provider.values], dtype=np.int64)
+        fabrics = resolve_fabrics(provider, offers.instance_type,
                                   offers.network_gbps, set_gbps=request.inter_node_gbps,
                                   set_transport=request.inter_node_transport)
-        return cls(*codes(offers.gpu), *codes(offers.intra_node_link),
-                   *codes(fabrics.gbps), *codes(fabrics.transport),
-                   np.asarray(fabrics.gbps, dtype=np.float64),
-                   np.asarray(fabrics.transport).astype(object),
+        return cls(factors.gpu.codes, factors.gpu.radix, factors.intra_node_link.codes,
+                   factors.intra_node_link.radix, *codes(fabrics.gbps),
+                   *codes(fabrics.transport), np.asarray(fabrics.gbps, dtype=np.float64),
+                   np.asarray(fabrics.transport, dtype=str),
                    np.asarray(fabrics.description).astype(object),
-                   limits[provider_code.reshape(-1)])
+                   limits[provider.codes])
 
 
 @dataclass(frozen=True)
 class _OfferText:
     """Per offer, the text columns a plan shows, as object arrays: every plan of an offer then
-    shares its strings instead of holding a fixed-width copy."""
+    shares its strings instead of holding a fixed-width copy (and, but for the instance type
+    and zone, every offer of one value too)."""
 
     provider: npt.NDArray[np.object_]
     region: npt.NDArray[np.object_]
@@ -336,17 +373,16 @@ class _OfferText:
     price_date: npt.NDArray[np.object_]
 
     @classmethod
-    def of(cls, offers: Offers) -> _OfferText:
+    def of(cls, offers: Offers, factors: _OfferFactors) -> _OfferText:
         return cls(
-            provider=offers.provider.astype(object),
-            region=offers.region.astype(object),
+            provider=factors.provider.objects(),
+            region=factors.region.objects(),
             zone=offers.zone.astype(object),
             instance_type=offers.instance_type.astype(object),
-            gpu=offers.gpu.astype(object),
-            intra_node_link=offers.intra_node_link.astype(object),
-            source=offers.source.astype(object),
-            # the ISO timestamp's date
-            price_date=np.array([str(t)[:10] for t in offers.fetched_at], dtype=object),
+            gpu=factors.gpu.objects(),
+            intra_node_link=factors.intra_node_link.objects(),
+            source=factors.source.objects(),
+            price_date=factors.price_date.objects(),
         )
 
 
@@ -358,6 +394,7 @@ def _chunk_plans(
     base_price: npt.NDArray[np.float64],
     counts: npt.NDArray[np.int64],
     predictor: _Predictor,
+    factors: _OfferFactors,
     text: _OfferText,
     codes: _ConfigCodes,
     stale_sources: npt.NDArray[np.object_],
@@ -375,8 +412,7 @@ def _chunk_plans(
     whole = np.maximum(np.rint(gpu_count), 1.0).astype(np.int64)
     # Fractional GPUs (AWS g6f) run one process on a slice: predict one GPU, then scale down.
     fraction = np.where(gpu_count < 1.0, gpu_count, 1.0)
-    net, transport = codes.net_gbps[offer], codes.transport_name[offer]
-    gpu, link = text.gpu[offer], text.intra_node_link[offer]
+    gpu = text.gpu[offer]
 
     # one prediction per distinct configuration in the chunk: a key packed from the codes of
     # GPU, GPUs per node, node count, link and fabric, each digit below its own radix
@@ -387,8 +423,10 @@ def _chunk_plans(
                         (codes.transport[offer], codes.transports)):
         key = key * radix + code
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    configs = [predictor.config(str(gpu[i]), int(whole[i]), int(nodes[i]), str(link[i]),
-                                float(net[i]), str(transport[i])) for i in first]
+    configs = [predictor.config(str(gpu[i]), int(whole[i]), int(nodes[i]),
+                                str(text.intra_node_link[o]), float(codes.net_gbps[o]),
+                                str(codes.transport_name[o]))
+               for i, o in zip(first.tolist(), offer[first].tolist(), strict=True)]
     inverse = inverse.reshape(-1)
     throughput = np.array([c.throughput for c in configs])[inverse] * fraction
     efficiency = np.array([c.efficiency for c in configs])[inverse]
@@ -406,7 +444,7 @@ def _chunk_plans(
     runnable = np.isfinite(throughput) & (throughput > 0)
 
     market_text = np.where(spot, "spot", "on-demand")
-    market = market_text.astype(object)
+    market = _MARKETS[spot.astype(np.int64)]  # one str per market, shared by its plans
     # the cost model matches these against its tables: fixed-width text compares fastest
     inputs = CostInputs(
         provider=offers.provider[offer],
@@ -425,7 +463,7 @@ def _chunk_plans(
     hours = request.job.samples / np.where(runnable, throughput, 1.0) / 3600.0
     # setup and interruption rates depend on the offer and market, not on the node count
     terms = offer_terms(
-        request.economics, provider=offers.provider[base_offer],
+        request.economics, provider=factors.provider.take(base_offer),
         instance_type=offers.instance_type[base_offer],
         market=np.where(base_spot, "spot", "on-demand"),
         reliability=offers.reliability[base_offer]).take(row_base)
@@ -509,7 +547,7 @@ def rank(request: Request) -> Ranking:
     offers = merge_offers(snapshots)
     total = len(offers)
     offers, arch_note = filter_cpu_arch(filter_offers(offers, filters), filters)
-    offers, zones_folded, region = fold_zones(offers)
+    offers, factors, zones_folded, region = fold_zones(offers, _OfferFactors.of(offers))
     per_region = _one_per_region(region)
     base_offer, base_spot, base_price = _base_rows(offers, filters, per_region)
     if not len(base_offer):
@@ -518,11 +556,11 @@ def rank(request: Request) -> Ranking:
             hint=arch_note or "relax --gpu/--provider/--region/--max-price-hr/--spot, "
             "or run `gpucost prices show`",
         )
-    text = _OfferText.of(offers)
+    text = _OfferText.of(offers, factors)
     stale = sorted({s.source for s in snapshots if is_stale(s, request.stale_days, now)})
     stale_sources = np.array(stale, dtype=object)
     counts = node_counts(filters.max_nodes)
-    codes = _ConfigCodes.of(offers, request)
+    codes = _ConfigCodes.of(offers, factors, request)
     predictor = _Predictor(request.profile, request.node_gpus)
     per_chunk = max(1, CHUNK_ROWS // len(counts))
     chunks: list[Plans] = []
@@ -532,8 +570,8 @@ def rank(request: Request) -> Ranking:
     for start in range(0, len(base_offer), per_chunk):
         part = slice(start, start + per_chunk)
         chunk, runnable, fits = _chunk_plans(request, offers, base_offer[part], base_spot[part],
-                                             base_price[part], counts, predictor, text, codes,
-                                             stale_sources)
+                                             base_price[part], counts, predictor, factors,
+                                             text, codes, stale_sources)
         chunks.append(chunk)
         keeps.append(runnable & fits)
         drops.append(runnable & ~fits)
@@ -593,10 +631,29 @@ def rank(request: Request) -> Ranking:
 
 
 def _order(plans: Plans, rows: npt.NDArray[np.int64], sort: SortKey) -> npt.NDArray[np.int64]:
-    """The order of ``rows`` of ``plans`` by $/job, then time (or time, then $/job)."""
+    """The order of ``rows`` of ``plans`` by $/job, then time (or time, then $/job); rows equal
+    in both keep their order (as ``np.lexsort``)."""
     cost, wall = plans.cost_usd[rows], plans.total_hours[rows]
-    keys = (wall, cost) if sort == "cost" else (cost, wall)  # lexsort: last key sorts first
-    return np.lexsort(keys).astype(np.int64)
+    first, second = (cost, wall) if sort == "cost" else (wall, cost)
+    return _sorted_by(first, second)
+
+
+def _sorted_by(first: npt.NDArray[np.float64],
+               second: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+    """``np.lexsort((second, first))`` with one sort of the whole column, not two: the runs
+    that tie on ``first`` (a few hundred of 150,000 plans) are then sorted by ``second``."""
+    order = np.argsort(first, kind="stable").astype(np.int64)
+    ranked = first[order]
+    # NaN ties NaN, as in numpy's sorts
+    tied = (ranked[1:] == ranked[:-1]) | (np.isnan(ranked[1:]) & np.isnan(ranked[:-1]))
+    if tied.any():
+        run = np.cumsum(np.concatenate(([True], ~tied)))  # each position's run of equal keys
+        in_tie = np.zeros(len(order), dtype=bool)
+        in_tie[1:] |= tied
+        in_tie[:-1] |= tied
+        at = np.flatnonzero(in_tie)
+        order[at] = order[at][np.lexsort((second[order[at]], run[at]))]
+    return order
 
 
 def band_notes(plans: Plans, top: int = 5) -> list[str]:

@@ -39,6 +39,7 @@ from gpucost._io import _check_depth, atomic_write_json, read_text
 from gpucost.catalog.table import entries_by_name
 from gpucost.columns import Float, Text, column
 from gpucost.errors import SnapshotError
+from gpucost.factor import Factor, packed_codes
 from gpucost.limits import (
     MAX_GPUS_PER_NODE,
     MAX_PRICE_HR_USD,
@@ -182,16 +183,15 @@ class Offers(OfferColumns[Floats, Texts]):
     def row_codes(self, names: Sequence[str]) -> np.ndarray:
         """One int per row, equal exactly where the rows agree on every column in ``names``
         (NaN equals NaN): 0..distinct-1."""
-        code = np.zeros(len(self), dtype=np.int64)
+        factors = []
         for name in names:
             values = self[name]
             if values.dtype.kind == "f":
                 values = np.nan_to_num(values, nan=-1.0)
-            _, column_code = np.unique(values, return_inverse=True)
-            # Re-number after each column so the combined code stays small.
-            _, code = np.unique(code * (int(column_code.max()) + 1) + column_code,
-                                return_inverse=True)
-        return code
+            factors.append(Factor.of(values))
+        # one sort per column, then one of the packed ints (not one per column again)
+        _, code = np.unique(packed_codes(factors, len(self)), return_inverse=True)
+        return code.reshape(-1)
 
     @classmethod
     def empty(cls) -> Offers:
@@ -280,11 +280,10 @@ def cpu_archs(offers: Offers) -> np.ndarray:
     superchip (GH200, GB200: the GPU's catalog form factor is "Superchip") and AWS's Graviton GPU
     instances, else x86-64 (every other GPU host the sources list)."""
     stated = offers.cpu_arch
-    specs = entries_by_name()
-    gpus, code = np.unique(offers.gpu, return_inverse=True)
-    grace = np.array([g in specs and specs[g].spec.form_factor == "Superchip" for g in gpus],
-                     dtype=bool)[code.reshape(-1)]
-    arm = grace.copy()
+    superchips = [name for name, entry in entries_by_name().items()
+                  if entry.spec.form_factor == "Superchip"]
+    # a comparison per superchip (a few), not a sort of the GPU column
+    arm = np.isin(offers.gpu, superchips)
     for provider, prefixes in providers.arm_instance_prefixes().items():
         rows = np.flatnonzero(offers.provider == provider)
         types = offers.instance_type[rows].tolist()
@@ -304,30 +303,34 @@ def _shown(value: Any) -> str:
 
 
 def _text_column(name: str, check: Column, values: Sequence[Any], origin: str) -> np.ndarray:
-    has_none = None in values
+    try:
+        joined: str | None = "".join(values)  # refuses anything but text (None too), in C
+        has_none = False
+    except TypeError:  # only then look for missing cells: a scan of the list each
+        joined, has_none = None, None in values
     if check.default is None and (has_none or "" in values):
         row = next(i for i, v in enumerate(values) if v is None or v == "")
         raise SnapshotError(f"{origin}: column {name!r} is empty in row {row}")
-    if has_none:
+    if joined is None:
         values = ["" if v is None else v for v in values]
-    try:
-        joined = "".join(values)  # refuses anything but text, in C
-    except TypeError:
-        bad = next(i for i, v in enumerate(values) if not isinstance(v, str))
-        raise SnapshotError(f"{origin}: column {name!r} row {bad} is {_shown(values[bad])}, "
-                            "expected text") from None
+        try:
+            joined = "".join(values)
+        except TypeError:
+            bad = next(i for i, v in enumerate(values) if not isinstance(v, str))
+            raise SnapshotError(f"{origin}: column {name!r} row {bad} is {_shown(values[bad])}, "
+                                "expected text") from None
     # isprintable() is the fast test; the pattern decides (a no-break space is fine).
     if not joined.isprintable() and _BAD_TEXT.search(joined):
         row = next(i for i, v in enumerate(values) if _BAD_TEXT.search(v))
         raise SnapshotError(f"{origin}: column {name!r} row {row} is {_shown(values[row])}, "
                             "expected printable text (no control characters)")
-    arr = np.array(values, dtype=str)
-    if arr.dtype.itemsize // 4 > MAX_TEXT_CHARS:  # numpy sizes the dtype to the longest cell
-        row = int(np.argmax(np.char.str_len(arr)))
-        raise SnapshotError(f"{origin}: column {name!r} row {row} is "
-                            f"{len(values[row]):,} characters long, expected at most "
-                            f"{MAX_TEXT_CHARS}")
-    return arr
+    width = max(map(len, values), default=0)
+    if width > MAX_TEXT_CHARS:
+        row = next(i for i, v in enumerate(values) if len(v) == width)
+        raise SnapshotError(f"{origin}: column {name!r} row {row} is {width:,} characters long, "
+                            f"expected at most {MAX_TEXT_CHARS}")
+    # the width given: numpy need not find the longest cell itself (twice as fast)
+    return np.array(values, dtype=f"<U{max(width, 1)}")
 
 
 def _number_column(name: str, check: Column, values: Sequence[Any],
