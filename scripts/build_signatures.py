@@ -296,22 +296,45 @@ class RelativeBlock(nn.Module):
 
 
 class TransformerXL(nn.Module):
-    """Transformer-XL base on WikiText-103 (NVIDIA DeepLearningExamples' configuration): 16
-    layers of d 512 (8 heads of 64, feed-forward 2048), 192-token segments with 192 cached
-    hidden states per layer, sinusoidal relative positions, and an adaptive softmax over the
-    267,735-token vocabulary (clusters cut at 20k, 40k and 200k, one width) tied to the input
-    embedding. The loss is computed as the adaptive softmax computes it: the head (20k words
-    and 3 cluster logits) for every token, each tail only for the tokens whose target is in it."""
+    """Transformer-XL large on WikiText-103 (Dai et al. 2019; NVIDIA DeepLearningExamples'
+    configuration, 285 M parameters): 18 layers of d 1024 (16 heads of 64, feed-forward 4096),
+    384-token segments with 384 cached hidden states per layer, sinusoidal relative positions,
+    and an adaptive input and softmax over the 267,735-token vocabulary (clusters cut at 20k,
+    40k and 200k, each a quarter the width of the one before, projected to d), the output tied
+    to the input's tables and projections. The loss is computed as the adaptive softmax computes
+    it: the head (20k words and 3 cluster logits) for every token, each tail only for the tokens
+    whose target is in it. Large rather than base: the signature's activations scale to other
+    sizes by parameters, and base's parameters are mostly its embedding table, which keeps no
+    activations; from large, base is over-estimated (re-planned to a smaller micro-batch) rather
+    than large under-estimated (planned at a batch that cannot fit)."""
 
     CUTOFFS = (20_000, 40_000, 200_000, 267_735)
 
-    def __init__(self, layers: int = 16, d: int = 512, heads: int = 8, ff: int = 2048) -> None:
+    def __init__(self, layers: int = 18, d: int = 1024, heads: int = 16, ff: int = 4096,
+                 div: int = 4) -> None:
         super().__init__()
         self.d = d
-        self.emb = nn.Embedding(self.CUTOFFS[-1], d)
+        spans = list(itertools.pairwise((0, *self.CUTOFFS)))
+        widths = [d // div ** i for i in range(len(spans))]
+        self.tables = nn.ModuleList(nn.Embedding(hi - lo, w)
+                                    for (lo, hi), w in zip(spans, widths, strict=True))
+        # cluster 0 is d wide: no projection
+        self.projs = nn.ParameterList(nn.Parameter(torch.randn(d, w) * w ** -0.5)
+                                      for w in widths[1:])
         self.blocks = nn.ModuleList(RelativeBlock(d, heads, d // heads, ff)
                                     for _ in range(layers))
         self.clusters = nn.Linear(d, len(self.CUTOFFS) - 1)
+
+    def _embed(self, ids: Tensor) -> Tensor:
+        flat = ids.reshape(-1)
+        out = torch.zeros(len(flat), self.d)
+        for i, (lo, hi) in enumerate(itertools.pairwise((0, *self.CUTOFFS))):
+            rows = ((flat >= lo) & (flat < hi)).nonzero().squeeze(1)
+            vectors = self.tables[i](flat[rows] - lo)
+            if i:
+                vectors = F.linear(vectors, self.projs[i - 1])
+            out = out.index_copy(0, rows, vectors)
+        return out.view(*ids.shape, self.d) * self.d ** 0.5
 
     def forward(self, ids: Tensor, target: Tensor, memory: Tensor) -> Tensor:
         b, q = ids.shape
@@ -320,20 +343,18 @@ class TransformerXL(nn.Module):
         inverse = 1.0 / 10_000 ** (torch.arange(0, self.d, 2.0) / self.d)
         angles = distance[:, None] * inverse[None]
         positions = torch.cat([angles.sin(), angles.cos()], -1)
-        x = self.emb(ids) * self.d ** 0.5
+        x = self._embed(ids)
         for blk, mem in zip(self.blocks, memory, strict=True):
             x = blk(x, mem, positions)
         hidden, target = x.reshape(b * q, self.d), target.reshape(-1)
-        # The tied table split once (its gradient is one table-sized concatenation a step, as
-        # the published code's per-cluster slices cost about the same once a step).
-        words = self.emb.weight.split(list(itertools.starmap(
-            lambda lo, hi: hi - lo, itertools.pairwise((0, *self.CUTOFFS)))))
-        head = F.log_softmax(F.linear(hidden, torch.cat([words[0], self.clusters.weight])), -1)
+        head = F.log_softmax(torch.cat([F.linear(hidden, self.tables[0].weight),
+                                        self.clusters(hidden)], -1), -1)
         in_head = target < self.CUTOFFS[0]
         nll = -head[in_head].gather(1, target[in_head, None]).sum()
         for i, (lo, hi) in enumerate(itertools.pairwise(self.CUTOFFS)):
             rows = ((target >= lo) & (target < hi)).nonzero().squeeze(1)
-            tail = F.log_softmax(F.linear(hidden[rows], words[i + 1]), -1)
+            narrow = F.linear(hidden[rows], self.projs[i].t())
+            tail = F.log_softmax(F.linear(narrow, self.tables[i + 1].weight), -1)
             picked = tail.gather(1, (target[rows] - lo)[:, None]).squeeze(1)
             nll = nll - (head[rows, self.CUTOFFS[0] + i] + picked).sum()
         return nll / (b * q)
@@ -574,11 +595,11 @@ ARCHITECTURES: dict[str, tuple[Callable[[], nn.Module], Callable[[int], tuple[Te
                         ["t5", "bart", "marian", "transformer", "encoder-decoder", "pegasus",
                          "whisper"]),
     "transformer-xl": (TransformerXL,
-                       lambda b: (_zipf_ids(267_735, b, 192), _zipf_ids(267_735, b, 192),
-                                  torch.randn(16, b, 192, 512)), 16,
-                       "Transformer-XL base (WikiText-103): 16 layers of 512, 192-token "
-                       "segments with 192 cached, explicit relative attention, adaptive "
-                       "softmax",
+                       lambda b: (_zipf_ids(267_735, b, 384), _zipf_ids(267_735, b, 384),
+                                  torch.randn(18, b, 384, 1024)), 2,
+                       "Transformer-XL large (WikiText-103): 18 layers of 1024, 384-token "
+                       "segments with 384 cached, explicit relative attention, adaptive input "
+                       "and softmax",
                        ["transformer-xl", "transformerxl", "transformer_xl", "txl"]),
     "seq2seq-rnn": (Gnmt, lambda b: (_ids(32000, b, 50), _ids(32000, b, 50)), 8,
                     "GNMT v2 (8 LSTM layers of 1024), 50 source and target tokens",

@@ -171,3 +171,15 @@ def test_scale_shows_efficiency_falling_at_small_per_gpu_batches(
     assert main(["scale", "-p", "resnet50-v100-amp", "--gpu", "T4", "-k", "4", "-N", "2",
                  "--batch", "16"]) == 0
     assert "scaling efficiency by per-GPU batch" in capsys.readouterr().out
+
+
+def test_transformer_xl_large_at_batch_32_is_replanned_on_a_16gb_v100() -> None:
+    # Its relative attention keeps score matrices per layer for the backward pass (heads x 384
+    # queries x 768 keys): about 0.46 GB a sample at fp16, so 32 samples do not fit beside the
+    # model's states on 16 GB (issue 20: it "fitted", and the run used a far smaller batch).
+    p = Profile.from_measurement(gpu="A100 SXM4 80GB", throughput=100.0, batch_size=32,
+                                 precision="fp16", param_count=TXL_PARAMS,
+                                 name="Transformer-XL large")
+    pred = gpucost.predict(p, gpu="V100 SXM2 16GB")
+    assert pred.batch_reduced_from == 32
+    assert pred.batch_size <= 16 and pred.batch_size * pred.grad_accum_steps >= 32

@@ -69,8 +69,7 @@ def test_activations_follow_the_layer_shapes() -> None:
 # (signature, embedding lookups per sample, dimension): the tokens or sparse features each
 # sample looks up in its embedding tables (scripts/build_signatures.py's inputs)
 _LOOKUPS = [("mlp-recommender", 26, 128), ("seq2seq-rnn", 50 + 50, 1024),
-            ("encoder-only", 384, 768), ("encoder-decoder", 128 + 128, 512),
-            ("transformer-xl", 192, 512)]
+            ("encoder-only", 384, 768), ("encoder-decoder", 128 + 128, 512)]
 
 
 @pytest.mark.parametrize(("name", "lookups", "dim"), _LOOKUPS, ids=[n for n, *_ in _LOOKUPS])
