@@ -189,6 +189,22 @@ def test_census_charges_an_embedding_the_rows_it_looks_up(bag: bool) -> None:
 
 
 
+@pytest.mark.parametrize("bag", [False, True], ids=["embedding", "embedding-bag"])
+def test_census_counts_a_sparse_gradient_by_its_rows(bag: bool) -> None:
+    # nn.Embedding(sparse=True), common in recommenders, returns a sparse COO gradient: it has
+    # no storage of its own (the census used to fail on it) and fills no table.
+    rows, dim = 100_000, 64
+    table = (nn.EmbeddingBag(rows, dim, mode="sum", sparse=True) if bag
+             else nn.Embedding(rows, dim, sparse=True))
+    with OpCensus() as census:
+        table(torch.randint(0, 1000, (4, 10))).sum().backward()
+    assert table.weight.grad is not None and table.weight.grad.is_sparse
+    assert census.fixed_bytes == 0.0
+    # 40 rows looked up, a few times over: nowhere near the 25.6 MB table
+    assert sum(census.bytes_moved.values()) < 20 * 40 * dim * 4
+    assert 0 < census.peak_bytes < 20 * 40 * dim * 4
+
+
 # ---- the batch probe ----------------------------------------------------------------------
 def test_probe_finds_the_largest_power_of_two_under_a_memory_limit() -> None:
     width = 256

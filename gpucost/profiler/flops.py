@@ -51,8 +51,14 @@ def _tensors(tree: Any) -> list[torch.Tensor]:
     return [x for x in leaves if isinstance(x, torch.Tensor)]
 
 
+def _dense_parts(t: torch.Tensor) -> list[torch.Tensor]:
+    """What holds ``t``'s data: itself, or a sparse COO tensor's indices and values (a sparse
+    gradient, ``nn.Embedding(sparse=True)``, has no storage of its own)."""
+    return [t._indices(), t._values()] if t.is_sparse else [t]
+
+
 def _nbytes(t: torch.Tensor) -> int:
-    return t.numel() * t.element_size()
+    return sum(part.numel() * part.element_size() for part in _dense_parts(t))
 
 
 # the operators whose input dtype says which precision the step's math runs at
@@ -72,15 +78,16 @@ _GATHERS = {"aten::embedding": 0, "aten::_embedding_bag": 0,
 
 def _gather_bytes(name: str, inputs: list[torch.Tensor],
                   outputs: list[torch.Tensor]) -> tuple[float, float] | None:
-    """(bytes per the batch, zero-fill bytes per step) of an embedding gather or its dense
+    """(the operator's bytes, its zero fill's bytes) for an embedding gather or its dense
     backward, None for any other operator: the table's rows named by the indices (the first
-    integer input) replace the whole table; a backward's zero-filled table is per step."""
+    integer input) replace the whole table; a backward's zero-filled table is paid once a step.
+    A sparse gradient (``sparse=True``) fills no table: counted as any operator."""
     if name not in _GATHERS:
         return None
     table_at = _GATHERS[name]
     table = inputs[table_at] if table_at is not None else outputs[0]
     indices = next((t for t in inputs if not t.is_floating_point()), None)
-    if table.dim() != 2 or indices is None:
+    if table.dim() != 2 or table.is_sparse or indices is None:
         return None
     rows = float(indices.numel() * table.shape[1] * table.element_size())
     others = sum(_nbytes(t) for t in inputs + outputs if t is not table)
@@ -189,9 +196,8 @@ class OpCensus:
         else:
             self.bytes_moved[name] += gathered[0]
             self.fixed_bytes += gathered[1]
-        seen = {t.untyped_storage().data_ptr() for t in inputs}
-        for t in outputs:
-            storage = t.untyped_storage()
+        seen = {part.untyped_storage().data_ptr() for t in inputs for part in _dense_parts(t)}
+        for storage in (part.untyped_storage() for t in outputs for part in _dense_parts(t)):
             ptr = storage.data_ptr()
             size = storage.nbytes()
             if size == 0 or ptr in seen:
