@@ -183,12 +183,7 @@ class Offers(OfferColumns[Floats, Texts]):
     def row_codes(self, names: Sequence[str]) -> np.ndarray:
         """One int per row, equal exactly where the rows agree on every column in ``names``
         (NaN equals NaN): 0..distinct-1."""
-        factors = []
-        for name in names:
-            values = self[name]
-            if values.dtype.kind == "f":
-                values = np.nan_to_num(values, nan=-1.0)
-            factors.append(Factor.of(values))
+        factors = [Factor.of(self[name]) for name in names]  # a float column's NaN: one value
         # one sort per column, then one of the packed ints (not one per column again)
         _, code = np.unique(packed_codes(factors, len(self)), return_inverse=True)
         return code.reshape(-1)
