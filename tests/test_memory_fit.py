@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -111,3 +112,31 @@ def test_prediction_memory_uses_the_smallest_member() -> None:
     assert pred.grad_accum_steps == math.ceil(p.batch_size / micro)
     assert pred.batch_size == math.ceil(p.batch_size / pred.grad_accum_steps) <= micro
     assert predict(p, gpu="H100 SXM5 80GB").memory.fits
+
+
+def test_a_fractional_gpu_is_planned_in_its_slice_of_the_memory(tmp_path: Path) -> None:
+    # AWS g6f.large is an eighth of an L4: 3 GB, not 24. ResNet-50 at batch 256 (amp) fits a
+    # whole L4 but not its eighth, where the batch is split: no ranked plan needs more than
+    # its slice holds.
+    import datetime as dt
+
+    import gpucost
+    from gpucost.pricing.snapshot import Offers, Snapshot, write_snapshot
+
+    rows = [{"provider": "aws", "region": "us-east-1", "instance_type": name, "gpu": "L4",
+             "gpu_count": count, "gpu_memory_gb": 24 * count, "price_hr": price,
+             "storage_gb_month": 0.1, "egress_gb": 0.09}
+            for name, count, price in (("g6f.large", 0.125, 0.12), ("g6.xlarge", 1.0, 0.8))]
+    path = write_snapshot(Snapshot(source="slices", fetched_at=dt.datetime(2026, 12, 1,
+                                                                          tzinfo=dt.UTC),
+                                   offers=Offers.from_records(rows)), tmp_path)
+    frame = gpucost.compare("resnet50-v100-amp", prices=[path])
+    whole = frame[frame.instance_type == "g6.xlarge"].iloc[0]
+    assert whole.micro_batch == 256 and whole.peak_gb <= usable_gb(get_gpu("L4"))
+    sliced = frame[frame.instance_type == "g6f.large"]
+    slice_room = usable_gb(get_gpu("L4").share(0.125))
+    assert slice_room < 3.0
+    assert len(sliced) == 1 and sliced.iloc[0].peak_gb <= slice_room
+    assert sliced.iloc[0].micro_batch < 256  # split into micro-batches with accumulation
+    # the throughput stays an eighth of the L4's (less the smaller micro-batch's cost)
+    assert sliced.iloc[0].throughput < whole.throughput / 8

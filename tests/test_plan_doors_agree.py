@@ -54,6 +54,35 @@ def test_preflight_checks_the_micro_batch_the_plan_holds(
     assert code == 0
 
 
+def test_a_fractional_gpu_plan_is_checked_against_its_slice(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # AWS g6f.large: an eighth of an L4, 3 GB. plan splits ResNet-50's batch 256 to fit it and
+    # preflight passes that; the batch whole needs 11.6 GB, which the slice does not hold
+    # (preflight checked the whole L4's 24 GB and passed it).
+    import datetime as dt
+
+    from gpucost.pricing.snapshot import Offers, Snapshot, write_snapshot
+
+    rows = [{"provider": "aws", "region": "us-east-1", "instance_type": "g6f.large",
+             "gpu": "L4", "gpu_count": 0.125, "gpu_memory_gb": 3.0, "price_hr": 0.12,
+             "storage_gb_month": 0.1, "egress_gb": 0.09}]
+    prices = write_snapshot(Snapshot(source="slices", offers=Offers.from_records(rows),
+                                     fetched_at=dt.datetime(2026, 11, 29, tzinfo=dt.UTC)),
+                            tmp_path / "prices")
+    out = tmp_path / "g6f.toml"
+    _plan(capsys, out, "-p", "resnet50-v100-amp", "--prices", str(prices))
+    workload = load_plan(out).workload
+    assert workload.micro_batch is not None and workload.micro_batch < 256
+    code, checks = _preflight(capsys, out)
+    assert code == 0 and checks["memory-fit"]["status"] == "pass", checks["memory-fit"]
+    assert checks["memory-fit"]["details"]["usable_gb"] < 3.0
+    whole = out.read_text().replace(f"micro_batch = {workload.micro_batch}\n",
+                                    "micro_batch = 256\n").replace(
+        f"grad_accum_steps = {workload.grad_accum_steps}\n", "grad_accum_steps = 1\n")
+    out.write_text(whole)
+    code, checks = _preflight(capsys, out)
+    assert code == 1 and checks["memory-fit"]["status"] == "fail", checks["memory-fit"]
+
 def test_a_plan_sharded_by_the_planner_passes_and_unsharded_it_fails(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # 2.5 B parameters: 40 GB of Adam states, on 24 GB L4s only sharded (ZeRO-2/FSDP).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 Precision = Literal["fp32", "tf32", "fp16", "bf16", "amp"]
@@ -52,6 +52,13 @@ class GpuSpec:
         if precision in ("fp16", "amp"):
             return self.fp16_tflops or self.fp32_tflops
         return self.bf16_tflops or self.fp32_tflops
+
+    def share(self, gpu_count: float) -> GpuSpec:
+        """What one process sees on ``gpu_count`` of this GPU: a fraction of one (AWS g6f's
+        eighth of an L4) holds that share of its memory; one GPU or more, each GPU whole."""
+        if gpu_count >= 1.0:
+            return self
+        return replace(self, memory_gb=self.memory_gb * gpu_count)
 
     @property
     def compute_capability_tuple(self) -> tuple[int, int] | None:

@@ -258,8 +258,8 @@ class _Predictor:
     def __init__(self, profile: Profile, node_gpus: tuple[str, ...] = ()) -> None:
         self.profile = profile
         self.node_gpus = node_gpus  # a mixed node's GPUs (Request.node_gpus)
-        self.cache: dict[tuple[str, int, int, str, float, str], _Config] = {}
-        self.memory: dict[tuple[str, int], MemoryPlan] = {}
+        self.cache: dict[tuple[str, int, int, str, float, str, float], _Config] = {}
+        self.memory: dict[tuple[str, int, float], MemoryPlan] = {}
         # the profile's activations per sample: the same for every group, found once
         self.activations: tuple[float | None, str] | None = None
         self.sources: dict[str, Profile] = {}
@@ -273,11 +273,12 @@ class _Predictor:
             self.sources[gpu] = found
         return found
 
-    def memory_plan(self, gpu: str, group_gpus: int) -> MemoryPlan:
-        key = (gpu, group_gpus)
+    def memory_plan(self, gpu: str, group_gpus: int, share: float) -> MemoryPlan:
+        """``share``: of one GPU, below 1 for a fractional offer (its slice's memory)."""
+        key = (gpu, group_gpus, share)
         found = self.memory.get(key)
         if found is None:
-            specs = [get_gpu(g) for g in self.node_gpus or (gpu,)]
+            specs = [get_gpu(g).share(share) for g in self.node_gpus or (gpu,)]
             smallest = min(specs, key=lambda spec: spec.memory_gb)
             if self.activations is None:
                 self.activations = activation_gb_per_sample(self.profile)
@@ -287,8 +288,8 @@ class _Predictor:
         return found
 
     def config(self, gpu: str, per_node: int, nodes: int, link: str, net: float,
-               transport: str) -> _Config:
-        key = (gpu, per_node, nodes, link, net, transport)
+               transport: str, share: float) -> _Config:
+        key = (gpu, per_node, nodes, link, net, transport, share)
         found = self.cache.get(key)
         if found is not None:
             return found
@@ -299,7 +300,7 @@ class _Predictor:
             speed = profile.throughput if profile.gpu == "CPU" else math.nan
             found = _Config(speed, 1.0, cpu_memory_plan(profile), NO_BAND)
         else:
-            memory = self.memory_plan(gpu, per_node * nodes)
+            memory = self.memory_plan(gpu, per_node * nodes, share)
             pred = predict(
                 self.source(gpu),
                 gpu=gpu,
@@ -337,6 +338,9 @@ class _ConfigCodes:
     transport_name: npt.NDArray[np.str_]
     fabric: npt.NDArray[np.object_]  # per offer: its fabric in words
     node_limit: npt.NDArray[np.int64]  # the provider's largest group
+    share: npt.NDArray[np.int64]  # the share of one GPU (below 1: a fractional offer)
+    shares: int
+    share_of: npt.NDArray[np.float64]  # per offer: that share
 
     @classmethod
     def of(cls, offers: Offers, factors: _OfferFactors, request: Request) -> _ConfigCodes:
@@ -345,6 +349,9 @@ class _ConfigCodes:
             return factor.codes, factor.radix
 
         provider = factors.provider
+        # Fractional GPUs (AWS g6f) run one process on a slice: one GPU's speed, scaled down
+        # after the prediction, with the slice's memory
+        share_of = np.minimum(offers.gpu_count, 1.0)
         limits = np.array([node_limit(str(p)) for p in provider.values], dtype=np.int64)
         fabrics = resolve_fabrics(provider, offers.instance_type,
                                   offers.network_gbps, set_gbps=request.inter_node_gbps,
@@ -354,7 +361,7 @@ class _ConfigCodes:
                    *codes(fabrics.transport), np.asarray(fabrics.gbps, dtype=np.float64),
                    np.asarray(fabrics.transport, dtype=str),
                    np.asarray(fabrics.description).astype(object),
-                   limits[provider.codes])
+                   limits[provider.codes], *codes(share_of), share_of)
 
 
 @dataclass(frozen=True)
@@ -410,22 +417,22 @@ def _chunk_plans(
     price = base_price[row_base]
     gpu_count = offers.gpu_count[offer]
     whole = np.maximum(np.rint(gpu_count), 1.0).astype(np.int64)
-    # Fractional GPUs (AWS g6f) run one process on a slice: predict one GPU, then scale down.
-    fraction = np.where(gpu_count < 1.0, gpu_count, 1.0)
+    fraction = codes.share_of[offer]
     gpu = text.gpu[offer]
 
     # one prediction per distinct configuration in the chunk: a key packed from the codes of
-    # GPU, GPUs per node, node count, link and fabric, each digit below its own radix
+    # GPU, its share, GPUs per node, node count, link and fabric, each digit below its radix
     key = np.zeros(len(offer), dtype=np.int64)
     for code, radix in ((codes.gpu[offer], codes.gpus), (np.minimum(whole, 4096), 4097),
                         (count_index, len(counts)), (codes.link[offer], codes.links),
                         (codes.net[offer], codes.nets),
-                        (codes.transport[offer], codes.transports)):
+                        (codes.transport[offer], codes.transports),
+                        (codes.share[offer], codes.shares)):
         key = key * radix + code
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     configs = [predictor.config(str(gpu[i]), int(whole[i]), int(nodes[i]),
                                 str(text.intra_node_link[o]), float(codes.net_gbps[o]),
-                                str(codes.transport_name[o]))
+                                str(codes.transport_name[o]), float(codes.share_of[o]))
                for i, o in zip(first.tolist(), offer[first].tolist(), strict=True)]
     inverse = inverse.reshape(-1)
     throughput = np.array([c.throughput for c in configs])[inverse] * fraction

@@ -115,7 +115,8 @@ class Context:
 
     @cached_property
     def spec(self) -> GpuSpec:
-        return get_gpu(self.plan.offer.gpu)
+        """The device one process of the plan sees (a fractional offer's slice of its GPU)."""
+        return get_gpu(self.plan.offer.gpu).share(self.plan.offer.gpu_count)
 
     @cached_property
     def profile(self) -> Profile | None:
