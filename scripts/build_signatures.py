@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import itertools
 import json
 import math
@@ -296,31 +297,32 @@ class RelativeBlock(nn.Module):
 
 
 class TransformerXL(nn.Module):
-    """Transformer-XL large on WikiText-103 (Dai et al. 2019; NVIDIA DeepLearningExamples'
-    configuration, 285 M parameters): 18 layers of d 1024 (16 heads of 64, feed-forward 4096),
-    384-token segments with 384 cached hidden states per layer, sinusoidal relative positions,
-    and an adaptive input and softmax over the 267,735-token vocabulary (clusters cut at 20k,
-    40k and 200k, each a quarter the width of the one before, projected to d), the output tied
-    to the input's tables and projections. The loss is computed as the adaptive softmax computes
-    it: the head (20k words and 3 cluster logits) for every token, each tail only for the tokens
-    whose target is in it. Large rather than base: the signature's activations scale to other
-    sizes by parameters, and base's parameters are mostly its embedding table, which keeps no
-    activations; from large, base is over-estimated (re-planned to a smaller micro-batch) rather
-    than large under-estimated (planned at a batch that cannot fit)."""
+    """Transformer-XL on WikiText-103 (Dai et al. 2019; NVIDIA DeepLearningExamples'
+    configurations): ``layers`` of width ``d`` (heads of 64, feed-forward ``ff``), segments
+    with as many cached hidden states per layer, sinusoidal relative positions, and an adaptive
+    input and softmax over the 267,735-token vocabulary (clusters cut at 20k, 40k and 200k,
+    each ``div`` times narrower than the one before, projected to d), the output tied to the
+    input's tables and projections. The loss is computed as the adaptive softmax computes it:
+    the head (20k words and 3 cluster logits) for every token, each tail only for the tokens
+    whose target is in it. Large (18 x 1024, 384 + 384 tokens, div 4, 283 M parameters) and
+    base (16 x 512, 192 + 192 tokens, div 1, 192 M) are profiled apart: base's parameters are
+    mostly its embedding tables, which keep no activations, so neither's activations follow
+    from the other's by parameter count (from large, base at fp16 on a 16 GB V100 needs 3x
+    what it keeps)."""
 
     CUTOFFS = (20_000, 40_000, 200_000, 267_735)
 
-    def __init__(self, layers: int = 18, d: int = 1024, heads: int = 16, ff: int = 4096,
-                 div: int = 4) -> None:
+    def __init__(self, layers: int, d: int, ff: int, div: int) -> None:
         super().__init__()
         self.d = d
         spans = list(itertools.pairwise((0, *self.CUTOFFS)))
         widths = [d // div ** i for i in range(len(spans))]
+        heads = d // 64
         self.tables = nn.ModuleList(nn.Embedding(hi - lo, w)
                                     for (lo, hi), w in zip(spans, widths, strict=True))
-        # cluster 0 is d wide: no projection
+        # cluster 0 is d wide: no projection (nor any cluster at div 1)
         self.projs = nn.ParameterList(nn.Parameter(torch.randn(d, w) * w ** -0.5)
-                                      for w in widths[1:])
+                                      for w in widths[1:] if div > 1)
         self.blocks = nn.ModuleList(RelativeBlock(d, heads, d // heads, ff)
                                     for _ in range(layers))
         self.clusters = nn.Linear(d, len(self.CUTOFFS) - 1)
@@ -331,7 +333,7 @@ class TransformerXL(nn.Module):
         for i, (lo, hi) in enumerate(itertools.pairwise((0, *self.CUTOFFS))):
             rows = ((flat >= lo) & (flat < hi)).nonzero().squeeze(1)
             vectors = self.tables[i](flat[rows] - lo)
-            if i:
+            if i and self.projs:
                 vectors = F.linear(vectors, self.projs[i - 1])
             out = out.index_copy(0, rows, vectors)
         return out.view(*ids.shape, self.d) * self.d ** 0.5
@@ -353,7 +355,8 @@ class TransformerXL(nn.Module):
         nll = -head[in_head].gather(1, target[in_head, None]).sum()
         for i, (lo, hi) in enumerate(itertools.pairwise(self.CUTOFFS)):
             rows = ((target >= lo) & (target < hi)).nonzero().squeeze(1)
-            narrow = F.linear(hidden[rows], self.projs[i].t())
+            narrow = (F.linear(hidden[rows], self.projs[i].t()) if self.projs
+                      else hidden[rows])
             tail = F.log_softmax(F.linear(narrow, self.tables[i + 1].weight), -1)
             picked = tail.gather(1, (target[rows] - lo)[:, None]).squeeze(1)
             nll = nll - (head[rows, self.CUTOFFS[0] + i] + picked).sum()
@@ -574,6 +577,14 @@ def _ids(vocab: int, b: int, t: int) -> Tensor:
     return torch.randint(0, vocab, (b, t))
 
 
+# Transformer-XL's spellings; both sizes answer to them (a tie the parameter count breaks), and
+# a size after one ("transformer-xl base", "transformerxl_large") picks that size.
+_TXL_NAMES = ("transformer-xl", "transformerxl", "transformer_xl", "txl")
+
+
+def _txl_names(size: str) -> list[str]:
+    return [*_TXL_NAMES, *(f"{n}{gap}{size}" for n in _TXL_NAMES for gap in ("", " ", "-", "_"))]
+
 # name -> (model factory, batch maker, batch, what it is, match tokens)
 ARCHITECTURES: dict[str, tuple[Callable[[], nn.Module], Callable[[int], tuple[Tensor, ...]],
                                int, str, list[str]]] = {
@@ -594,13 +605,20 @@ ARCHITECTURES: dict[str, tuple[Callable[[], nn.Module], Callable[[int], tuple[Te
                         "Transformer-base translation model, 128 source and target tokens",
                         ["t5", "bart", "marian", "transformer", "encoder-decoder", "pegasus",
                          "whisper"]),
-    "transformer-xl": (TransformerXL,
+    "transformer-xl": (functools.partial(TransformerXL, layers=18, d=1024, ff=4096, div=4),
                        lambda b: (_zipf_ids(267_735, b, 384), _zipf_ids(267_735, b, 384),
                                   torch.randn(18, b, 384, 1024)), 2,
                        "Transformer-XL large (WikiText-103): 18 layers of 1024, 384-token "
                        "segments with 384 cached, explicit relative attention, adaptive input "
                        "and softmax",
-                       ["transformer-xl", "transformerxl", "transformer_xl", "txl"]),
+                       _txl_names("large")),
+    "transformer-xl-base": (functools.partial(TransformerXL, layers=16, d=512, ff=2048, div=1),
+                            lambda b: (_zipf_ids(267_735, b, 192), _zipf_ids(267_735, b, 192),
+                                       torch.randn(16, b, 192, 512)), 4,
+                            "Transformer-XL base (WikiText-103): 16 layers of 512, 192-token "
+                            "segments with 192 cached, explicit relative attention, adaptive "
+                            "input and softmax",
+                            _txl_names("base")),
     "seq2seq-rnn": (Gnmt, lambda b: (_ids(32000, b, 50), _ids(32000, b, 50)), 8,
                     "GNMT v2 (8 LSTM layers of 1024), 50 source and target tokens",
                     ["gnmt", "lstm", "gru", "rnn", "seq2seq"]),

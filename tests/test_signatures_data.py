@@ -87,10 +87,23 @@ def test_embedding_bytes_per_sample_are_the_rows_looked_up(name: str, lookups: i
 def test_transformer_xl_has_its_own_signature_with_explicit_attention() -> None:
     from gpucost.model.signature import matched
 
-    for name in ("Transformer-XL base", "transformer-xl large", "TransformerXL"):
-        found = matched(name)
-        assert found is not None and found.name == "transformer-xl", name
+    for name, params, size in [
+            ("Transformer-XL base", None, "transformer-xl-base"),
+            ("transformerxl_base", 285e6, "transformer-xl-base"),  # the name says the size
+            ("transformer-xl large", None, "transformer-xl"),
+            ("TransformerXL", None, "transformer-xl"),  # no size: the larger's memory
+            ("TransformerXL", 192e6, "transformer-xl-base"),
+            ("TransformerXL", 280e6, "transformer-xl"),
+            ("txl", 151e6, "transformer-xl-base")]:
+        found = matched(name, params)
+        assert found is not None and found.name == size, (name, params)
     entries = _entries()
+    base, large = entries["transformer-xl-base"], entries["transformer-xl"]
+    # Base is half as wide on half the tokens: what it keeps per sample is a fraction of
+    # large's, its parameters mostly tables; its smaller GEMMs move more bytes per flop.
+    assert base["activation_bytes_per_sample"] < 0.3 * large["activation_bytes_per_sample"]
+    assert 150e6 < base["profiled"]["params"] < 0.75 * large["profiled"]["params"]
+    assert base["bytes_per_flop"] > large["bytes_per_flop"]
     # Its relative attention keeps score matrices in memory (softmax, shift, mask: read and
     # written whole, forward and backward), which GPT-2's fused attention never writes.
     assert entries["transformer-xl"]["bytes_per_flop"] > 2 * entries["decoder-only"][

@@ -18,6 +18,7 @@ name and description (users name profiles after their models), else none.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -169,15 +170,21 @@ def from_spec(spec: str | Mapping[str, Any]) -> Signature:
     )
 
 
-def matched(text: str) -> Signature | None:
+def matched(text: str, param_count: float | None = None) -> Signature | None:
     """The built-in whose match token occurs earliest in ``text`` (a profile's name and
     description: "ssd300-resnet50" is a detector, "resnet50" a classifier), the longer token on
-    a tie; None when none occurs."""
+    a tie ("transformer-xl base" before "transformer-xl"); between sizes of one family that tie
+    still, the one profiled nearest ``param_count`` (in ratio), else the largest (its
+    activations over-estimate a smaller model's memory rather than under-estimate a larger
+    one's); None when none occurs."""
     text = text.lower()
-    best: tuple[int, int, Signature] | None = None
+    best: tuple[tuple[int, int, float, float], Signature] | None = None
     for sig in builtin().values():
+        size_gap = (abs(math.log(max(param_count, 1.0) / sig.params))
+                    if param_count and sig.params else 0.0)
         for token in sig.match:
             at = text.find(token)
-            if at >= 0 and (best is None or (at, -len(token)) < (best[0], best[1])):
-                best = (at, -len(token), sig)
-    return None if best is None else best[2]
+            key = (at, -len(token), size_gap, -(sig.params or 0.0))
+            if at >= 0 and (best is None or key < best[0]):
+                best = (key, sig)
+    return None if best is None else best[1]

@@ -389,7 +389,7 @@ def workload_signature(profile: Profile) -> Signature | None:
     flops, else None."""
     if profile.workload is not None:
         return signature.from_spec(profile.workload)
-    found = signature.matched(f"{profile.name} {profile.description}")
+    found = signature.matched(f"{profile.name} {profile.description}", profile.param_count)
     if found is not None:
         return found
     flops: dict[str, float] = {}
