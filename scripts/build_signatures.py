@@ -582,8 +582,18 @@ def _ids(vocab: int, b: int, t: int) -> Tensor:
 _TXL_NAMES = ("transformer-xl", "transformerxl", "transformer_xl", "txl")
 
 
-def _txl_names(size: str) -> list[str]:
-    return [*_TXL_NAMES, *(f"{n}{gap}{size}" for n in _TXL_NAMES for gap in ("", " ", "-", "_"))]
+def _transformer_xl(size: str, *, layers: int, d: int, ff: int, div: int, tokens: int,
+                    batch: int) -> tuple[Callable[[], nn.Module],
+                                         Callable[[int], tuple[Tensor, ...]], int, str, list[str]]:
+    """A Transformer-XL size's catalogue entry: segments of ``tokens`` with as many cached."""
+    names = [*_TXL_NAMES, *(f"{n}{gap}{size}" for n in _TXL_NAMES for gap in ("", " ", "-", "_"))]
+    return (functools.partial(TransformerXL, layers=layers, d=d, ff=ff, div=div),
+            lambda b: (_zipf_ids(267_735, b, tokens), _zipf_ids(267_735, b, tokens),
+                       torch.randn(layers, b, tokens, d)), batch,
+            f"Transformer-XL {size} (WikiText-103): {layers} layers of {d}, {tokens}-token "
+            f"segments with {tokens} cached, explicit relative attention, adaptive input and "
+            "softmax", names)
+
 
 # name -> (model factory, batch maker, batch, what it is, match tokens)
 ARCHITECTURES: dict[str, tuple[Callable[[], nn.Module], Callable[[int], tuple[Tensor, ...]],
@@ -605,20 +615,10 @@ ARCHITECTURES: dict[str, tuple[Callable[[], nn.Module], Callable[[int], tuple[Te
                         "Transformer-base translation model, 128 source and target tokens",
                         ["t5", "bart", "marian", "transformer", "encoder-decoder", "pegasus",
                          "whisper"]),
-    "transformer-xl": (functools.partial(TransformerXL, layers=18, d=1024, ff=4096, div=4),
-                       lambda b: (_zipf_ids(267_735, b, 384), _zipf_ids(267_735, b, 384),
-                                  torch.randn(18, b, 384, 1024)), 2,
-                       "Transformer-XL large (WikiText-103): 18 layers of 1024, 384-token "
-                       "segments with 384 cached, explicit relative attention, adaptive input "
-                       "and softmax",
-                       _txl_names("large")),
-    "transformer-xl-base": (functools.partial(TransformerXL, layers=16, d=512, ff=2048, div=1),
-                            lambda b: (_zipf_ids(267_735, b, 192), _zipf_ids(267_735, b, 192),
-                                       torch.randn(16, b, 192, 512)), 4,
-                            "Transformer-XL base (WikiText-103): 16 layers of 512, 192-token "
-                            "segments with 192 cached, explicit relative attention, adaptive "
-                            "input and softmax",
-                            _txl_names("base")),
+    "transformer-xl": _transformer_xl("large", layers=18, d=1024, ff=4096, div=4, tokens=384,
+                                      batch=2),
+    "transformer-xl-base": _transformer_xl("base", layers=16, d=512, ff=2048, div=1,
+                                           tokens=192, batch=4),
     "seq2seq-rnn": (Gnmt, lambda b: (_ids(32000, b, 50), _ids(32000, b, 50)), 8,
                     "GNMT v2 (8 LSTM layers of 1024), 50 source and target tokens",
                     ["gnmt", "lstm", "gru", "rnn", "seq2seq"]),
