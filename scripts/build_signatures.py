@@ -15,7 +15,9 @@ not show as a GPU would:
   does not count them: their flops are counted from the layer shapes (4 gates x 2 x (input +
   hidden) x hidden per time step for an LSTM, x3 for forward + backward), and their kernels as
   a GPU runs them, about one per time step forward and two backward (cuDNN's per-step GEMM and
-  pointwise kernels are fused; the per-step loop is not), and each time step re-reads the
+  pointwise kernels are fused; the per-step loop is not; cuDNN starts them itself from one
+  call per layer, so they are also recorded apart as ``library_launches_per_step``: a driver
+  launch each, not the framework's per-operator dispatch), and each time step re-reads the
   layer's recurrent weights (4 x hidden x hidden, fp32 bytes, forward and twice backward: bytes
   per step whatever the batch; the fused CPU operators' own byte counts, mostly those weights,
   are left out of the per-sample bytes);
@@ -853,6 +855,8 @@ def profile_architecture(name: str) -> dict[str, Any]:
         "bytes_per_flop": float(f"{sample_bytes / per_sample:.4g}"),
         "step_bytes_per_flop": float(f"{step_bytes / per_sample:.4g}"),
         "launches_per_step": round(kernels),
+        # cuDNN starts a layer's per-time-step kernels itself, from one dispatched call
+        "library_launches_per_step": round(recurrent["kernels"] - recurrent["cpu_calls"]),
         "activation_bytes_per_sample": float(f"{saved.total_bytes / batch:.4g}"),
         "gemm_shapes": buckets,
         "profiled": {"batch_size": batch, "params": sum(p.numel() for p in model.parameters()),

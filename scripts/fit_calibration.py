@@ -384,7 +384,8 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
         step = signature_step_bytes_per_flop(sig, pclass, FAMILY_PARAMS[model_key],
                                              flops_prior(model_key))
         return (math.log(sig.bytes_per_flop), math.log(step),
-                math.log(sig.launches_per_step * launch_scale / flops_prior(model_key)))
+                math.log(sig.dispatched_launches_per_step * launch_scale
+                         / flops_prior(model_key)))
     n = len(idx)
     x0 = np.zeros(n)
     for w in works:

@@ -206,6 +206,29 @@ def test_a_cpu_profile_pays_a_gpu_hosts_launch_cost_not_its_own_host_time() -> N
     assert pred.breakdown.data_s == 0.01  # data loading as measured
 
 
+def test_cudnn_starts_an_lstms_time_step_kernels_at_a_driver_launch_each() -> None:
+    # GNMT's eight LSTM layers run 50 time steps each as kernels cuDNN launches from one call
+    # per layer and direction: a step dispatches a few hundred operators but launches ~1,500
+    # kernels. Charged as framework dispatches, the host time was 58 ms a step whatever the
+    # batch, most of a small-batch step on a fast GPU.
+    gnmt = signature.builtin()["seq2seq-rnn"]
+    steps, layer_directions = 50, 2 + 3 + 1 + 3  # bidirectional first layer, then 3 + 1 + 3
+    calls = 2 * layer_directions  # one forward, one backward per layer and direction
+    assert gnmt.library_launches_per_step == pytest.approx(
+        3 * steps * layer_directions - calls, rel=0.01)  # 1 kernel a step forward, 2 backward
+    assert gnmt.dispatched_launches_per_step < 0.2 * gnmt.launches_per_step
+    cal = translate.calibration()
+    scale = cal.signature_scale["fp16"]
+    profile = Profile(gpu="CPU", precision="amp", batch_size=8, step_time_s=2.0,
+                      param_count=160e6, name="GNMT v2")
+    host = translate.host_s_per_step(profile)
+    assert host == pytest.approx(gnmt.dispatched_launches_per_step * scale.host_s_per_launch
+                                 + gnmt.library_launches_per_step * cal.launch_floor_s)
+    assert host < 0.3 * gnmt.launches_per_step * scale.host_s_per_launch
+    # A model without recurrent layers dispatches every kernel it launches.
+    assert signature.builtin()["encoder-only"].library_launches_per_step == 0.0
+
+
 def _published(data: Path, model: str, gpu: str) -> tuple[float, int]:
     """Median 1-GPU amp throughput and batch of ``model`` on ``gpu`` in the Lambda table."""
     rows = []

@@ -86,6 +86,9 @@ class Signature:
     # The GEMM-like and convolution work as (rows per sample, output columns, share of those
     # flops): how many output tiles a micro-batch gives a GPU (wave quantisation).
     gemm_shapes: tuple[tuple[float, float, float], ...] = ()
+    # Of the launches, those a library starts inside one framework call (cuDNN's kernels per
+    # RNN time step): they cost a driver launch, not the framework's Python and dispatch.
+    library_launches_per_step: float = 0.0
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.flops_share) - set(COMPUTE_CLASSES))
@@ -95,11 +98,23 @@ class Signature:
             raise ProfileError(
                 f"workload mix {dict(self.flops_share)} is not a share of flops per compute class",
                 hint="give shares (summing to 1) over " + ", ".join(COMPUTE_CLASSES))
-        if self.bytes_per_flop < 0 or self.step_bytes_per_flop < 0 or self.launches_per_step < 0:
+        if (self.bytes_per_flop < 0 or self.step_bytes_per_flop < 0 or self.launches_per_step < 0
+                or not 0 <= self.library_launches_per_step <= self.launches_per_step):
             raise ProfileError(f"workload {self.name!r}: bytes and launches must be >= 0")
 
     def share(self, cls: str) -> float:
         return float(self.flops_share.get(cls, 0.0))
+
+    @property
+    def dispatched_launches_per_step(self) -> float:
+        """Launches the framework dispatches itself, one operator each."""
+        return self.launches_per_step - self.library_launches_per_step
+
+    def launch_host_s(self, per_dispatch_s: float, per_launch_s: float) -> float:
+        """Host seconds a step's launches cost: ``per_dispatch_s`` for each the framework
+        dispatches, ``per_launch_s`` (a driver launch) for each a library starts."""
+        return (self.dispatched_launches_per_step * per_dispatch_s
+                + self.library_launches_per_step * per_launch_s)
 
     def to_dict(self) -> dict[str, Any]:
         return {"flops_share": dict(self.flops_share), "bytes_per_flop": self.bytes_per_flop,
@@ -124,6 +139,7 @@ def _from_entry(name: str, entry: Mapping[str, Any]) -> Signature:
                 else None),
         gemm_shapes=tuple((float(r), float(c), float(w))
                           for r, c, w in entry.get("gemm_shapes", ())),
+        library_launches_per_step=float(entry.get("library_launches_per_step", 0.0)),
     )
 
 

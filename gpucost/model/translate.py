@@ -520,10 +520,10 @@ def workload_terms(profile: Profile, cal: Calibration | None = None) -> Workload
             mu = step_scale * signature_step_bytes_per_flop(
                 sig, profile.precision, profile.param_count, profile.flops_per_sample)
         if scale is not None and flops:
-            launches = profile.launches_per_step or (
-                sig.launches_per_step if sig is not None else None)
-            if launches:
-                nu = scale.host_s_per_launch * launches / flops
+            if profile.launches_per_step:  # the profiler counts dispatched operators
+                nu = scale.host_s_per_launch * profile.launches_per_step / flops
+            elif sig is not None and sig.launches_per_step:
+                nu = sig.launch_host_s(scale.host_s_per_launch, cal.launch_floor_s) / flops
     if kappa is None:
         kappa = _pick(cal.default_bytes_per_flop, pclass)
     if eta is None:
@@ -548,12 +548,10 @@ def host_s_per_step(profile: Profile, cal: Calibration | None = None) -> float:
     cal = calibration() if cal is None else cal
     scale = _pick(cal.signature_scale, PRECISION_CLASS[profile.precision])
     per_launch = scale.host_s_per_launch if scale else cal.launch_floor_s
-    launches = profile.launches_per_step
-    if launches is None:
-        sig = workload_signature(profile)
-        launches = sig.launches_per_step if sig is not None else float(
-            signature.from_spec({"gemm": 1.0}).launches_per_step)
-    return per_launch * launches
+    if profile.launches_per_step is not None:
+        return per_launch * profile.launches_per_step
+    sig = workload_signature(profile) or signature.from_spec({"gemm": 1.0})
+    return sig.launch_host_s(per_launch, cal.launch_floor_s)
 
 
 def workload_mix(profile: Profile, cal: Calibration | None = None) -> tuple[float, float]:
