@@ -193,6 +193,18 @@ def test_cli_predict_says_which_batch_it_used(capsys: pytest.CaptureFixture[str]
     assert "batch 112 does not fit L4" in out and "keeps the global batch" in out
 
 
+def test_cli_predict_names_the_architecture_a_profile_was_matched_to(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from gpucost.cli import main
+
+    for params, size in ((192e6, "transformer-xl-base"), (283e6, "transformer-xl")):
+        path = Profile.from_measurement(
+            gpu="A100 SXM4 80GB", throughput=400.0, batch_size=16, precision="amp",
+            param_count=params, name="Transformer-XL").save(tmp_path / f"{size}.json")
+        assert main(["predict", "-p", str(path), "--gpu", "V100 SXM2 16GB"]) == 0
+        assert f"workload      {size}: Transformer-XL" in capsys.readouterr().out
+
+
 # ---- CPU-measured profiles ------------------------------------------------------------------
 def test_a_cpu_profile_pays_a_gpu_hosts_launch_cost_not_its_own_host_time() -> None:
     cpu = Profile(gpu="CPU", precision="fp32", batch_size=8, step_time_s=3.0, param_count=1e6,

@@ -14,6 +14,7 @@ from gpucost.limits import MAX_GPUS_PER_NODE, MAX_GRAD_ACCUM, MAX_NETWORK_GBPS, 
 from gpucost.measurements import source_for
 from gpucost.model.fabrics import TRANSPORTS, default_transport
 from gpucost.model.perf import Prediction, predict
+from gpucost.model.translate import workload_signature
 from gpucost.profile import resolve_profile
 from gpucost.terminal import printable
 
@@ -155,6 +156,11 @@ def render_table(pred: Prediction, transport: str) -> str:
             + (f", network {pred.inter_busbw_gbs:,.2f} GB/s over {transport}" if pred.nodes > 1
                else "") + ")")
     lines.append(f"  memory        {pred.memory.advice}")
+    sig = workload_signature(prof)
+    if sig is not None and sig.description:
+        # which built-in architecture the bytes, launches and activations come from: a name
+        # matched to the wrong one shows here
+        lines.append(f"  workload      {sig.name}: {sig.description}")
     return "\n".join(lines)
 
 
