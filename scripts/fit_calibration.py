@@ -81,8 +81,10 @@ from gpucost.model.scaling import (  # noqa: E402
     allreduce_time_s,
     overlapped_s,
 )
+from gpucost.model.signature import Signature  # noqa: E402
 from gpucost.model.translate import (  # noqa: E402
     PRECISION_CLASS,
+    class_peak_tflops,
     cuda_core_peak,
     device_class,
     gemm_utilisation,
@@ -313,6 +315,8 @@ class SingleFit:
     recurrent_efficiency: float  # recurrent cells' share of a GEMM's tensor-core efficiency
     residual_rms_log: float
     residuals_pct: dict[str, float]
+    # the share of their listed FP32 rate the CUDA-core GPUs' best matmuls reach
+    fp32_matmul_reached: float
 
 
 def chip(spec: GpuSpec) -> str:
@@ -406,6 +410,7 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
         x0[idx[("U", t)]] = 0.0  # counted once-per-step bytes (weights, gradients, Adam state)
         x0[idx[("V", t)]] = math.log(LAUNCH_FLOOR_S)  # prior: a few us per launch (below)
         x0[idx[("H", t)]] = math.log(5e-5)  # host seconds per sample (data pipeline)
+    reached = fp32_matmul_reached({spec(o.gpu) for o in obs if unit(o) == "fp32"})
     rows = []
     for o in obs:
         s = spec(o.gpu)
@@ -426,7 +431,8 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
                      idx[("h", (o.model, tc))], idx[("u", (o.model, tc))],
                      idx[("v", (o.model, tc))], idx[("p", (generation(s), pc))],
                      idx[("K", tc)], idx[("H", tc)], idx[("U", tc)], idx[("V", tc)],
-                     peak_tflops(s, pc) * 1e12, s.mem_bw_gbs * 1e9, s.tdp_w,
+                     _row_peak_tflops(s, pc, fit_sig, reached) * 1e12, s.mem_bw_gbs * 1e9,
+                     s.tdp_w,
                      o.batch_size, math.log(1.0 / o.throughput), lk, lu, lv, gemm_share,
                      # unused (gemm_share 0) off tensor cores
                      idx[("E", pc)] if tensor_cores else 0,
@@ -589,6 +595,7 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
     siblings = [(e.spec, p) for e in all_entries() for p in sorted({*tc_units, "fp32", "tf32"})
                 if (chip(e.spec), p) in fitted_chips and (device_class(e.spec), p) in classes]
     return SingleFit(
+        fp32_matmul_reached=reached,
         compute_gpu={f"{sg.name}|{p}": math.exp(x[idx[("c", (device_class(sg), p))]]
                                                 + x[idx[("g", (chip(sg), p))]])
                      for sg, p in siblings},
@@ -671,6 +678,7 @@ def single_calibration(fit: SingleFit) -> dict[str, Any]:
         "default_host_s_per_sample": _sig(fit.default_host_s_per_sample),
         "default_step_bytes_per_flop": _sig(fit.default_step_bytes_per_flop),
         "default_step_host_s_per_flop": _sig(fit.default_step_host_s_per_flop),
+        "fp32_matmul_reached": round(fit.fp32_matmul_reached, 4),
     }
 
 
@@ -686,6 +694,28 @@ CLASS_EFFICIENCY = {"gemm": 1.0, "conv": 1.0, "attention": 1.0}
 RECURRENT_EFFICIENCY_PRIOR = 0.25
 SIGMA_RECURRENT = 0.5
 GEMM_LIKE = ("gemm", "attention", "recurrent")
+
+
+def _row_peak_tflops(s: GpuSpec, unit: str, sig: Signature, reached: float) -> float:
+    """The listed rate a benchmark row's flops run at: on CUDA cores each class at its own
+    (``class_peak_tflops``), combined by the workload's flops shares as the prediction
+    combines them; on tensor cores the unit's peak (GEMM-like work gets its own efficiency term
+    there instead)."""
+    if not cuda_core_peak(s, unit):
+        return peak_tflops(s, unit)
+    return 1.0 / sum(share / class_peak_tflops(s, unit, cls, reached)
+                     for cls, share in sig.flops_share.items())
+
+
+def fp32_matmul_reached(gpus: Iterable[GpuSpec]) -> float:
+    """Median share of the listed FP32 rate the best measured fp32 matmul reaches on ``gpus``
+    (those the fit sees on CUDA cores that have a measurement): the level the fitted CUDA-core
+    efficiencies are relative to."""
+    shares = sorted(g.fp32_matmul_tflops / g.fp32_tflops for g in gpus if g.fp32_matmul_tflops)
+    if not shares:
+        return 1.0
+    mid = len(shares) // 2
+    return shares[mid] if len(shares) % 2 else (shares[mid - 1] + shares[mid]) / 2.0
 SIGMA_RANGE = 0.01  # how far (log) an efficiency may leave its physical range: barely
 SIGMA_ANCHOR = 0.10  # log spread of a measured best-matmul rate around the model's GEMM rate
 # cuBLAS reaches a similar share of the tensor-core peak on every GPU where cuDNN's convolutions

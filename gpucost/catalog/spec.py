@@ -38,6 +38,11 @@ class GpuSpec:
     # Streaming multiprocessors (NVIDIA) or compute units (AMD): how many GEMM output tiles run
     # at once, so how far a small matrix multiply falls short of the peak (wave quantisation).
     sm_count: int | None = None
+    # The best fp32 matrix multiply measured on its CUDA cores (TFLOPS; None where none is
+    # published): what GEMMs on them reach where the listed rate counts FP32 lanes they cannot
+    # all keep busy (Ampere/Ada's second datapath shares issue with INT32) or clocks the board's
+    # power cannot hold (a 70 W T4 or L4 reaches about half).
+    fp32_matmul_tflops: float | None = None
 
     def tflops(self, precision: Precision) -> float:
         """Peak dense TFLOPS for the math a training step at ``precision`` runs on.

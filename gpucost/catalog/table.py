@@ -5,9 +5,13 @@ Columns beyond :class:`GpuSpec`'s fields: ``segment`` (datacenter | workstation 
 titan) and ``fp16_acc16_tflops`` (tensor fp16 with fp16 accumulate, dense), which together let
 tests check the GeForce rule that fp32-accumulate tensor math runs at half the fp16-accumulate
 rate; ``mamf_bf16_tflops``, the maximum achievable bf16 matmul TFLOPS measured (stas00's
-mamf-finder, in ml-engineering), where one is published. ``aliases`` is a ``;``-separated list
-of extra spellings. ``sm_count``: streaming multiprocessors (NVIDIA) or compute units (AMD) from
-the vendor's architecture documents.
+mamf-finder, in ml-engineering), where one is published. ``fp32_matmul_tflops``
+(:class:`GpuSpec`'s) is the best fp32 ``torch.matmul`` measured on the GPU's CUDA cores, square
+matrices of 1024 to 10240, the median over the rows for that GPU in
+github.com/zzc0721/torch-performance-test-data ``database.md`` (commit 9d82827; desktop and
+server boards only, no laptops; an RTX 2080 Ti's from a 22 GB board of the same chip).
+``aliases`` is a ``;``-separated list of extra spellings. ``sm_count``: streaming
+multiprocessors (NVIDIA) or compute units (AMD) from the vendor's architecture documents.
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ def _parse_row(row: dict[str, str], line: int) -> CatalogEntry:
             confidence=row["confidence"].strip(),
             aliases=tuple(a.strip() for a in row["aliases"].split(";") if a.strip()),
             sm_count=int(row["sm_count"]) if row["sm_count"].strip() else None,
+            fp32_matmul_tflops=_optional_float(row, "fp32_matmul_tflops"),
         )
         segment = row["segment"].strip()
         acc16 = _optional_float(row, "fp16_acc16_tflops")

@@ -116,6 +116,10 @@ class Calibration:
     default_host_s_per_sample: Table = field(default_factory=_empty)
     default_step_bytes_per_flop: Table = field(default_factory=_empty)
     default_step_host_s_per_flop: Table = field(default_factory=_empty)
+    # What share of its listed FP32 rate a best-case matmul reaches on the GPUs the fit saw
+    # running on CUDA cores (their efficiencies are relative to that): a GPU whose measured
+    # matmul falls further short is held to its measurement (``translate.class_peak_tflops``).
+    fp32_matmul_reached: float | None = None
     # Where the fit came from (data hashes, in-sample errors): recorded, never read by the model.
     provenance: Mapping[str, Any] = field(default_factory=dict)
 
@@ -238,6 +242,8 @@ class _Parser:
             gemm_efficiency_default=self.optional_table(data, "gemm_efficiency_default"),
             class_efficiency=self.optional_table(data, "class_efficiency"),
             signature_scale=self.signature_scales(data),
+            fp32_matmul_reached=(None if data.get("fp32_matmul_reached") is None else
+                                 self.number(data["fp32_matmul_reached"], "fp32_matmul_reached")),
             default_host_s_per_sample=self.optional_table(data, "default_host_s_per_sample"),
             default_step_bytes_per_flop=self.optional_table(data, "default_step_bytes_per_flop"),
             default_step_host_s_per_flop=self.optional_table(data,

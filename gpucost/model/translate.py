@@ -199,6 +199,24 @@ def peak_tflops(spec: GpuSpec, precision: str) -> float:
     return spec.tflops(precision)  # type: ignore[arg-type]
 
 
+def class_peak_tflops(spec: GpuSpec, unit: str, op_class: str,
+                      reached: float | None = None) -> float:
+    """The listed rate ``op_class`` is held to on ``unit``: the spec sheet's, except for
+    GEMM-like work on the plain FP32 unit (CUDA cores; a GeForce card's TF32 rate may equal its
+    FP32 one, but it runs on tensor cores) where the GPU's measured best fp32 matmul
+    (``GpuSpec.fp32_matmul_tflops``) falls short of the share ``reached`` of its listed rate
+    that the calibration's CUDA-core GPUs reach (their fitted efficiencies are relative to
+    that): then measured / ``reached``. An RTX 4090 lists 82.6 TFLOPS and multiplies at 54 (its
+    second FP32 datapath shares issue with INT32), an L4 at 15 of 30 (72 W cannot hold its
+    clocks), a V100 at 14.1 of 15.7 as the calibration's GPUs do. Convolutions keep the listed
+    rate (cuDNN's Winograd and FFT algorithms do fewer multiplies than the flops counted for
+    them); ``reached`` None: no measurement is used."""
+    peak = peak_tflops(spec, unit)
+    if reached and op_class != "conv" and unit == "fp32" and spec.fp32_matmul_tflops:
+        return min(peak, spec.fp32_matmul_tflops / reached)
+    return peak
+
+
 def math_unit(spec: GpuSpec, precision: str, op_class: str = "gemm", *,
               matmul_tf32: bool = False, conv_tf32: bool = True) -> str:
     """The precision class of the unit that runs ``op_class`` at ``precision`` on ``spec``.
@@ -369,8 +387,9 @@ def mixed_rates(spec: GpuSpec, precision: str, mix: Mix,
             eff = (gemm_efficiency(spec, unit, cal) or eff) * float(relative.get(cls, 1.0))
         per_joule = flops_per_joule(spec, unit, cal)
         power_s = 1.0 / (spec.tdp_w * per_joule) if per_joule is not None else 0.0
-        seconds_per_flop += share * (1.0 / (peak_tflops(spec, unit) * 1e12 * eff * utilisation)
-                                     + power_s)
+        peak = class_peak_tflops(spec, unit, cls, cal.fp32_matmul_reached)
+        seconds_per_flop += share * (1.0 / (peak * 1e12 * eff
+                                            * utilisation) + power_s)
         bytes_per_s = spec.mem_bw_gbs * 1e9 * eff_bw
     return DeviceRates(flops_per_s=1.0 / seconds_per_flop, bytes_per_s=bytes_per_s)
 
