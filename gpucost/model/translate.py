@@ -388,8 +388,7 @@ def mixed_rates(spec: GpuSpec, precision: str, mix: Mix,
         per_joule = flops_per_joule(spec, unit, cal)
         power_s = 1.0 / (spec.tdp_w * per_joule) if per_joule is not None else 0.0
         peak = class_peak_tflops(spec, unit, cls, cal.fp32_matmul_reached)
-        seconds_per_flop += share * (1.0 / (peak * 1e12 * eff
-                                            * utilisation) + power_s)
+        seconds_per_flop += share * (1.0 / (peak * 1e12 * eff * utilisation) + power_s)
         bytes_per_s = spec.mem_bw_gbs * 1e9 * eff_bw
     return DeviceRates(flops_per_s=1.0 / seconds_per_flop, bytes_per_s=bytes_per_s)
 
