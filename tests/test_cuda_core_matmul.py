@@ -22,12 +22,13 @@ GEMM = translate.Mix(shares=(("gemm", 1.0),))
 CONV = translate.Mix(shares=(("conv", 1.0),))
 
 
-def _without_measurement(gpu: str) -> Any:
-    return dataclasses.replace(get_gpu(gpu), fp32_matmul_tflops=None)
-
-
-def _gemm_rate(spec: Any, precision: str = "fp32", mix: translate.Mix = GEMM) -> float:
-    return translate.mixed_rates(spec, precision, mix).flops_per_s
+def _gemm_rate(spec: Any, precision: str = "fp32", mix: translate.Mix = GEMM, *,
+               held: bool = True) -> float:
+    """``spec``'s rate for ``mix``; ``held`` False: at the listed rate, no matmul ceiling."""
+    cal = translate.calibration()
+    if not held:
+        cal = dataclasses.replace(cal, fp32_matmul_reached=None)
+    return translate.mixed_rates(spec, precision, mix, cal).flops_per_s
 
 
 def test_every_measured_matmul_is_a_share_of_the_listed_rate() -> None:
@@ -60,19 +61,19 @@ def test_every_measured_matmul_is_a_share_of_the_listed_rate() -> None:
 ])
 def test_a_gemm_on_cuda_cores_runs_at_the_measured_matmul(gpu: str, low: float,
                                                           high: float) -> None:
-    held = _gemm_rate(get_gpu(gpu)) / _gemm_rate(_without_measurement(gpu))
+    held = _gemm_rate(get_gpu(gpu)) / _gemm_rate(get_gpu(gpu), held=False)
     assert low < held < high
 
 
 def test_what_the_fit_sees_on_cuda_cores_and_other_units_do_not_move() -> None:
     # A V100's and an RTX 2080 Ti's matmuls reach what the calibration's CUDA-core GPUs do.
     for gpu in ("V100 SXM2 16GB", "RTX 2080 Ti", "A100 SXM4 80GB"):
-        assert _gemm_rate(get_gpu(gpu)) == pytest.approx(_gemm_rate(_without_measurement(gpu)))
+        assert _gemm_rate(get_gpu(gpu)) == pytest.approx(_gemm_rate(get_gpu(gpu), held=False))
     # Convolutions (Winograd, FFT) and TF32 or half-precision tensor cores are not CUDA-core
     # GEMMs: an RTX 4090's TF32 rate equals its FP32 one on paper but runs on tensor cores.
     for precision, mix in (("fp32", CONV), ("tf32", GEMM), ("amp", GEMM)):
         assert _gemm_rate(get_gpu("RTX 4090"), precision, mix) == pytest.approx(
-            _gemm_rate(_without_measurement("RTX 4090"), precision, mix))
+            _gemm_rate(get_gpu("RTX 4090"), precision, mix, held=False))
 
 
 def test_the_fits_reference_share_is_the_median_of_its_cuda_core_gpus() -> None:
@@ -85,3 +86,19 @@ def test_the_fits_reference_share_is_the_median_of_its_cuda_core_gpus() -> None:
     assert fit_calibration.fp32_matmul_reached(gpus) == pytest.approx(expected)
     assert fit_calibration.fp32_matmul_reached([get_gpu("A10G")]) == 1.0  # none measured
     assert translate.calibration().fp32_matmul_reached == pytest.approx(expected, abs=1e-3)
+
+
+def test_an_unmeasured_gpu_reaches_what_its_measured_siblings_do() -> None:
+    # An A10G has the RTX 3090's SM (compute capability 8.6) and no published measurement: its
+    # GEMMs are held to the median share its measured siblings reach, not its listed rate.
+    a10g = get_gpu("A10G")
+    assert a10g.fp32_matmul_tflops is None
+    siblings = [e.spec for e in all_entries()
+                if e.spec.compute_capability == "8.6" and e.spec.fp32_matmul_tflops]
+    share = statistics.median(s.fp32_matmul_tflops / s.fp32_tflops for s in siblings
+                              if s.fp32_matmul_tflops)
+    assert translate.fp32_matmul_tflops(a10g) == pytest.approx(share * a10g.fp32_tflops)
+    held = _gemm_rate(a10g) / _gemm_rate(a10g, held=False)
+    assert held == pytest.approx(share / translate.calibration().fp32_matmul_reached, rel=0.02)
+    # One measured GPU of a capability (B200) is not a family's figure: a GB200 keeps its rate.
+    assert translate.fp32_matmul_tflops(get_gpu("GB200")) is None

@@ -39,13 +39,15 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
-from gpucost.catalog import get_gpu
+from gpucost.catalog import all_entries, get_gpu
 from gpucost.catalog.spec import GpuSpec
 from gpucost.errors import ProfileError
 from gpucost.model import signature
@@ -199,21 +201,45 @@ def peak_tflops(spec: GpuSpec, precision: str) -> float:
     return spec.tflops(precision)  # type: ignore[arg-type]
 
 
+@cache
+def _matmul_share_by_capability() -> dict[str, float]:
+    """Median share of the listed FP32 rate the measured best fp32 matmul reaches, per compute
+    capability with two or more measured GPUs (one SM design: the same issue limits)."""
+    shares: dict[str, list[float]] = defaultdict(list)
+    for entry in all_entries():
+        spec = entry.spec
+        if spec.fp32_matmul_tflops and spec.compute_capability:
+            shares[spec.compute_capability].append(spec.fp32_matmul_tflops / spec.fp32_tflops)
+    return {cc: statistics.median(v) for cc, v in shares.items() if len(v) >= 2}
+
+
+def fp32_matmul_tflops(spec: GpuSpec) -> float | None:
+    """The GPU's best fp32 matmul on CUDA cores: measured (``GpuSpec.fp32_matmul_tflops``), else
+    its listed rate times what the measured GPUs of its compute capability reach (an A10G
+    shares the RTX 3090's SM), else None."""
+    if spec.fp32_matmul_tflops:
+        return spec.fp32_matmul_tflops
+    share = _matmul_share_by_capability().get(spec.compute_capability or "")
+    return None if share is None else share * spec.fp32_tflops
+
+
 def class_peak_tflops(spec: GpuSpec, unit: str, op_class: str,
                       reached: float | None = None) -> float:
     """The listed rate ``op_class`` is held to on ``unit``: the spec sheet's, except for
     GEMM-like work on the plain FP32 unit (CUDA cores; a GeForce card's TF32 rate may equal its
-    FP32 one, but it runs on tensor cores) where the GPU's measured best fp32 matmul
-    (``GpuSpec.fp32_matmul_tflops``) falls short of the share ``reached`` of its listed rate
-    that the calibration's CUDA-core GPUs reach (their fitted efficiencies are relative to
-    that): then measured / ``reached``. An RTX 4090 lists 82.6 TFLOPS and multiplies at 54 (its
-    second FP32 datapath shares issue with INT32), an L4 at 15 of 30 (72 W cannot hold its
-    clocks), a V100 at 14.1 of 15.7 as the calibration's GPUs do. Convolutions keep the listed
-    rate (cuDNN's Winograd and FFT algorithms do fewer multiplies than the flops counted for
-    them); ``reached`` None: no measurement is used."""
+    FP32 one, but it runs on tensor cores) where the GPU's best fp32 matmul
+    (``fp32_matmul_tflops``) falls short of the share ``reached`` of its listed rate that the
+    calibration's CUDA-core GPUs reach (their fitted efficiencies are relative to that): then
+    that matmul / ``reached``. An RTX 4090 lists 82.6 TFLOPS and multiplies at 54 (its second
+    FP32 datapath shares issue with INT32), an L4 at 15 of 30 (72 W cannot hold its clocks), a
+    V100 at 14.1 of 15.7 as the calibration's GPUs do. Convolutions keep the listed rate
+    (cuDNN's Winograd and FFT algorithms do fewer multiplies than the flops counted for them);
+    ``reached`` None: no measurement is used."""
     peak = peak_tflops(spec, unit)
-    if reached and op_class != "conv" and unit == "fp32" and spec.fp32_matmul_tflops:
-        return min(peak, spec.fp32_matmul_tflops / reached)
+    if reached and op_class != "conv" and unit == "fp32":
+        matmul = fp32_matmul_tflops(spec)
+        if matmul:
+            return min(peak, matmul / reached)
     return peak
 
 
