@@ -319,6 +319,25 @@ class SingleFit:
     fp32_matmul_reached: float
 
 
+def _row_peak_tflops(s: GpuSpec, unit: str, sig: Signature, reached: float) -> float:
+    """The listed rate a benchmark row's flops run at: on CUDA cores each class at its own
+    (``class_peak_tflops``), combined by the workload's flops shares as the prediction
+    combines them; on tensor cores the unit's peak (GEMM-like work gets its own efficiency term
+    there instead)."""
+    if not cuda_core_peak(s, unit):
+        return peak_tflops(s, unit)
+    return 1.0 / sum(share / class_peak_tflops(s, unit, cls, reached)
+                     for cls, share in sig.flops_share.items())
+
+
+def fp32_matmul_reached(gpus: Iterable[GpuSpec]) -> float:
+    """Median share of the listed FP32 rate the best measured fp32 matmul reaches on ``gpus``
+    (those the fit sees on CUDA cores that have a measurement): the level the fitted CUDA-core
+    efficiencies are relative to."""
+    shares = [g.fp32_matmul_tflops / g.fp32_tflops for g in gpus if g.fp32_matmul_tflops]
+    return statistics.median(shares) if shares else 1.0
+
+
 def chip(spec: GpuSpec) -> str:
     """The silicon a GPU's compute efficiency belongs to: its compute capability and SM count
     (V100 SXM2 16GB and 32GB, the four A100s, A40 and RTX A6000 are one chip each). Variants of
@@ -694,28 +713,6 @@ CLASS_EFFICIENCY = {"gemm": 1.0, "conv": 1.0, "attention": 1.0}
 RECURRENT_EFFICIENCY_PRIOR = 0.25
 SIGMA_RECURRENT = 0.5
 GEMM_LIKE = ("gemm", "attention", "recurrent")
-
-
-def _row_peak_tflops(s: GpuSpec, unit: str, sig: Signature, reached: float) -> float:
-    """The listed rate a benchmark row's flops run at: on CUDA cores each class at its own
-    (``class_peak_tflops``), combined by the workload's flops shares as the prediction
-    combines them; on tensor cores the unit's peak (GEMM-like work gets its own efficiency term
-    there instead)."""
-    if not cuda_core_peak(s, unit):
-        return peak_tflops(s, unit)
-    return 1.0 / sum(share / class_peak_tflops(s, unit, cls, reached)
-                     for cls, share in sig.flops_share.items())
-
-
-def fp32_matmul_reached(gpus: Iterable[GpuSpec]) -> float:
-    """Median share of the listed FP32 rate the best measured fp32 matmul reaches on ``gpus``
-    (those the fit sees on CUDA cores that have a measurement): the level the fitted CUDA-core
-    efficiencies are relative to."""
-    shares = sorted(g.fp32_matmul_tflops / g.fp32_tflops for g in gpus if g.fp32_matmul_tflops)
-    if not shares:
-        return 1.0
-    mid = len(shares) // 2
-    return shares[mid] if len(shares) % 2 else (shares[mid - 1] + shares[mid]) / 2.0
 SIGMA_RANGE = 0.01  # how far (log) an efficiency may leave its physical range: barely
 SIGMA_ANCHOR = 0.10  # log spread of a measured best-matmul rate around the model's GEMM rate
 # cuBLAS reaches a similar share of the tensor-core peak on every GPU where cuDNN's convolutions
