@@ -173,3 +173,9 @@ def test_predict_has_one_parameter_list() -> None:
     # positional as the model takes them: gpu, gpus_per_node, nodes
     assert gpucost.predict(p, "T4", 2, 2).throughput == gpucost.predict(
         p, gpu="T4", gpus_per_node=2, nodes=2).throughput
+    with pytest.raises(TypeError, match="multiple values for argument 'gpu'"):
+        gpucost.predict(p, "T4", gpu="A10G")  # type: ignore[misc]
+    with pytest.raises(TypeError, match="positional"):
+        gpucost.predict(p, "T4", 1, 1, None, None, "nvlink")  # type: ignore[misc]
+    with pytest.raises(TypeError, match="profile"):
+        gpucost.predict(gpu="T4")  # type: ignore[call-arg]
