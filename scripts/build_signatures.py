@@ -647,6 +647,12 @@ ARCHITECTURES: dict[str, tuple[Callable[[], nn.Module], Callable[[int], tuple[Te
                          "deepfm"]),
 }
 
+# Architectures whose training data is a table read a whole batch per loader call (DLRM's
+# Criteo loaders, facebookresearch/dlrm and NVIDIA's DeepLearningExamples: CriteoBinDataset
+# reads bytes_per_feature x features x batch_size per item): no Python runs per sample, where
+# image, text and audio datasets return one item per call and collate them.
+BATCH_LOADED = frozenset({"mlp-recommender"})
+
 # Kernels a GPU runs per recurrent layer, direction and time step (forward 1 + backward 2).
 RECURRENT_KERNELS_PER_STEP = 3
 GEMM_BUCKETS = 8  # (rows per sample, cols) classes kept in "gemm_shapes"
@@ -859,6 +865,7 @@ def profile_architecture(name: str) -> dict[str, Any]:
         "library_launches_per_step": round(recurrent["kernels"] - recurrent["cpu_calls"]),
         "activation_bytes_per_sample": float(f"{saved.total_bytes / batch:.4g}"),
         "gemm_shapes": buckets,
+        **({"batch_loaded": True} if name in BATCH_LOADED else {}),
         "profiled": {"batch_size": batch, "params": sum(p.numel() for p in model.parameters()),
                      "gemm_shapes_cover": round(covered, 4),
                      "bytes_by_class_per_sample": {c: float(f"{v / batch:.4g}")

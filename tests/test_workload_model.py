@@ -218,6 +218,23 @@ def test_a_cpu_profile_pays_a_gpu_hosts_launch_cost_not_its_own_host_time() -> N
     assert pred.breakdown.data_s == 0.01  # data loading as measured
 
 
+def test_a_recommenders_batch_loader_pays_no_pipeline_time_per_sample() -> None:
+    # NCF on a T4 measured at batch 1024 (8.7 ms a step, the Sia traces' AWS job). Its loader
+    # slices whole batches from a table, so a 32x larger batch costs only the device's extra
+    # work: the traces measured 21.3 ms at 32768 (12.6x the samples per second). Charged the
+    # image and text families' ~26 us of Python per sample, it read 69.6 ms (4x).
+    ncf = gpucost.Profile.from_measurement(gpu="T4", throughput=1024 / 0.0087, batch_size=1024,
+                                           precision="fp32", param_count=6.6e6, name="NCF")
+    assert translate.workload_signature(ncf).batch_loaded  # type: ignore[union-attr]
+    large = gpucost.predict(ncf, batch_size=32768, fit_batch="keep")
+    assert large.throughput > 8 * ncf.throughput
+    # An image classifier's loader returns one item per call: its samples still pay for it.
+    cnn = dataclasses.replace(ncf, name="a convnet", workload="cnn-classifier")
+    assert not translate.workload_signature(cnn).batch_loaded  # type: ignore[union-attr]
+    assert translate.workload_terms(cnn).host_s_per_flop > 0.0
+    assert translate.workload_terms(ncf).host_s_per_flop == 0.0
+
+
 def test_cudnn_starts_an_lstms_time_step_kernels_at_a_driver_launch_each() -> None:
     # GNMT's eight LSTM layers run 50 time steps each as kernels cuDNN launches from one call
     # per layer and direction: a step dispatches a few hundred operators but launches ~1,500

@@ -89,6 +89,10 @@ class Signature:
     # Of the launches, those a library starts inside one framework call (cuDNN's kernels per
     # RNN time step): they cost a driver launch, not the framework's Python and dispatch.
     library_launches_per_step: float = 0.0
+    # Whether its data loader reads a whole batch per call (rows of a binary table: DLRM's
+    # Criteo loaders) rather than one item per call with Python per sample (images, text,
+    # audio): such a step pays no data-pipeline time per sample.
+    batch_loaded: bool = False
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.flops_share) - set(COMPUTE_CLASSES))
@@ -140,6 +144,7 @@ def _from_entry(name: str, entry: Mapping[str, Any]) -> Signature:
         gemm_shapes=tuple((float(r), float(c), float(w))
                           for r, c, w in entry.get("gemm_shapes", ())),
         library_launches_per_step=float(entry.get("library_launches_per_step", 0.0)),
+        batch_loaded=bool(entry.get("batch_loaded", False)),
     )
 
 

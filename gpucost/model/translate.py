@@ -570,6 +570,8 @@ def workload_terms(profile: Profile, cal: Calibration | None = None) -> Workload
                 nu = sig.launch_host_s(scale.host_s_per_launch, cal.launch_floor_s) / flops
     if kappa is None:
         kappa = _pick(cal.default_bytes_per_flop, pclass)
+    if eta is None and sig is not None and sig.batch_loaded:
+        eta = 0.0  # its loader reads whole batches: no Python per sample
     if eta is None:
         # Host time the GPU does not speed up (the data pipeline) is per sample: a model ten
         # times heavier per sample does not load ten times the data (the calibration families
