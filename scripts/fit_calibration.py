@@ -296,6 +296,7 @@ class SingleFit:
     bytes_per_flop: dict[str, dict[str, float]]  # family -> precision class -> kappa
     default_bytes_per_flop: dict[str, float]
     host_s_per_flop: dict[str, dict[str, float]]  # family -> precision class -> eta
+    flops_per_sample: dict[str, dict[str, float]]  # family -> precision class -> fitted flops
     default_host_s_per_flop: dict[str, float]  # for a workload whose flops are unknown
     default_host_s_per_sample: dict[str, float]
     # Per-step terms (optimizer/weight traffic, per-kernel launches) that a batch amortises:
@@ -603,6 +604,7 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
         logs = [x[idx[("w", w)]] for w in works if (w[1], PRECISION_CLASS[w[2]]) == f]
         return math.exp(statistics.mean(logs))
     host = _by_family(fams, lambda f: host_per_sample[f[0]][f[1]] / family_flops(f))
+    flops_per_sample = _by_family(fams, family_flops)
     step_bytes = _by_family(fams, lambda f: math.exp(x[idx[("U", f[1])]] + x[idx[("u", f)]]
                                                      + sig_log_terms(*f)[1]))
     step_host = _by_family(fams, lambda f: math.exp(x[idx[("V", f[1])]] + x[idx[("v", f)]]
@@ -629,6 +631,7 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
         bytes_per_flop=kap,
         default_bytes_per_flop=_family_median(kap),
         host_s_per_flop=host,
+        flops_per_sample=flops_per_sample,
         default_host_s_per_flop=_family_median(host),
         default_host_s_per_sample=_family_median(host_per_sample),
         step_bytes_per_flop=step_bytes,
@@ -683,7 +686,9 @@ def single_calibration(fit: SingleFit) -> dict[str, Any]:
              "bytes_per_flop": _sig(fit.bytes_per_flop[key]),
              "host_s_per_flop": _sig(fit.host_s_per_flop[key]),
              "step_bytes_per_flop": _sig(fit.step_bytes_per_flop[key]),
-             "step_host_s_per_flop": _sig(fit.step_host_s_per_flop[key])}
+             "step_host_s_per_flop": _sig(fit.step_host_s_per_flop[key]),
+             "flops_per_sample": _sig(fit.flops_per_sample[key]),
+             "params": FAMILY_PARAMS[key]}
             for key in FAMILY_MATCH if key in fit.bytes_per_flop
         ],
         "signature_scale": {t: _sig(v) for t, v in sorted(fit.signature_scale.items())},

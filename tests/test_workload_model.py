@@ -235,6 +235,24 @@ def test_a_recommenders_batch_loader_pays_no_pipeline_time_per_sample() -> None:
     assert translate.workload_terms(ncf).host_s_per_flop == 0.0
 
 
+def test_a_smaller_member_of_a_fitted_family_pays_its_step_costs_in_seconds() -> None:
+    # ResNet-18 on 32x32 CIFAR images does ~14x less work per sample than the ResNet-50 on
+    # ImageNet the "resnet" family was fitted on, but launches about as many kernels a step:
+    # what its step pays whatever the batch is the family's in milliseconds, not the same
+    # share of a 14x shorter step.
+    def fixed_s(p: Profile) -> float:  # step(b) - (step(2b) - step(b))
+        return 2 * p.step_time_s - gpucost.predict(p, batch_size=2 * p.batch_size,
+                                                   fit_batch="keep").step_time_s
+
+    r50 = gpucost.Profile.from_measurement(gpu="V100 SXM2 16GB", throughput=400.0,
+                                           batch_size=128, precision="fp32",
+                                           param_count=25.6e6, name="ResNet-50")
+    r18 = dataclasses.replace(r50, name="ResNet-18 (CIFAR-10)", param_count=11.2e6,
+                              step_time_s=r50.step_time_s / 14)
+    assert fixed_s(r50) > 0.01
+    assert 0.4 * fixed_s(r50) < fixed_s(r18) < r18.step_time_s
+
+
 def test_cudnn_starts_an_lstms_time_step_kernels_at_a_driver_launch_each() -> None:
     # GNMT's eight LSTM layers run 50 time steps each as kernels cuDNN launches from one call
     # per layer and direction: a step dispatches a few hundred operators but launches ~1,500

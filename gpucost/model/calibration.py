@@ -79,6 +79,12 @@ class Family:
     host_s_per_flop: Table
     step_bytes_per_flop: Table = field(default_factory=_empty)
     step_host_s_per_flop: Table = field(default_factory=_empty)
+    # The fitted flops per sample and the parameter count of the benchmarked model: what the
+    # per-flop terms are per, so that a member of the family of another size (ResNet-18 on
+    # 32x32 CIFAR images against ResNet-50 on ImageNet's 224x224) pays the family's step costs
+    # in seconds and bytes, not as a share of its own, smaller, work per sample.
+    flops_per_sample: Table = field(default_factory=_empty)
+    params: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +186,10 @@ class _Parser:
             host_s_per_flop=self.table(self.section(value, "host_s_per_flop", f"{where}."),
                                        f"{where}.host_s_per_flop"),
             step_bytes_per_flop=self.optional_table(value, "step_bytes_per_flop", f"{where}."),
-            step_host_s_per_flop=self.optional_table(value, "step_host_s_per_flop", f"{where}."))
+            step_host_s_per_flop=self.optional_table(value, "step_host_s_per_flop", f"{where}."),
+            flops_per_sample=self.optional_table(value, "flops_per_sample", f"{where}."),
+            params=(None if value.get("params") is None
+                    else self.number(value["params"], f"{where}.params")))
 
     def signature_scales(self, data: Mapping[str, Any]) -> Mapping[str, SignatureScale]:
         value = data.get("signature_scale", {})

@@ -25,7 +25,10 @@ fractions of the spec sheet, fitted per compute capability (GeForce apart) and u
 training benchmarks (``calibration.json``, written by ``scripts/fit_calibration.py``), eps
 (sustained flops per joule) per generation (compute capability major) and unit; kappa (bytes per
 flop, the compute/memory mix) and eta, with their per-step parts, are fitted per model family of
-the benchmarks; any other workload takes them from its signature (counted bytes and kernel
+the benchmarks (a member measured on one GPU pays the family's per-step seconds and bytes, at
+its own parameters, per flop of the work its measured step leaves: ``measured_flops_per_sample``,
+so ResNet-18 on CIFAR is not ResNet-50 on ImageNet scaled down whole); any other workload takes
+them from its signature (counted bytes and kernel
 launches at fitted global scales), and kappa comes from the profile when it counts both flops
 and bytes. A profile that measured its host time (``breakdown``) uses that instead of eta; a
 CPU-measured one pays a GPU host's cost per launch (``host_s_per_step``). The device part of a
@@ -530,6 +533,30 @@ def _pick(table: Mapping[str, Any], pclass: str) -> Any:
     return table.get(_TERMS_FALLBACK.get(pclass, pclass)) if value is None else value
 
 
+# What a step's fixed costs may claim of a measured step when inferring its flops: the rest,
+# at least this share, is taken to grow with the batch (its throughput grows with the batch).
+_MIN_PER_SAMPLE_SHARE = 0.05
+
+
+def measured_flops_per_sample(profile: Profile, bytes_per_flop: float, host_s_per_sample: float,
+                              step_bytes: float, step_host_s: float,
+                              cal: Calibration | None = None) -> float | None:
+    """Flops per sample a one-GPU measurement implies: what the measured step leaves after the
+    costs a step pays whatever its work per sample (``step_bytes`` of weights and optimizer
+    state, ``step_host_s`` of kernel launches, ``host_s_per_sample`` of data pipeline per
+    sample), at the source GPU's rates for the profile's mix with ``bytes_per_flop``. None
+    for a profile measured on the CPU or on several devices (its step holds their sync)."""
+    if profile.gpu == "CPU" or profile.device_count != 1:
+        return None
+    rates = device_rates(profile.gpu, profile.precision, profile_mix(profile),
+                         profile.batch_size)
+    batch = float(profile.batch_size)
+    fixed_s = step_bytes / rates.bytes_per_s + step_host_s + batch * host_s_per_sample
+    per_sample_s = max(profile.step_time_s - fixed_s,
+                       _MIN_PER_SAMPLE_SHARE * profile.step_time_s) / batch
+    return per_sample_s / time_per_flop_s(rates, bytes_per_flop)
+
+
 def workload_terms(profile: Profile, cal: Calibration | None = None) -> WorkloadTerms:
     """The workload's terms: fitted for its model family when the calibration has it (matched
     on the profile's name and description); else, at the calibration's ``signature_scale``,
@@ -546,6 +573,18 @@ def workload_terms(profile: Profile, cal: Calibration | None = None) -> Workload
             eta = _pick(family.host_s_per_flop, pclass)
             mu = _pick(family.step_bytes_per_flop, pclass)
             nu = _pick(family.step_host_s_per_flop, pclass)
+            fitted_flops = _pick(family.flops_per_sample, pclass)
+            if fitted_flops and family.params and eta is not None and mu is not None \
+                    and nu is not None:
+                # The family's costs in seconds and bytes (a step's weights and optimizer
+                # state at the profile's own parameters), per flop of this model's sample.
+                host_s = eta * fitted_flops
+                step_bytes = mu * fitted_flops * profile.param_count / family.params
+                step_host_s = nu * fitted_flops
+                flops = profile.flops_per_sample or measured_flops_per_sample(
+                    profile, float(kappa), host_s, step_bytes, step_host_s, cal)
+                if flops:
+                    eta, mu, nu = host_s / flops, step_bytes / flops, step_host_s / flops
             break
     scale = _pick(cal.signature_scale, pclass)
     sig = workload_signature(profile) if kappa is None else None
