@@ -4,6 +4,7 @@ re-planned and a small batch is predicted slow."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -135,6 +136,29 @@ def test_no_estimate_is_memory_unknown_never_fits(tmp_path: Path,
     assert main(["predict", "-p", str(path), "--gpu", "L4"]) == 0
     out = capsys.readouterr().out
     assert "memory: unknown" in out and "fits:" not in out
+
+
+def test_predict_states_the_step_in_the_batch_as_a_larger_batch_finds_it(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`gpucost predict` says what a step pays whatever its batch and what each sample adds;
+    asking for another batch with --batch lands on that line."""
+    from gpucost.cli import main
+
+    group = ["predict", "--gpu", "A100 SXM4 80GB", "-k", "8", "-n", "2", "--json"]
+    assert main(group) == 0
+    doc = json.loads(capsys.readouterr().out)
+    line = doc["step_in_batch"]
+    batch = doc["batch_size_per_gpu"]
+    assert line["samples_per_gpu"] == batch * doc["grad_accum_steps"]
+    assert line["fixed_s"] > 0.0 and line["per_sample_s"] > 0.0
+    assert line["fixed_s"] + line["per_sample_s"] * line["samples_per_gpu"] == pytest.approx(
+        doc["step_time_s"], rel=1e-9)
+    assert main([*group, "--batch", str(2 * batch)]) == 0
+    doubled = json.loads(capsys.readouterr().out)
+    assert doubled["step_time_s"] == pytest.approx(
+        line["fixed_s"] + line["per_sample_s"] * 2 * batch, rel=1e-9)
+    assert main(group[:-1]) == 0
+    assert f"ms x {batch:,} images per GPU" in capsys.readouterr().out
 
 
 # ---- groups -----------------------------------------------------------------------------------

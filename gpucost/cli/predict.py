@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from typing import Any
 
 from gpucost.catalog import variant_note
@@ -118,7 +119,26 @@ def prediction_dict(pred: Prediction, transport: str) -> dict[str, Any]:
     }
 
 
-def render_table(pred: Prediction, transport: str) -> str:
+@dataclass(frozen=True, slots=True)
+class StepLine:
+    """One optimizer step as ``fixed_s + per_sample_s x samples``: what it pays whatever its
+    batch (launches, optimizer, gradient sync) and what each of a GPU's samples adds, as the
+    model has it between the predicted batch and twice that batch."""
+
+    fixed_s: float
+    per_sample_s: float
+    samples: int  # per GPU per optimizer step (micro-batch x accumulation steps)
+
+
+def step_in_batch(pred: Prediction, doubled: Prediction) -> StepLine:
+    """The line through ``pred`` and ``doubled`` (the same group at twice the micro-batch)."""
+    samples = pred.batch_size * pred.grad_accum_steps
+    per_sample = max(doubled.step_time_s - pred.step_time_s, 0.0) / samples
+    return StepLine(fixed_s=pred.step_time_s - per_sample * samples, per_sample_s=per_sample,
+                    samples=samples)
+
+
+def render_table(pred: Prediction, transport: str, line: StepLine | None = None) -> str:
     prof = pred.profile
     # the profile's own text, as a file or a job wrote it: one line, no control characters
     name, unit = printable(prof.name, keep=""), printable(prof.sample_unit, keep="")
@@ -146,6 +166,9 @@ def render_table(pred: Prediction, transport: str) -> str:
         lines.append(f"  error band    {pred.throughput * band.low:,.0f}-"
                      f"{pred.throughput * band.high:,.0f} {unit}/s for 8 in 10 held-out "
                      f"predictions ({band.key})")
+    if line is not None:
+        lines.append(f"  in the batch  {line.fixed_s * 1e3:,.1f} ms a step whatever its batch + "
+                     f"{line.per_sample_s * 1e3:,.3g} ms x {line.samples:,} {unit} per GPU")
     if pred.batch_note:
         lines.append(f"  batch         {pred.batch_note}")
     if pred.gpu_count > 1:
@@ -173,19 +196,28 @@ def run(args: argparse.Namespace) -> int:
     # no offer publishes this group's fabric: the transport `scale` and `compare` assume for an
     # unpublished one, unless --transport names it
     transport = args.transport or default_transport()
-    pred = predict(source.profile, gpu=gpu, gpus_per_node=per_node, nodes=args.nodes,
-                   inter_node_gbps=args.network_gbps, intra_node_link=args.link,
-                   inter_node_transport=transport, grad_accum_steps=args.grad_accum,
-                   batch_size=args.batch, member_gpus=members)
+    group: dict[str, Any] = {
+        "gpu": gpu, "gpus_per_node": per_node, "nodes": args.nodes,
+        "inter_node_gbps": args.network_gbps, "intra_node_link": args.link,
+        "inter_node_transport": transport, "member_gpus": members}
+    pred = predict(source.profile, grad_accum_steps=args.grad_accum, batch_size=args.batch,
+                   **group)
+    line = step_in_batch(pred, predict(source.profile, grad_accum_steps=pred.grad_accum_steps,
+                                       batch_size=2 * pred.batch_size, fit_batch="keep",
+                                       **group))
 
     # a family name ("A100") means several variants: say which one this prediction is for
     notes = [n for n in dict.fromkeys(variant_note(g) for g in args.gpu or []) if n]
     if args.format == "json":
-        print_document("predict", {**prediction_dict(pred, transport), "measurements": {
-            "method": source.method, "used": [m.describe() for m in source.used]},
+        print_document("predict", {
+            **prediction_dict(pred, transport),
+            "step_in_batch": {"fixed_s": line.fixed_s, "per_sample_s": line.per_sample_s,
+                              "samples_per_gpu": line.samples},
+            "measurements": {"method": source.method,
+                             "used": [m.describe() for m in source.used]},
             "notes": notes})
     else:
-        print(render_table(pred, transport))
+        print(render_table(pred, transport, line))
         used = "; ".join(m.describe() for m in source.used) or "none stored for this workload"
         print(f"  measurements  {source.method}: {used}")
         for note in notes:
