@@ -167,7 +167,9 @@ def render_table(pred: Prediction, transport: str, line: StepLine | None = None)
                      f"{pred.throughput * band.high:,.0f} {unit}/s for 8 in 10 held-out "
                      f"predictions ({band.key})")
     if line is not None:
-        lines.append(f"  in the batch  {line.fixed_s * 1e3:,.1f} ms a step whatever its batch + "
+        step = ("a step whatever its batch" if pred.grad_accum_steps == 1 else
+                f"a step of {pred.grad_accum_steps} micro-steps whatever their batch")
+        lines.append(f"  in the batch  {line.fixed_s * 1e3:,.1f} ms {step} + "
                      f"{line.per_sample_s * 1e3:,.3g} ms x {line.samples:,} {unit} per GPU")
     if pred.batch_note:
         lines.append(f"  batch         {pred.batch_note}")
