@@ -539,13 +539,13 @@ _MIN_PER_SAMPLE_SHARE = 0.05
 
 
 def measured_flops_per_sample(profile: Profile, bytes_per_flop: float, host_s_per_sample: float,
-                              step_bytes: float, step_host_s: float,
-                              cal: Calibration | None = None) -> float | None:
+                              step_bytes: float, step_host_s: float) -> float | None:
     """Flops per sample a one-GPU measurement implies: what the measured step leaves after the
     costs a step pays whatever its work per sample (``step_bytes`` of weights and optimizer
     state, ``step_host_s`` of kernel launches, ``host_s_per_sample`` of data pipeline per
-    sample), at the source GPU's rates for the profile's mix with ``bytes_per_flop``. None
-    for a profile measured on the CPU or on several devices (its step holds their sync)."""
+    sample), at the source GPU's rates (under the calibration in force) for the profile's mix
+    with ``bytes_per_flop``. None for a profile measured on the CPU or on several devices (its
+    step holds their sync)."""
     if profile.gpu == "CPU" or profile.device_count != 1:
         return None
     rates = device_rates(profile.gpu, profile.precision, profile_mix(profile),
@@ -582,7 +582,7 @@ def workload_terms(profile: Profile, cal: Calibration | None = None) -> Workload
                 step_bytes = mu * fitted_flops * profile.param_count / family.params
                 step_host_s = nu * fitted_flops
                 flops = profile.flops_per_sample or measured_flops_per_sample(
-                    profile, float(kappa), host_s, step_bytes, step_host_s, cal)
+                    profile, float(kappa), host_s, step_bytes, step_host_s)
                 if flops:
                     eta, mu, nu = host_s / flops, step_bytes / flops, step_host_s / flops
             break
