@@ -14,7 +14,8 @@ import pytest
 
 import gpucost
 from gpucost.errors import ProfileError
-from gpucost.model.perf import MAX_FIXED_SHARE, measured_fixed_share
+from gpucost.model.perf import measured_fixed_share
+from gpucost.model.translate import MAX_FIXED_SHARE
 from gpucost.profile import Profile
 
 REPO = Path(__file__).resolve().parents[1]

@@ -219,11 +219,6 @@ def _target_compute_s(profile: Profile, source_compute_s: float, gpu: str) -> fl
     return source_compute_s * translate.compute_ratio(profile, source, rates, kappa)
 
 
-# A measured line with a negative slope is noise around a step that barely grows with the batch:
-# at most this share of it is taken as fixed, so throughput still grows with the batch.
-MAX_FIXED_SHARE = 0.95
-
-
 def measured_fixed_share(profile: Profile) -> float | None:
     """The share of the profile's step that does not grow with the batch, from its step times
     measured at several per-device batches (``other_batches``): the least-squares line
@@ -241,9 +236,9 @@ def measured_fixed_share(profile: Profile) -> float | None:
     spread = sum((b - mean_b) ** 2 for b, _ in points)
     slope = sum((b - mean_b) * (s - mean_s) for b, s in points) / spread
     fixed = mean_s - slope * mean_b
-    if slope <= 0.0:
-        return MAX_FIXED_SHARE
-    return min(max(fixed / (fixed + slope * profile.batch_size), 0.0), MAX_FIXED_SHARE)
+    if slope <= 0.0:  # noise around a step that barely grows with the batch
+        return translate.MAX_FIXED_SHARE
+    return min(max(fixed / (fixed + slope * profile.batch_size), 0.0), translate.MAX_FIXED_SHARE)
 
 
 def _at_batch(profile: Profile, gpu: str, parts: tuple[float, float, float],

@@ -533,9 +533,9 @@ def _pick(table: Mapping[str, Any], pclass: str) -> Any:
     return table.get(_TERMS_FALLBACK.get(pclass, pclass)) if value is None else value
 
 
-# What a step's fixed costs may claim of a measured step when inferring its flops: the rest,
-# at least this share, is taken to grow with the batch (its throughput grows with the batch).
-_MIN_PER_SAMPLE_SHARE = 0.05
+# The most of a measured step taken as paid whatever its batch (a measured line through several
+# batches, or a step's known fixed costs): the rest grows with the batch, so throughput does too.
+MAX_FIXED_SHARE = 0.95
 
 
 def measured_flops_per_sample(profile: Profile, bytes_per_flop: float, host_s_per_sample: float,
@@ -553,7 +553,7 @@ def measured_flops_per_sample(profile: Profile, bytes_per_flop: float, host_s_pe
     batch = float(profile.batch_size)
     fixed_s = step_bytes / rates.bytes_per_s + step_host_s + batch * host_s_per_sample
     per_sample_s = max(profile.step_time_s - fixed_s,
-                       _MIN_PER_SAMPLE_SHARE * profile.step_time_s) / batch
+                       (1.0 - MAX_FIXED_SHARE) * profile.step_time_s) / batch
     return per_sample_s / time_per_flop_s(rates, bytes_per_flop)
 
 
