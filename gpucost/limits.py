@@ -57,6 +57,8 @@ MAX_BUDGET_USD = 1e9
 MAX_STALE_DAYS = 3650.0
 MAX_INTERRUPTIONS_PER_HR = 60.0  # one a minute
 MAX_NETWORK_GBPS = 100_000.0  # 100 Tbit/s per node
+# NCCL's socket transport opens at most 64 sockets per connection (MAX_SOCKETS, net_socket.cc).
+MAX_TCP_STREAMS = 64
 MAX_GRAD_ACCUM = 1_000_000
 MAX_ELECTRICITY_USD_KWH = 10.0
 MAX_LOCAL_POWER_W = 100_000.0

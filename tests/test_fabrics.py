@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from gpucost.catalog import get_gpu
+from gpucost.errors import InputError
 from gpucost.model import translate
 from gpucost.model.fabrics import (
     CSV_PATH,
@@ -126,6 +127,69 @@ def test_tcp_sockets_sync_slower_than_rdma_at_the_same_line_rate() -> None:
     assert predict(profile, **kwargs).throughput == fast.throughput  # type: ignore[arg-type]
     with pytest.raises(Exception, match="rdma or tcp"):
         predict(profile, **kwargs, inter_node_transport="carrier pigeon")  # type: ignore[arg-type]
+
+
+def test_a_capped_tcp_stream_holds_sockets_to_the_cap_times_the_streams() -> None:
+    # AWS caps one TCP stream between instances outside a cluster placement group at 5 Gbit/s;
+    # NCCL opens one socket per connection unless it sees the ENA NIC (then 16). A 50 Gbit/s
+    # g4dn pair: one stream moves 0.625 GB/s whatever the rating, 16 streams leave the NIC's
+    # own TCP rate (50 Gbit/s x the socket efficiency) in charge.
+    cal = translate.calibration().scaling
+    spec = get_gpu("T4")
+    common = {"intra_node_gbps": None, "inter_node_gbps": 50.0, "intra_node_link": None,
+              "gpus_per_node": 4, "inter_node_transport": "tcp"}
+    free = resolve_links(spec, cal, **common)  # type: ignore[arg-type]
+    one = resolve_links(spec, cal, **common, tcp_stream_gbps=5.0)  # type: ignore[arg-type]
+    many = resolve_links(spec, cal, **common, tcp_stream_gbps=5.0,  # type: ignore[arg-type]
+                         tcp_streams=16)
+    assert one.inter_busbw_Bps == pytest.approx(5e9 / 8)
+    assert free.inter_busbw_Bps == pytest.approx(50e9 / 8 * cal.tcp_busbw_efficiency)
+    assert many.inter_busbw_Bps == free.inter_busbw_Bps  # 80 Gbit/s of streams: the NIC binds
+    assert one.intra_busbw_Bps == free.intra_busbw_Bps  # inside a node no stream crosses AWS
+    profile = resolve_profile("bert-large-a100-fp16")
+    group = {"gpu": "T4", "gpus_per_node": 4, "nodes": 2, "inter_node_gbps": 50.0,
+             "inter_node_transport": "tcp"}
+    capped = predict(profile, **group, tcp_stream_gbps=5.0)  # type: ignore[arg-type]
+    uncapped = predict(profile, **group)  # type: ignore[arg-type]
+    assert capped.step_time_s > uncapped.step_time_s
+    assert capped.inter_busbw_gbs == pytest.approx(0.625)
+    one_node = {**group, "nodes": 1}
+    assert predict(profile, **one_node, tcp_stream_gbps=5.0  # type: ignore[arg-type]
+                   ).step_time_s == predict(profile, **one_node).step_time_s  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"tcp_stream_gbps": 5.0, "inter_node_transport": "rdma"}, "transport is not tcp"),
+    ({"tcp_stream_gbps": 0.0, "inter_node_transport": "tcp"}, "positive Gbit/s"),
+    ({"tcp_stream_gbps": float("nan"), "inter_node_transport": "tcp"}, "positive Gbit/s"),
+    ({"tcp_stream_gbps": 5.0, "tcp_streams": 0, "inter_node_transport": "tcp"},
+     "positive integer"),
+    ({"tcp_streams": 2.5, "inter_node_transport": "tcp"}, "positive integer"),
+])
+def test_a_stream_cap_that_cannot_hold_is_a_usage_error(kwargs: dict[str, object],
+                                                         message: str) -> None:
+    profile = resolve_profile("bert-large-a100-fp16")
+    with pytest.raises(InputError, match=message):
+        predict(profile, gpu="T4", gpus_per_node=4, nodes=2, **kwargs)  # type: ignore[arg-type]
+
+
+def test_predict_names_the_stream_cap_that_sets_the_network(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from gpucost.cli import main
+
+    group = ["predict", "--profile", "bert-large-a100-fp16", "--gpu", "T4", "-k", "4", "-n", "2",
+             "--network-gbps", "50", "--tcp-stream-gbps", "5"]
+    assert main([*group, "--json"]) == 0
+    one = json.loads(capsys.readouterr().out)
+    assert one["inter_busbw_gbs"] == pytest.approx(0.625)
+    assert main([*group, "--tcp-streams", "16", "--json"]) == 0
+    sixteen = json.loads(capsys.readouterr().out)
+    assert sixteen["step_time_s"] < one["step_time_s"]
+    assert main(group) == 0
+    assert "network 0.62 GB/s over tcp, 1 x 5 Gbit/s stream)" in capsys.readouterr().out
+    assert main([*group, "--transport", "rdma"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "transport is not tcp" in err[0]
 
 
 def _offer(provider: str, instance_type: str, network_gbps: float) -> dict[str, object]:

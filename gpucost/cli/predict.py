@@ -11,7 +11,13 @@ from gpucost.cli import add_command
 from gpucost.cli.numbers import count, positive
 from gpucost.envelope import add_format_argument, print_document
 from gpucost.errors import InputError
-from gpucost.limits import MAX_GPUS_PER_NODE, MAX_GRAD_ACCUM, MAX_NETWORK_GBPS, MAX_NODES
+from gpucost.limits import (
+    MAX_GPUS_PER_NODE,
+    MAX_GRAD_ACCUM,
+    MAX_NETWORK_GBPS,
+    MAX_NODES,
+    MAX_TCP_STREAMS,
+)
 from gpucost.measurements import source_for
 from gpucost.model.fabrics import TRANSPORTS, default_transport
 from gpucost.model.perf import Prediction, predict
@@ -74,6 +80,12 @@ def register(sub: Any) -> None:
     p.add_argument("--batch", "-b", type=int, default=None, metavar="B",
                    help="per-GPU batch on the target (default: the profile's); what a step pays "
                    "once whatever its batch is spread over B samples")
+    p.add_argument("--tcp-stream-gbps", type=positive(MAX_NETWORK_GBPS), metavar="GBIT",
+                   help="the network's cap on one TCP stream between nodes (AWS: 5 outside a "
+                   "cluster placement group, 10 inside; default: no cap)")
+    p.add_argument("--tcp-streams", type=count(1, MAX_TCP_STREAMS), default=1, metavar="N",
+                   help="TCP streams NCCL spreads each connection over (default 1, NCCL's own; "
+                   "it opens 16 where it sees an AWS NIC, which a container network hides)")
     add_format_argument(p)
     p.set_defaults(handler=run)
 
@@ -201,7 +213,8 @@ def run(args: argparse.Namespace) -> int:
     group: dict[str, Any] = {
         "gpu": gpu, "gpus_per_node": per_node, "nodes": args.nodes,
         "inter_node_gbps": args.network_gbps, "intra_node_link": args.link,
-        "inter_node_transport": transport, "member_gpus": members}
+        "inter_node_transport": transport, "member_gpus": members,
+        "tcp_stream_gbps": args.tcp_stream_gbps, "tcp_streams": args.tcp_streams}
     pred = predict(source.profile, grad_accum_steps=args.grad_accum, batch_size=args.batch,
                    **group)
     line = step_in_batch(pred, predict(source.profile, grad_accum_steps=pred.grad_accum_steps,
@@ -219,7 +232,11 @@ def run(args: argparse.Namespace) -> int:
                              "used": [m.describe() for m in source.used]},
             "notes": notes})
     else:
-        print(render_table(pred, transport, line))
+        # the table names a stream cap where it binds the network's figure
+        how = (transport if args.tcp_stream_gbps is None else
+               f"{transport}, {args.tcp_streams} x {args.tcp_stream_gbps:g} Gbit/s stream"
+               + ("s" if args.tcp_streams > 1 else ""))
+        print(render_table(pred, how, line))
         used = "; ".join(m.describe() for m in source.used) or "none stored for this workload"
         print(f"  measurements  {source.method}: {used}")
         for note in notes:

@@ -147,12 +147,14 @@ def _positive_int(name: str, value: object) -> int:
 @lru_cache(maxsize=4096)
 def _links(gpu: str, gpus_per_node: int, intra_node_gbps: float | None,
            inter_node_gbps: float | None, intra_node_link: str | None,
-           inter_node_transport: str | None = None) -> scaling.Links:
+           inter_node_transport: str | None = None, tcp_stream_gbps: float | None = None,
+           tcp_streams: int = 1) -> scaling.Links:
     cal = translate.calibration().scaling
     return scaling.resolve_links(translate.gpu_spec(gpu), cal, intra_node_gbps=intra_node_gbps,
                                  inter_node_gbps=inter_node_gbps, intra_node_link=intra_node_link,
                                  gpus_per_node=gpus_per_node,
-                                 inter_node_transport=inter_node_transport)
+                                 inter_node_transport=inter_node_transport,
+                                 tcp_stream_gbps=tcp_stream_gbps, tcp_streams=tcp_streams)
 
 
 def _source_parts(profile: Profile, gamma: float) -> tuple[float, float, float]:
@@ -324,6 +326,8 @@ def predict(
     batch_size: int | None = None,
     inter_node_transport: str | None = None,
     fit_batch: str = "accumulate",
+    tcp_stream_gbps: float | None = None,
+    tcp_streams: int = 1,
 ) -> Prediction:
     """Predict one optimizer step of ``profile`` on ``nodes`` x ``gpus_per_node`` GPUs.
 
@@ -344,6 +348,11 @@ def predict(
     ``batch_note``).
     ``inter_node_transport``: "rdma" or "tcp", the fabric's transport (an offer's comes from
     :func:`gpucost.model.fabrics.resolve_fabrics`; ``None``: RDMA coefficients).
+    ``tcp_stream_gbps``: the network's cap on one TCP stream, Gbit/s (AWS: 5 between instances
+    outside a cluster placement group, 10 inside one; ``None``: no cap), and ``tcp_streams``
+    the streams NCCL spreads a connection over (NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD:
+    1 by default, 16 where NCCL sees an AWS ENA NIC, which a container on a bridge or overlay
+    network hides): sockets between nodes carry at most their product.
     """
     k = _positive_int("gpus_per_node", gpus_per_node)
     n = _positive_int("nodes", nodes)
@@ -403,7 +412,7 @@ def predict(
         if c > compute:
             compute, slowest, data, host = c, member, d, h
         member_links = _links(member, k, intra_node_gbps, inter_node_gbps, intra_node_link,
-                              inter_node_transport)
+                              inter_node_transport, tcp_stream_gbps, tcp_streams)
         if links is None or member_links.intra_busbw_Bps < links.intra_busbw_Bps:
             links = member_links
     assert links is not None

@@ -21,7 +21,13 @@ rate (NVLink, PCIe, or the node's network; a fitted factor can slow two-node gro
 the Sia traces' AWS cluster, shipped as 1). Between nodes the fabric's transport
 (:mod:`gpucost.model.fabrics`) picks the coefficients: RDMA fabrics (InfiniBand, EFA, RoCE) reach
 most of the line rate at microsecond hop latency (the NCCL anchors); TCP sockets over Ethernet
-reach less than half of it with hops of tens of microseconds (published NCCL socket runs).
+reach less than half of it with hops of tens of microseconds (published NCCL socket runs). A
+network that caps each TCP stream holds sockets to that cap times the streams NCCL opens: AWS
+limits a stream between instances outside a cluster placement group to 5 Gbit/s (EC2 user guide,
+"instance network bandwidth"), and NCCL's socket transport opens one socket per connection
+unless it sees an AWS ENA NIC, where it opens 16 (2 threads x 8 sockets; net_socket.cc). In a
+container on a bridge or overlay network it does not see the NIC, so such a job moves at 5 Gbit/s
+whatever the instance's rating.
 PCIe traffic between GPUs crosses the host, whose aggregate bandwidth the node's K GPUs share,
 so PCIe busbw falls as K grows (as NCCL's maintainers describe for PCI systems); NVLink/NVSwitch
 busbw does not. The part of t that
@@ -74,19 +80,23 @@ def _uses_nvlink(spec: GpuSpec, link: str | None, gpus_per_node: int) -> bool:
 
 def resolve_links(spec: GpuSpec, scaling: Scaling, *, intra_node_gbps: float | None,
                   inter_node_gbps: float | None, intra_node_link: str | None,
-                  gpus_per_node: int = 8, inter_node_transport: str | None = None) -> Links:
+                  gpus_per_node: int = 8, inter_node_transport: str | None = None,
+                  tcp_stream_gbps: float | None = None, tcp_streams: int = 1) -> Links:
     """Bus bandwidths for a group of ``spec`` GPUs.
 
     ``intra_node_gbps`` / ``inter_node_gbps`` are line rates in Gbit/s (per GPU per direction
     inside a node; per node on the network, as the offers' ``network_gbps``); ``None`` takes the
     catalog's NVLink/PCIe figure and the calibrated default network. ``inter_node_transport``:
     "rdma" or "tcp" (an offer's, from :func:`gpucost.model.fabrics.resolve_fabrics`); ``None``
-    takes the RDMA coefficients, as before fabrics were known.
+    takes the RDMA coefficients, as before fabrics were known. ``tcp_stream_gbps``: the
+    network's cap on one TCP stream (``None``: none), over ``tcp_streams`` streams per
+    connection (NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD); TCP only.
     """
     if inter_node_transport is not None and inter_node_transport not in TRANSPORTS:
         raise InputError(f"inter_node_transport {inter_node_transport!r} is not rdma or tcp",
                          hint="pass the fabric's transport, or None")
     net: InterLink = "tcp" if inter_node_transport == "tcp" else "network"
+    stream_cap_Bps = _stream_cap_Bps(net, tcp_stream_gbps, tcp_streams)
     if intra_node_link is not None and intra_node_link not in LINK_KINDS:
         raise InputError(f"intra_node_link {intra_node_link!r} is not one of nvlink, pcie or ''",
                          hint="pass the offers table's intra_node_link value, or None")
@@ -105,7 +115,8 @@ def resolve_links(spec: GpuSpec, scaling: Scaling, *, intra_node_gbps: float | N
         raise InputError(f"inter_node_gbps must be positive Gbit/s, got {inter_node_gbps!r}")
     return Links(
         intra_busbw_Bps=line_Bps * scaling.busbw_efficiency(kind),
-        inter_busbw_Bps=network_gbps * 1e9 / 8.0 * scaling.busbw_efficiency(net),
+        inter_busbw_Bps=min(network_gbps * 1e9 / 8.0 * scaling.busbw_efficiency(net),
+                            stream_cap_Bps),
         intra_latency_s=scaling.hop_latency_s(kind),
         inter_latency_s=scaling.hop_latency_s(net),
         intra_kind=kind,
@@ -113,6 +124,25 @@ def resolve_links(spec: GpuSpec, scaling: Scaling, *, intra_node_gbps: float | N
                         else scaling.host_busbw_factor * spec.pcie_gbs * 1e9),
         two_node_network_factor=scaling.two_node_network_factor,
     )
+
+
+def _stream_cap_Bps(net: InterLink, stream_gbps: float | None, streams: int) -> float:
+    """What ``streams`` TCP streams of at most ``stream_gbps`` each carry, bytes/s (unlimited
+    without a cap)."""
+    if isinstance(streams, bool) or not isinstance(streams, int) or streams < 1:
+        raise InputError(f"tcp_streams must be a positive integer, got {streams!r}",
+                         hint="NCCL opens 1 socket per connection, 16 where it sees an AWS NIC")
+    if stream_gbps is None:
+        return math.inf
+    if net != "tcp":
+        raise InputError("a TCP stream cap was given, but the transport is not tcp",
+                         hint="a stream cap applies to tcp sockets (--transport tcp); drop it "
+                         "for rdma")
+    if isinstance(stream_gbps, bool) or not (
+            isinstance(stream_gbps, (int, float)) and 0.0 < stream_gbps < math.inf):
+        raise InputError(f"tcp_stream_gbps must be positive Gbit/s, got {stream_gbps!r}",
+                         hint="AWS caps a stream at 5 outside a cluster placement group")
+    return streams * float(stream_gbps) * 1e9 / 8.0
 
 
 def allreduce_time_s(nbytes: float, gpus_per_node: int, nodes: int, links: Links) -> float:
