@@ -182,6 +182,7 @@ def test_predict_names_the_stream_cap_that_sets_the_network(
     assert main([*group, "--json"]) == 0
     one = json.loads(capsys.readouterr().out)
     assert one["inter_busbw_gbs"] == pytest.approx(0.625)
+    assert (one["tcp_stream_gbps"], one["tcp_streams"]) == (5.0, 1)
     assert main([*group, "--tcp-streams", "16", "--json"]) == 0
     sixteen = json.loads(capsys.readouterr().out)
     assert sixteen["step_time_s"] < one["step_time_s"]

@@ -226,6 +226,8 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print_document("predict", {
             **prediction_dict(pred, transport),
+            # the cap on one TCP stream between nodes the answer assumed (null: none)
+            "tcp_stream_gbps": args.tcp_stream_gbps, "tcp_streams": args.tcp_streams,
             "step_in_batch": {"fixed_s": line.fixed_s, "per_sample_s": line.per_sample_s,
                               "samples_per_gpu": line.samples},
             "measurements": {"method": source.method,
