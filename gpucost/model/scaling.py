@@ -22,12 +22,13 @@ the Sia traces' AWS cluster, shipped as 1). Between nodes the fabric's transport
 (:mod:`gpucost.model.fabrics`) picks the coefficients: RDMA fabrics (InfiniBand, EFA, RoCE) reach
 most of the line rate at microsecond hop latency (the NCCL anchors); TCP sockets over Ethernet
 reach less than half of it with hops of tens of microseconds (published NCCL socket runs). A
-network that caps each TCP stream holds sockets to that cap times the streams NCCL opens: AWS
-limits a stream between instances outside a cluster placement group to 5 Gbit/s (EC2 user guide,
-"instance network bandwidth"), and NCCL's socket transport opens one socket per connection
-unless it sees an AWS ENA NIC, where it opens 16 (2 threads x 8 sockets; net_socket.cc). In a
-container on a bridge or overlay network it does not see the NIC, so such a job moves at 5 Gbit/s
-whatever the instance's rating.
+network that caps each TCP stream holds sockets to that cap times the streams NCCL opens (NCCL
+splits a transfer evenly over its sockets, so it moves at the slowest socket's speed times their
+number, its maintainers say: nccl-tests issue 83). AWS limits a stream between instances
+outside a cluster placement group to 5 Gbit/s (EC2 user guide, "instance network bandwidth"),
+and NCCL's socket transport opens one socket per connection unless it sees an AWS ENA NIC, where
+it opens 16 (2 threads x 8 sockets; net_socket.cc). In a container on a bridge or overlay
+network it does not see the NIC, so such a job moves at 5 Gbit/s whatever the instance's rating.
 PCIe traffic between GPUs crosses the host, whose aggregate bandwidth the node's K GPUs share,
 so PCIe busbw falls as K grows (as NCCL's maintainers describe for PCI systems); NVLink/NVSwitch
 busbw does not. The part of t that
