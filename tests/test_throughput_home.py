@@ -321,12 +321,15 @@ def test_a_half_speed_run_is_stopped_recorded_and_the_next_predict_uses_it(
 def test_a_local_run_projected_over_its_cap_on_arrival_stops_unless_told_to_warn(
         tmp_path: Path, action: str, state: str) -> None:
     """A real local run planned at 1e9 samples/s: its first report projects a $/job far over
-    the 1 USD cap (the estimate's 0.0001 USD x 1e9 / measured)."""
+    the 1 USD cap (the estimate's 0.1 USD x 1e9 / measured, over the cap at any speed below
+    1e8 samples/s; with an estimate of 0.0001 USD a fast CPU measured 107k samples/s, projected
+    0.93 USD and ran on)."""
     from run_helpers import write_plan
 
     from gpucost.executor.runner import Runner
 
-    plan_path = write_plan(tmp_path, epochs=2, throughput=1e9, margin=100.0, action=action)
+    plan_path = write_plan(tmp_path, epochs=2, throughput=1e9, margin=100.0, action=action,
+                           est_cost=0.1)
     result = Runner(load_plan(plan_path), plan_path, poll_s=0.1).launch()
     assert result.state == state
     stops = [m for m in result.messages if "exceeds the budget cap 1.00 USD" in m]
