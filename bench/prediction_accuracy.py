@@ -430,7 +430,8 @@ def held_out_clusters(data: Path) -> dict[str, list[float]]:
             errors["floor (true sync)"].append(abs((single_compute_s + sync_s) / r.step_s - 1))
         print(f"  {held} held out: {len(errors[SAME_BATCH]) - n_before} multi-GPU step times")
     print(f"multi GPU on a held-out cluster (leave-one-cluster-out, uniform placements), "
-          f"{len(errors[SAME_BATCH])} step times")
+          f"{len(errors[SAME_BATCH])} step times; TCP streams between nodes as the jobs ran: "
+          + ", ".join(f"{c} {n} x {g:g} Gbit/s" for c, (g, n) in sorted(TCP_STREAM_CAPS.items())))
     for name, errs in errors.items():
         if name != RATIOS:
             print(f"  {name:<26} {_pct(errs)}")
