@@ -129,10 +129,13 @@ def test_recurrent_models_gain_far_less_from_fp16_tensor_cores() -> None:
     rnn = speedup("seq2seq-rnn")
     assert rnn < 0.75 * speedup("encoder-only")
     # What it does gain is about what memory gains: the cells re-read their weights every time
-    # step, and the A100's bandwidth is 4.2x the 1080 Ti's on the spec sheets (within a quarter:
-    # the per-time-step GEMMs still take some of the step, and each GPU reaches its own share of
-    # its listed bandwidth).
-    bandwidth = get_gpu("A100 SXM4 80GB").mem_bw_gbs / get_gpu("GTX 1080 Ti").mem_bw_gbs
+    # step, and the A100 moves about 5.6x the bytes a second the 1080 Ti does (4.2x on the spec
+    # sheets, each reaching its own share of that; within a quarter: the per-time-step GEMMs and
+    # the host still take some of the step).
+    def bytes_per_s(gpu: str) -> float:
+        return translate.rates_for(get_gpu(gpu), "amp").bytes_per_s
+
+    bandwidth = bytes_per_s("A100 SXM4 80GB") / bytes_per_s("GTX 1080 Ti")
     assert 0.75 * bandwidth < rnn < 1.25 * bandwidth
 
 
@@ -271,7 +274,10 @@ def test_cudnn_starts_an_lstms_time_step_kernels_at_a_driver_launch_each() -> No
     host = translate.host_s_per_step(profile)
     assert host == pytest.approx(gnmt.dispatched_launches_per_step * scale.host_s_per_launch
                                  + gnmt.library_launches_per_step * cal.launch_floor_s)
-    assert host < 0.3 * gnmt.launches_per_step * scale.host_s_per_launch
+    # cuDNN's time-step kernels cost a driver launch each, less than a framework dispatch: they
+    # take a smaller share of the host time than of the kernels.
+    library_s = gnmt.library_launches_per_step * cal.launch_floor_s
+    assert library_s / host < gnmt.library_launches_per_step / gnmt.launches_per_step
     # A model without recurrent layers dispatches every kernel it launches.
     assert signature.builtin()["encoder-only"].library_launches_per_step == 0.0
 
