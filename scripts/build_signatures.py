@@ -631,13 +631,16 @@ ARCHITECTURES: dict[str, tuple[Callable[[], nn.Module], Callable[[int], tuple[Te
     "seq2seq-rnn": (Gnmt, lambda b: (_ids(32000, b, 50), _ids(32000, b, 50)), 8,
                     "GNMT v2 (8 LSTM layers of 1024), 50 source and target tokens",
                     ["gnmt", "lstm", "gru", "rnn", "seq2seq"]),
-    # LJSpeech's mean clip (keithito.com/LJ-Speech-Dataset statistics: 1,308,674 characters
-    # and 23:55:17 over 13,100 clips): 100 characters and 6.57 s, 566 mel frames at 22,050 Hz
-    # and hop 256. The decoder steps once per frame whatever the batch, so the frames set the
-    # launches a step pays once, as they do on the data the model trains on.
-    "conv-tts": (Tacotron2, lambda b: (_ids(148, b, 100), torch.randn(b, 566, 80)), 2,
-                 "Tacotron 2, LJSpeech's mean clip: 100 characters, 566 mel frames "
-                 "(teacher-forced)",
+    # A batch of LJSpeech clips as Tacotron 2 trains on it: its collate pads every clip to the
+    # batch's longest (NVIDIA DeepLearningExamples' TextMelCollate), and a batch of tens of
+    # clips holds one close to the data set's longest, 10.10 s (keithito.com/LJ-Speech-Dataset
+    # statistics): 870 mel frames at 22,050 Hz and hop 256, and 154 characters at the data
+    # set's 15.2 a second (1,308,674 over 23:55:17). The decoder steps once per padded frame
+    # whatever the batch, so those frames set the launches a step pays once; a clip is counted
+    # by its own frames (566 on average, fit_calibration.FRAMES_PER_UTTERANCE).
+    "conv-tts": (Tacotron2, lambda b: (_ids(148, b, 154), torch.randn(b, 870, 80)), 2,
+                 "Tacotron 2, LJSpeech clips padded to the longest: 154 characters, 870 mel "
+                 "frames (teacher-forced)",
                  ["tacotron", "tts", "text-to-speech", "fastspeech", "speech synth"]),
     # The segment NVIDIA's training scripts and Lambda's benchmark pass (--segment-length 8000:
     # DeepLearningExamples scripts/train_waveglow.sh, deeplearning-benchmark's config files),
