@@ -129,7 +129,7 @@ def test_recurrent_models_gain_far_less_from_fp16_tensor_cores() -> None:
     rnn = speedup("seq2seq-rnn")
     assert rnn < 0.75 * speedup("encoder-only")
     # What it does gain is about what memory gains: the cells re-read their weights every time
-    # step, and the A100 moves about 5.6x the bytes a second the 1080 Ti does (4.2x on the spec
+    # step, and the A100 moves about 5.5x the bytes a second the 1080 Ti does (4.2x on the spec
     # sheets, each reaching its own share of that; within a quarter: the per-time-step GEMMs and
     # the host still take some of the step).
     def bytes_per_s(gpu: str) -> float:
