@@ -83,6 +83,7 @@ from gpucost.model.scaling import (  # noqa: E402
 )
 from gpucost.model.signature import Signature  # noqa: E402
 from gpucost.model.translate import (  # noqa: E402
+    GEFORCE_SUFFIX,
     PRECISION_CLASS,
     class_peak_tflops,
     cuda_core_peak,
@@ -531,7 +532,8 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
         # tell them (a free scale went to 0.2 without BERT, 1.2 with it).
         prior_sd[idx[("U", t)]] = 0.3
     for tcc in tc_classes:
-        prior_sd[idx[("e", tcc)]] = SIGMA_GEMM_CLASS
+        geforce = tcc[0].endswith(GEFORCE_SUFFIX)
+        prior_sd[idx[("e", tcc)]] = SIGMA_GEMM_GEFORCE if geforce else SIGMA_GEMM_CLASS
     prior_sd[iR] = SIGMA_RECURRENT
 
     def model(x: Vector) -> Vector:
@@ -730,7 +732,16 @@ SIGMA_ANCHOR = 0.10  # log spread of a measured best-matmul rate around the mode
 # unit's global one, which a class without transformer rows or anchor takes. (Was a GEMM-over-
 # convolution factor per generation: a held-out transformer inherited the CNN rows' convolution
 # efficiency of its class, 1.5 of the peak on GA102 and 0.66 on GA100 when BERT was left out.)
-SIGMA_GEMM_CLASS = 0.3
+# How similar: the measured best bf16 matmuls in the catalog (mamf_bf16_tflops) reach 0.80-0.87
+# of the peak on A100 PCIe and SXM, H100 and H200 alike, a spread of 0.04 in log, part of it
+# their power limits, which the power term holds. At 0.3 the classes wandered with whatever
+# GEMMs the other families had: without BERT the V100's GEMMs fell to 0.57 of its peak and
+# the RTX 6000 Ada's rose to 1.0.
+SIGMA_GEMM_CLASS = 0.05
+# GeForce cards list their fp32-accumulate rate, half the rate their tensor cores reach with
+# fp16 accumulation; no measured matmul says where cuBLAS lands between the two (the fits put
+# transformer GEMMs at 1.2-1.4 of the listed rate), so their classes keep a wide prior.
+SIGMA_GEMM_GEFORCE = 0.3
 
 # A kernel launch plus its synchronisation costs a few microseconds on any recent GPU; this
 # floors tiny operators (not fitted: the benchmark tables have no operator data).
