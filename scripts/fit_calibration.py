@@ -81,11 +81,11 @@ from gpucost.model.scaling import (  # noqa: E402
     allreduce_time_s,
     overlapped_s,
 )
-from gpucost.model.signature import Signature  # noqa: E402
 from gpucost.model.translate import (  # noqa: E402
     GEFORCE_SUFFIX,
     PRECISION_CLASS,
     class_peak_tflops,
+    cuda_core_gemm_cap,
     cuda_core_peak,
     device_class,
     gemm_utilisation,
@@ -334,17 +334,6 @@ class SingleFit:
     fp32_matmul_reached: float
 
 
-def _row_peak_tflops(s: GpuSpec, unit: str, sig: Signature, reached: float) -> float:
-    """The listed rate a benchmark row's flops run at: on CUDA cores each class at its own
-    (``class_peak_tflops``), combined by the workload's flops shares as the prediction
-    combines them; on tensor cores the unit's peak (GEMM-like work gets its own efficiency term
-    there instead)."""
-    if not cuda_core_peak(s, unit):
-        return peak_tflops(s, unit)
-    return 1.0 / sum(share / class_peak_tflops(s, unit, cls, reached)
-                     for cls, share in sig.flops_share.items())
-
-
 def fp32_matmul_reached(gpus: Iterable[GpuSpec]) -> float:
     """Median share of the listed FP32 rate the best measured fp32 matmul reaches on ``gpus``
     (those the fit sees on CUDA cores that have a measurement): the level the fitted CUDA-core
@@ -457,6 +446,12 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
         fit_sig = sigs[FIT_SIGNATURE[o.model][0]]
         gemm_share = sum(fit_sig.share(c) for c in GEMM_LIKE) if tensor_cores else 0.0
         recurrent_share = fit_sig.share("recurrent") if tensor_cores else 0.0
+        # On CUDA cores the GEMM-like share runs at its class's listed rate times the row's
+        # efficiency, but never faster than the GPU's best measured fp32 matmul
+        # (``translate.cuda_core_gemm_cap``); the convolutions at the listed rate.
+        cuda_gemm_share = 0.0 if tensor_cores else 1.0 - fit_sig.share("conv")
+        cuda_gemm_peak = class_peak_tflops(s, pc, "gemm", reached) * 1e12
+        cuda_gemm_cap = cuda_core_gemm_cap(s, pc) or math.inf
         # What the row's GEMMs and convolutions fill of the GPU's SMs at its batch.
         utilisation = gemm_utilisation(fit_sig.gemm_shapes, float(o.batch_size), s.sm_count)
         rows.append((idx[("w", (o.version, o.model, o.precision))],
@@ -465,19 +460,21 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
                      idx[("h", (o.model, tc))], idx[("u", (o.model, tc))],
                      idx[("v", (o.model, tc))], idx[("p", (generation(s), pc))],
                      idx[("K", tc)], idx[("H", tc)], idx[("U", tc)], idx[("V", tc)],
-                     _row_peak_tflops(s, pc, fit_sig, reached) * 1e12, s.mem_bw_gbs * 1e9,
+                     (peak_tflops(s, pc) if tensor_cores
+                      else class_peak_tflops(s, pc, "conv", reached)) * 1e12, s.mem_bw_gbs * 1e9,
                      s.tdp_w,
                      o.batch_size, math.log(1.0 / o.throughput), lk, lu, lv, gemm_share,
                      # unused (gemm_share 0) off tensor cores
                      idx[("E", pc)] if tensor_cores else 0,
                      idx[("e", (device_class(s), pc))] if tensor_cores else 0,
-                     recurrent_share, utilisation))
+                     recurrent_share, utilisation, cuda_gemm_share, cuda_gemm_peak,
+                     cuda_gemm_cap * 1e12))
     arr = np.array(rows)
     iw, ic, ig, im, ib, ik, ih, iu, iv, ip, iK, iH, iU, iV = (arr[:, j].astype(int)
                                                               for j in range(14))
     peak, bw, tdp, batch, y, sk, su, sv, gshare = (arr[:, j] for j in range(14, 23))
     iE, ie = arr[:, 23].astype(int), arr[:, 24].astype(int)
-    rshare, util = arr[:, 25], arr[:, 26]
+    rshare, util, cshare, cpeak, ccap = (arr[:, j] for j in range(25, 30))
     iR = idx[("R", "recurrent")]
     # Measured best matmul rates (catalog mamf_bf16_tflops) anchor the GEMM efficiency on the
     # GPUs that have one: predicted GEMM rate = peak x GEMM efficiency, power-capped, against the
@@ -552,7 +549,8 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
         gemm_eff = np.exp(x[iE] + x[ie] + x[ig])
         # Recurrent cells run on the GEMM units at a share of their efficiency of their own.
         gemm_time = gshare - rshare + rshare / np.exp(x[iR])
-        compute = ((1.0 - gshare) / (peak * eff) + gemm_time / (peak * gemm_eff)) / util
+        compute = ((1.0 - gshare - cshare) / (peak * eff) + gemm_time / (peak * gemm_eff)
+                   + cshare / np.minimum(cpeak * eff, ccap)) / util
         device = compute + 1.0 / (tdp * np.exp(x[ip])) + kappa / (bw * eff_bw)
         # Host time per sample (the data pipeline's work is per sample, not per flop), over the
         # row's flops per sample to stand beside the device's per-flop terms.

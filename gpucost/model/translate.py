@@ -246,6 +246,17 @@ def class_peak_tflops(spec: GpuSpec, unit: str, op_class: str,
     return peak
 
 
+def cuda_core_gemm_cap(spec: GpuSpec, unit: str) -> float | None:
+    """The fastest a GEMM runs on ``spec``'s CUDA cores at ``unit`` (TFLOPS): its best fp32
+    matmul (``fp32_matmul_tflops``), whatever the efficiency the convolutions' rows gave its
+    class (cuDNN's Winograd and FFT convolutions do fewer multiplies than counted, so a class
+    fitted on CNNs reaches the listed rate, and a V100's transformer GEMMs must not: its best
+    matmul is 14.1 of 15.7 TFLOPS). None on tensor cores or where nothing is known."""
+    if unit != "fp32" or not cuda_core_peak(spec, unit):
+        return None
+    return fp32_matmul_tflops(spec)
+
+
 def math_unit(spec: GpuSpec, precision: str, op_class: str = "gemm", *,
               matmul_tf32: bool = False, conv_tf32: bool = True) -> str:
     """The precision class of the unit that runs ``op_class`` at ``precision`` on ``spec``.
@@ -416,8 +427,12 @@ def mixed_rates(spec: GpuSpec, precision: str, mix: Mix,
             eff = (gemm_efficiency(spec, unit, cal) or eff) * float(relative.get(cls, 1.0))
         per_joule = flops_per_joule(spec, unit, cal)
         power_s = 1.0 / (spec.tdp_w * per_joule) if per_joule is not None else 0.0
-        peak = class_peak_tflops(spec, unit, cls, cal.fp32_matmul_reached)
-        seconds_per_flop += share * (1.0 / (peak * 1e12 * eff * utilisation) + power_s)
+        rate = class_peak_tflops(spec, unit, cls, cal.fp32_matmul_reached) * eff
+        cap = (cuda_core_gemm_cap(spec, unit)
+               if cls != "conv" and cal.fp32_matmul_reached else None)
+        if cap is not None:
+            rate = min(rate, cap)
+        seconds_per_flop += share * (1.0 / (rate * 1e12 * utilisation) + power_s)
         bytes_per_s = spec.mem_bw_gbs * 1e9 * eff_bw
     return DeviceRates(flops_per_s=1.0 / seconds_per_flop, bytes_per_s=bytes_per_s)
 
