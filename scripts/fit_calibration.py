@@ -13,7 +13,8 @@ model x precision, with a tight prior at its published flop count), b the per-de
 eff per compute capability and precision class plus a shrunk per-GPU correction (a
 convolution's; the share of the flops in GEMM-like classes runs on tensor cores at a GEMM
 efficiency of its own per class, shrunk towards one per unit and anchored on measured
-best-matmul rates), eps the sustained flops per joule of board power per generation (compute
+best-matmul rates; on CUDA cores it runs at the convolutions' efficiency, never past the GPU's
+best measured fp32 matmul), eps the sustained flops per joule of board power per generation (compute
 capability major) and precision class (what lets an RTX 6000 Ada at 300 W run no faster than an
 RTX 4090 at 450 W despite twice the listed fp32-accumulate peak), eff_bw per class plus a shrunk
 per-GPU correction, kappa (bytes per flop) and eta (host seconds per sample: the data pipeline
