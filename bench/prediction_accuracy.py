@@ -40,6 +40,7 @@ import math
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -367,8 +368,26 @@ SIA_PARAMS = {"BERT-base SQuAD fine-tune (seq 384)": 110e6, "ResNet-50 (ImageNet
 # starts each replica in a Kubernetes pod of its own, without host networking, so NCCL does not
 # see the instance's NIC and its socket transport opens one socket per connection (it opens 16
 # only where it reads an AWS ENA vendor id); AWS caps one TCP stream between instances outside a
-# cluster placement group at 5 Gbit/s (EC2 user guide). Azure publishes no such cap.
-TCP_STREAM_CAPS = {"aws": (5.0, 1)}  # cluster: (Gbit/s per stream, streams per connection)
+# cluster placement group at 5 Gbit/s (EC2 user guide). A pod has no InfiniBand device either, so
+# the Azure NDv2 pods reached each other over the VM's Ethernet, 24,000 Mbps expected bandwidth
+# (Azure's NDv2-series page), not its 100 Gbit/s InfiniBand backend. And as each pod is a host of
+# its own to NCCL (its host hash includes the pod's hostname), the NDv2's NVLink never joins two
+# pods: inside a node they meet through the host, gpucost's PCIe path, as the fit has it.
+
+
+@dataclass(frozen=True)
+class PodNetwork:
+    """What a cluster's pods reached: the network between nodes and how NCCL used it, and the
+    link between two pods on one node."""
+
+    network_gbps: float
+    stream_gbps: float | None = None  # the network's cap on one TCP stream
+    streams: int = 1  # TCP streams per NCCL connection
+    intra_node_link: str | None = None  # None: the GPU's own (NVLink where it has it)
+
+
+POD_NETWORKS = {"aws": PodNetwork(50.0, stream_gbps=5.0),
+                "azure": PodNetwork(24.0, intra_node_link="pcie")}
 
 
 def _cluster_step(row: Any, cluster: Any, batch: int, single_s: float,
@@ -379,18 +398,26 @@ def _cluster_step(row: Any, cluster: Any, batch: int, single_s: float,
         gpu=cluster.gpu, throughput=batch / single_s, batch_size=batch, precision="fp32",
         param_count=SIA_PARAMS[row.model], name=row.model,
         other_batches={other[0]: other[0] / other[1]} if other else None)
-    stream_gbps, streams = TCP_STREAM_CAPS.get(row.cluster, (None, 1))
+    pods = POD_NETWORKS[row.cluster]
     return gpucost.predict(profile, gpus_per_node=row.placement[0], nodes=len(row.placement),
-                           inter_node_gbps=cluster.network_gbps, inter_node_transport="tcp",
-                           tcp_stream_gbps=stream_gbps, tcp_streams=streams,
+                           inter_node_gbps=pods.network_gbps, inter_node_transport="tcp",
+                           tcp_stream_gbps=pods.stream_gbps, tcp_streams=pods.streams,
+                           intra_node_link=pods.intra_node_link,
                            batch_size=row.local_bsz, fit_batch="keep").step_time_s
+
+
+def _pod_network_words(cluster: str, pods: PodNetwork) -> str:
+    stream = (f", {pods.streams} x {pods.stream_gbps:g} Gbit/s TCP streams"
+              if pods.stream_gbps else "")
+    link = f", {pods.intra_node_link} inside a node" if pods.intra_node_link else ""
+    return f"{cluster} {pods.network_gbps:g} Gbit/s{stream}{link}"
 
 
 def held_out_clusters(data: Path) -> dict[str, list[float]]:
     """Multi-GPU on a cluster never fitted, as a user asks it: the job's 1-GPU step on the
     cluster's GPU, translated by the public ``gpucost.predict`` to the placement (nodes x GPUs
-    per node, the cluster's network over TCP, the shipped link coefficients, which come from
-    NCCL anchors, not the traces), at the same local batch and from the 1-GPU step at the job's
+    per node, the network as the cluster's pods reached it (POD_NETWORKS), the shipped link
+    coefficients, which come from NCCL anchors, not the traces), at the same local batch and from the 1-GPU step at the job's
     median measured local batch ("target's batch": the traces span up to 1,000x in batch); the
     job's size is its published parameter count (SIA_PARAMS); "target's batch, two measured"
     adds the 1-GPU step at the next larger batch as a second measurement (rows at either
@@ -430,8 +457,8 @@ def held_out_clusters(data: Path) -> dict[str, list[float]]:
             errors["floor (true sync)"].append(abs((single_compute_s + sync_s) / r.step_s - 1))
         print(f"  {held} held out: {len(errors[SAME_BATCH]) - n_before} multi-GPU step times")
     print(f"multi GPU on a held-out cluster (leave-one-cluster-out, uniform placements), "
-          f"{len(errors[SAME_BATCH])} step times; TCP streams between nodes as the jobs ran: "
-          + ", ".join(f"{c} {n} x {g:g} Gbit/s" for c, (g, n) in sorted(TCP_STREAM_CAPS.items())))
+          f"{len(errors[SAME_BATCH])} step times; the network as the jobs' pods reached it: "
+          + ", ".join(_pod_network_words(c, n) for c, n in sorted(POD_NETWORKS.items())))
     for name, errs in errors.items():
         if name != RATIOS:
             print(f"  {name:<26} {_pct(errs)}")
