@@ -417,13 +417,13 @@ def held_out_clusters(data: Path) -> dict[str, list[float]]:
     """Multi-GPU on a cluster never fitted, as a user asks it: the job's 1-GPU step on the
     cluster's GPU, translated by the public ``gpucost.predict`` to the placement (nodes x GPUs
     per node, the network as the cluster's pods reached it (POD_NETWORKS), the shipped link
-    coefficients, which come from NCCL anchors, not the traces), at the same local batch and from the 1-GPU step at the job's
-    median measured local batch ("target's batch": the traces span up to 1,000x in batch); the
-    job's size is its published parameter count (SIA_PARAMS); "target's batch, two measured"
-    adds the 1-GPU step at the next larger batch as a second measurement (rows at either
-    measured batch left out of both). Uniform placements only (the model's groups have one GPU
-    count per node). Baselines: no communication (the 1-GPU step), and the floor (1-GPU compute
-    plus the trace's true sync time)."""
+    coefficients, which come from NCCL anchors, not the traces), at the same local batch and
+    from the 1-GPU step at the job's median measured local batch ("target's batch": the traces
+    span up to 1,000x in batch); the job's size is its published parameter count (SIA_PARAMS);
+    "target's batch, two measured" adds the 1-GPU step at the next larger batch as a second
+    measurement (rows at either measured batch left out of both). Uniform placements only (the
+    model's groups have one GPU count per node). Baselines: no communication (the 1-GPU step),
+    and the floor (1-GPU compute plus the trace's true sync time)."""
     path = data / "benchmarks" / "sia_step_times_calibration.csv"
     rows = [r for r in fitc.load_sia(path) if r.cluster in fitc.SIA_CLUSTERS]
     times = trace_times(path)
