@@ -377,17 +377,23 @@ SIA_PARAMS = {"BERT-base SQuAD fine-tune (seq 384)": 110e6, "ResNet-50 (ImageNet
 
 @dataclass(frozen=True)
 class PodNetwork:
-    """What a cluster's pods reached: the network between nodes and how NCCL used it, and the
-    link between two pods on one node."""
+    """How a cluster's pods reached the network between nodes, where it differs from the
+    cluster's listed network: its rate, and how NCCL's TCP connections used it."""
 
-    network_gbps: float
+    network_gbps: float | None = None  # None: the cluster's listed network
     stream_gbps: float | None = None  # the network's cap on one TCP stream
     streams: int = 1  # TCP streams per NCCL connection
-    intra_node_link: str | None = None  # None: the GPU's own (NVLink where it has it)
 
 
-POD_NETWORKS = {"aws": PodNetwork(50.0, stream_gbps=5.0),
-                "azure": PodNetwork(24.0, intra_node_link="pcie")}
+POD_NETWORKS = {"aws": PodNetwork(stream_gbps=5.0), "azure": PodNetwork(network_gbps=24.0)}
+# Every trace cluster ran a pod per GPU, so two GPUs of a node meet through the host.
+PODS_INTRA_NODE_LINK = "pcie"
+
+
+def _pod_network(cluster_name: str, cluster: Any) -> tuple[float, PodNetwork]:
+    """(Gbit/s between nodes, the rest of what the cluster's pods reached)."""
+    pods = POD_NETWORKS.get(cluster_name, PodNetwork())
+    return (cluster.network_gbps if pods.network_gbps is None else pods.network_gbps), pods
 
 
 def _cluster_step(row: Any, cluster: Any, batch: int, single_s: float,
@@ -398,19 +404,19 @@ def _cluster_step(row: Any, cluster: Any, batch: int, single_s: float,
         gpu=cluster.gpu, throughput=batch / single_s, batch_size=batch, precision="fp32",
         param_count=SIA_PARAMS[row.model], name=row.model,
         other_batches={other[0]: other[0] / other[1]} if other else None)
-    pods = POD_NETWORKS[row.cluster]
+    network_gbps, pods = _pod_network(row.cluster, cluster)
     return gpucost.predict(profile, gpus_per_node=row.placement[0], nodes=len(row.placement),
-                           inter_node_gbps=pods.network_gbps, inter_node_transport="tcp",
+                           inter_node_gbps=network_gbps, inter_node_transport="tcp",
                            tcp_stream_gbps=pods.stream_gbps, tcp_streams=pods.streams,
-                           intra_node_link=pods.intra_node_link,
+                           intra_node_link=PODS_INTRA_NODE_LINK,
                            batch_size=row.local_bsz, fit_batch="keep").step_time_s
 
 
-def _pod_network_words(cluster: str, pods: PodNetwork) -> str:
+def _pod_network_words(cluster_name: str, cluster: Any) -> str:
+    network_gbps, pods = _pod_network(cluster_name, cluster)
     stream = (f", {pods.streams} x {pods.stream_gbps:g} Gbit/s TCP streams"
               if pods.stream_gbps else "")
-    link = f", {pods.intra_node_link} inside a node" if pods.intra_node_link else ""
-    return f"{cluster} {pods.network_gbps:g} Gbit/s{stream}{link}"
+    return f"{cluster_name} {network_gbps:g} Gbit/s{stream}"
 
 
 def held_out_clusters(data: Path) -> dict[str, list[float]]:
@@ -458,7 +464,8 @@ def held_out_clusters(data: Path) -> dict[str, list[float]]:
         print(f"  {held} held out: {len(errors[SAME_BATCH]) - n_before} multi-GPU step times")
     print(f"multi GPU on a held-out cluster (leave-one-cluster-out, uniform placements), "
           f"{len(errors[SAME_BATCH])} step times; the network as the jobs' pods reached it: "
-          + ", ".join(_pod_network_words(c, n) for c, n in sorted(POD_NETWORKS.items())))
+          + ", ".join(_pod_network_words(c, cl) for c, cl in sorted(fitc.SIA_CLUSTERS.items()))
+          + f"; {PODS_INTRA_NODE_LINK} inside a node")
     for name, errs in errors.items():
         if name != RATIOS:
             print(f"  {name:<26} {_pct(errs)}")
