@@ -30,20 +30,30 @@ not show as a GPU would:
 - torch's flop counter does not count the CPU flash-attention kernel: attention flops are
   counted from the shapes (see Block._attend).
 
-Two more facts per signature come from the census step's forward pass:
+Two more facts per signature, from steps of their own and from the census step's forward pass:
 
-- ``activation_bytes_per_sample``: what autograd keeps for the backward pass, at fp32 (the CPU
-  run's dtype), over the batch it ran at (``profiled.batch_size``). A
-  ``saved_tensors_hooks`` pack sees every saved tensor; each storage counts once, whole (a view
-  keeps its base alive), and the model's parameters and buffers are left out (model states,
-  not activations). It includes the input batch where the first layer saves it, integer
-  indices (embedding lookups, max-pool), the loss's saved output (e.g. GPT-2's 50257 logits
-  per token: a cross-entropy keeps as much), the SDPA kernel's output and log-sum-exp (what
-  flash attention keeps on a GPU; never the attention matrix), and for LSTMs oneDNN's
-  workspace (gates and cell states of every time step: what cuDNN's reserve space holds on a
-  GPU, not byte for byte). It leaves out the forward's transient peak, the gradients, the
-  optimizer's state, and dropout masks (these definitions have no dropout). At half
-  precision the floating-point part halves; checkpointing or offload is the user's, not here.
+- ``activation_bytes_per_sample``: the memory one sample adds to the step's peak: the CPU
+  allocator's peak (the profiler's allocation events) through one forward and backward pass,
+  above what was allocated before it, at the census batch b and at 2b, the growth over b (what
+  does not grow with the batch, the model's states among it, cancels; the gradients exist
+  before the step, as in every step after the first). That is what autograd keeps for the
+  backward pass (the input batch where the first layer saves it, integer indices, the SDPA
+  kernel's output and log-sum-exp, never the attention matrix, as flash attention on a GPU)
+  plus what is live beside it at the peak, at the start of the backward pass: the loss's
+  gradient and its transients. Language and translation models take the cross-entropy they
+  train with (``TOKEN_OUTPUTS``: GPT-2's 50257 log-probabilities a token in fp32, and their
+  gradient); the others a mean square of their output. LSTMs run the native path (oneDNN
+  off): it keeps the input plus about 7 x hidden a time step, what cuDNN's reserve space and
+  CUDA's fused LSTM cell keep, where the fused oneDNN layer keeps a workspace of 32 x hidden
+  floats a step for each call (Tacotron2's decoder calls its LSTMs one frame at a time, so
+  that would count 381 MB a sample, not 163). Measured twice: in fp32, and as CUDA's autocast
+  runs a mixed-precision step (``activation_bytes_per_sample_amp``): CPU autocast in bfloat16
+  (2 bytes, as fp16) for GEMMs and convolutions, with the operators CUDA's autocast runs in
+  fp32 and CPU's does not (layer norm, softmax, log-softmax, exp, sums: ``_CUDA_FP32_OPS``)
+  run in fp32, and the LSTMs in half precision (torch casts cuDNN's RNN under autocast).
+  Dropout masks are not counted (these definitions have no dropout); checkpointing or
+  offload is the user's, not here. The profiler keeps every event of the step: Tacotron2's
+  (870 decoder frames) holds about 14 GB while it runs.
 - ``gemm_shapes``: the shapes of the GEMM-like work, for a wave-quantisation model. A dispatch
   mode records every forward mm/addmm/bmm/baddbmm/_scaled_mm (linear and matmul reach it as
   these) as rows M x cols N, a bmm of [B, m, k] x [B, k, n] as B x m rows (its B matrices
@@ -86,6 +96,8 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch import Tensor, nn  # noqa: E402
+from torch.overrides import TorchFunctionMode  # noqa: E402
+from torch.profiler import ProfilerActivity, profile  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from gpucost.model.signature import COMPUTE_CLASSES, op_class  # noqa: E402
@@ -753,28 +765,114 @@ def _gemm_shape(op: Any, args: Any, out: Any) -> GemmShape | None:
     return None
 
 
-class _SavedStorages:
-    """Bytes of the storages autograd saves for the backward pass (saved_tensors_hooks pack),
-    each storage once, the model's parameters and buffers left out (model states)."""
+# Architectures whose output scores each token over a vocabulary: their memory step takes the
+# cross-entropy they train with (fp32 log-probabilities and their gradient at the peak).
+TOKEN_OUTPUTS = frozenset({"decoder-only", "encoder-decoder", "seq2seq-rnn"})
 
-    def __init__(self, model: nn.Module) -> None:
-        self._states = {t.untyped_storage().data_ptr()
-                        for t in itertools.chain(model.parameters(), model.buffers())}
-        self._saved: dict[int, int] = {}  # data_ptr -> bytes
+# What CUDA's autocast runs in fp32 (its fp32 and "fp32 unless a dtype is given" lists, those
+# these definitions call) that CPU's autocast runs in bfloat16 or leaves to its input's dtype.
+_CUDA_FP32_OPS = frozenset({
+    F.layer_norm, F.group_norm, F.softmax, F.log_softmax, F.softplus, F.mse_loss, F.nll_loss,
+    F.cross_entropy, torch.softmax, torch.log_softmax, torch.exp, torch.log, torch.sum,
+    torch.logsumexp, torch.rsqrt, torch.pow, torch.cumsum, Tensor.softmax, Tensor.log_softmax,
+    Tensor.exp, Tensor.log, Tensor.sum, Tensor.logsumexp, Tensor.rsqrt, Tensor.pow,
+    Tensor.__pow__, Tensor.cumsum})
 
-    def pack(self, t: Tensor) -> Tensor:
-        storage = t.untyped_storage()
-        if storage.data_ptr() not in self._states:
-            self._saved[storage.data_ptr()] = storage.nbytes()
-        return t
 
-    @staticmethod
-    def unpack(t: Tensor) -> Tensor:
-        return t
+def _to_fp32(x: Any) -> Any:
+    return x.float() if isinstance(x, Tensor) and x.is_floating_point() else x
 
-    @property
-    def total_bytes(self) -> int:
-        return sum(self._saved.values())
+
+class _CudaAutocastFp32(TorchFunctionMode):  # type: ignore[misc]
+    """Under CPU autocast, run ``_CUDA_FP32_OPS`` on fp32 inputs with autocast off, as CUDA's
+    autocast casts them (a layer norm's output is then fp32 until the next GEMM casts it)."""
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (),
+                           kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        if func in _CUDA_FP32_OPS and torch.is_autocast_enabled("cpu"):
+            with torch.autocast("cpu", enabled=False):
+                return func(*map(_to_fp32, args), **{k: _to_fp32(v) for k, v in kwargs.items()})
+        return func(*args, **kwargs)
+
+
+def _cast_floats(x: Any, dtype: torch.dtype) -> Any:
+    if isinstance(x, Tensor):
+        return x.to(dtype) if x.is_floating_point() else x
+    if isinstance(x, tuple):
+        return tuple(_cast_floats(v, dtype) for v in x)
+    return x
+
+
+def _native_recurrence(model: nn.Module, half: bool) -> None:
+    """Each LSTM on the native path (oneDNN off while it runs forward); under ``half`` in
+    bfloat16, weights and inputs (CPU autocast leaves the native path in fp32)."""
+    def enter(mod: nn.Module, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        torch.backends.mkldnn.enabled = False
+        return _cast_floats(args, torch.bfloat16) if half else args
+
+    def leave(*_: Any) -> None:
+        torch.backends.mkldnn.enabled = True
+
+    for mod in model.modules():
+        if isinstance(mod, nn.LSTM):
+            if half:
+                mod.to(torch.bfloat16)
+            mod.register_forward_pre_hook(enter)
+            mod.register_forward_hook(leave)
+
+
+def _memory_loss(name: str, out: Tensor) -> Tensor:
+    if out.dim() == 0:
+        return out
+    if name in TOKEN_OUTPUTS:
+        targets = torch.randint(0, out.shape[-1], out.shape[:-1],
+                                generator=torch.Generator().manual_seed(0))
+        return F.cross_entropy(out.reshape(-1, out.shape[-1]), targets.reshape(-1))
+    return out.float().square().mean()
+
+
+def _allocation_peak(step: Callable[[], None]) -> int:
+    """Peak bytes the CPU allocator holds while ``step`` runs, above what it held before."""
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        step()
+    events: list[tuple[int, int, int]] = []  # (time, total allocated after, this allocation)
+    pending = list(prof.profiler.kineto_results.experimental_event_tree())
+    while pending:
+        event = pending.pop()
+        if event.tag == torch._C._profiler._EventType.Allocation:
+            fields = event.extra_fields
+            events.append((event.start_time_ns, fields.total_allocated, fields.alloc_size))
+        pending.extend(event.children)
+    events.sort()
+    _, first_total, first_size = events[0]
+    return max(total for _, total, _ in events) - (first_total - first_size)
+
+
+def _step_peak(name: str, batch: int, half: bool) -> int:
+    """Allocation peak of one training step (forward and backward) at ``batch``."""
+    factory, make, *_ = ARCHITECTURES[name]
+    torch.manual_seed(0)
+    model = factory()
+    _native_recurrence(model, half)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4, foreach=True)
+    inputs = make(batch)
+
+    def step() -> None:
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=half), _CudaAutocastFp32():
+            loss = _memory_loss(name, model(*inputs))
+        loss.backward()
+
+    step()
+    opt.step()
+    opt.zero_grad(set_to_none=False)  # gradients exist before the step, as after the first
+    return _allocation_peak(step)
+
+
+def activation_peak_per_sample(name: str, *, half: bool) -> float:
+    """Bytes one sample adds to a training step's peak (see the module docstring)."""
+    batch = ARCHITECTURES[name][2]
+    return (_step_peak(name, 2 * batch, half) - _step_peak(name, batch, half)) / batch
 
 
 def _size(x: float) -> float:
@@ -818,10 +916,8 @@ def profile_architecture(name: str) -> dict[str, Any]:
     opt.zero_grad(set_to_none=True)
     recurrent, recurrent_gemms, handles = _recurrent_counter(model)
     ATTENTION_FLOPS[0] = 0.0
-    saved = _SavedStorages(model)
     with OpCensus() as step:
-        with torch.autograd.graph.saved_tensors_hooks(saved.pack, saved.unpack), \
-                _GemmShapes() as gemms:
+        with _GemmShapes() as gemms:
             out = loss()
         out.backward()
         del out
@@ -876,7 +972,10 @@ def profile_architecture(name: str) -> dict[str, Any]:
         "launches_per_step": round(kernels),
         # cuDNN starts a layer's per-time-step kernels itself, from one dispatched call
         "library_launches_per_step": round(recurrent["kernels"] - recurrent["cpu_calls"]),
-        "activation_bytes_per_sample": float(f"{saved.total_bytes / batch:.4g}"),
+        "activation_bytes_per_sample": float(
+            f"{activation_peak_per_sample(name, half=False):.4g}"),
+        "activation_bytes_per_sample_amp": float(
+            f"{activation_peak_per_sample(name, half=True):.4g}"),
         "gemm_shapes": buckets,
         **({"batch_loaded": True} if name in BATCH_LOADED else {}),
         "profiled": {"batch_size": batch, "params": sum(p.numel() for p in model.parameters()),
@@ -912,7 +1011,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:16s} {entry['flops_per_sample']:.3g} flops/sample  shares "
               f"{entry['flops_share']}  bytes/flop {entry['bytes_per_flop']:.3g}  "
               f"launches {entry['launches_per_step']}  activations "
-              f"{entry['activation_bytes_per_sample'] / 1e6:.1f} MB/sample  GEMM shapes "
+              f"{entry['activation_bytes_per_sample'] / 1e6:.1f} MB/sample (amp "
+              f"{entry['activation_bytes_per_sample_amp'] / 1e6:.1f})  GEMM shapes "
               f"{entry['gemm_shapes'][:3]}", flush=True)
         doc = {  # written after each architecture: a long run keeps what it has profiled
             "provenance": {
@@ -920,8 +1020,9 @@ def main(argv: list[str] | None = None) -> int:
                 "date": dt.date.today().isoformat(),
                 "torch": torch.__version__,
                 "method": "one training step (forward, backward, Adam) of each model definition "
-                          "on CPU under gpucost.profiler.flops.OpCensus; see the script's "
-                          "docstring",
+                          "on CPU under gpucost.profiler.flops.OpCensus; activations from the "
+                          "allocator's peak of a step at two batches, in fp32 and under "
+                          "autocast; see the script's docstring",
             },
             "signatures": {k: signatures[k] for k in ARCHITECTURES if k in signatures},
         }

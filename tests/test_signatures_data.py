@@ -155,3 +155,97 @@ def test_a_tied_output_layer_reads_its_table_once_a_step(monkeypatch: pytest.Mon
 
     small, large = per_sample_bytes(2), per_sample_bytes(8)
     assert small == pytest.approx(large, rel=0.1)
+
+
+def _build_signatures() -> Any:
+    pytest.importorskip("torch")
+    import sys
+
+    sys.path.insert(0, str(SIGNATURES_PATH.parents[2] / "scripts"))
+    import build_signatures
+
+    return build_signatures
+
+
+_STEPS, _INPUT, _HIDDEN = 20, 64, 128
+
+
+class _SteppedLstm:
+    """An LSTM called one time step at a time, as Tacotron2's decoder calls its two."""
+
+    @staticmethod
+    def factory() -> Any:
+        import torch
+        from torch import nn
+
+        class Stepped(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.cell, self.out = nn.LSTM(_INPUT, _HIDDEN, batch_first=True), nn.Linear(
+                    _HIDDEN, 8)
+
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                state, outputs = None, []
+                for t in range(x.shape[1]):
+                    y, state = self.cell(x[:, t:t + 1], state)
+                    outputs.append(y)
+                return self.out(torch.cat(outputs, 1))
+
+        return Stepped()
+
+    @staticmethod
+    def make(b: int) -> tuple[Any, ...]:
+        import torch
+
+        return (torch.randn(b, _STEPS, _INPUT),)
+
+
+def test_an_lstm_stepped_a_frame_at_a_time_keeps_what_a_gpu_lstm_keeps(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A CUDA LSTM cell (and cuDNN's reserve space) keeps a step's input, its four gates and the
+    # cell and hidden states: the input plus about 7 x hidden floats a step. The CPU's fused
+    # oneDNN layer keeps a workspace of 32 x hidden a step for each call, which made the
+    # frame-by-frame Tacotron2 decoder 2.3x too large (its rows "did not fit" where they ran).
+    build = _build_signatures()
+    monkeypatch.setitem(build.ARCHITECTURES, "stepped", (
+        _SteppedLstm.factory, _SteppedLstm.make, 8, "stepped LSTM", ["stepped"]))
+    fp32 = build.activation_peak_per_sample("stepped", half=False) / (4 * _STEPS)
+    assert _INPUT + 6 * _HIDDEN <= fp32 <= _INPUT + 9 * _HIDDEN
+    # Under autocast cuDNN runs the layer in half precision: 2 bytes a float.
+    amp = build.activation_peak_per_sample("stepped", half=True) / (4 * _STEPS)
+    assert amp == pytest.approx(fp32 / 2, rel=0.15)
+
+
+def test_what_cuda_autocast_runs_in_fp32_runs_in_fp32_in_the_memory_step() -> None:
+    build = _build_signatures()
+    import torch
+    import torch.nn.functional as F
+
+    x, w = torch.randn(4, 8), torch.randn(8, 8)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        h = F.linear(x, w)
+        # CPU's autocast keeps a layer norm's output in bfloat16; CUDA's runs it in fp32.
+        assert F.layer_norm(h, (8,)).dtype == torch.bfloat16
+        with build._CudaAutocastFp32():
+            assert F.linear(x, w).dtype == torch.bfloat16
+            assert F.layer_norm(h, (8,)).dtype == torch.float32
+            assert h.softmax(-1).dtype == torch.float32
+            assert F.log_softmax(h, -1).dtype == torch.float32
+            assert F.gelu(h).dtype == torch.bfloat16  # elementwise: the input's dtype
+
+
+@pytest.mark.parametrize("name", sorted(builtin()))
+def test_a_mixed_precision_step_keeps_between_half_and_all_of_fp32s_bytes(name: str) -> None:
+    entry = _entries()[name]
+    fp32, amp = entry["activation_bytes_per_sample"], entry["activation_bytes_per_sample_amp"]
+    assert 0.45 * fp32 <= amp <= fp32
+
+
+def test_what_stays_fp32_under_autocast_is_what_keeps_mixed_precision_above_half() -> None:
+    ratio = {k: e["activation_bytes_per_sample_amp"] / e["activation_bytes_per_sample"]
+             for k, e in _entries().items()}
+    # ResNet-50 keeps convolution and batch-norm outputs: all half precision under autocast.
+    assert ratio["cnn-classifier"] == pytest.approx(0.5, abs=0.05)
+    # GPT-2 ends in 50257 log-probabilities a token, fp32 under autocast with their gradient;
+    # Transformer-XL's attention scores go through an fp32 softmax.
+    assert ratio["decoder-only"] > 0.6 and ratio["transformer-xl"] > 0.6

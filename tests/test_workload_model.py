@@ -349,3 +349,25 @@ def test_a_small_vit_profiled_on_cpu_is_faster_on_an_rtx_4090_than_a_t4() -> Non
         assert rtx.step_time_s <= t4.step_time_s
     else:
         assert rtx.step_time_s < t4.step_time_s
+
+
+def test_every_batch_lambdas_benchmark_ran_fits_by_the_memory_rule(shared_data: Path) -> None:
+    """The memory rule against what ran: each (GPU, precision, per-GPU batch) of the Lambda
+    tables, its workload's signature deciding the activations, fits that GPU. (Tacotron2's
+    frame-by-frame LSTMs, counted with the CPU's fused layer, put 32 of its 52 rows at 1.3-1.5x
+    the memory their GPUs have.)"""
+    sys.path[:0] = [str(REPO / "scripts"), str(REPO / "bench")]
+    import fit_calibration
+    from prediction_accuracy import MODEL_NAMES
+
+    rows, _ = fit_calibration.load_lambda(fit_calibration.lambda_paths(shared_data), get_gpu)
+    assert len(rows) > 300
+    for row in rows:
+        # measured on a larger GPU, so that no cap from the source's memory applies
+        profile = Profile.from_measurement(
+            gpu="H200 SXM 141GB", throughput=row.throughput, batch_size=row.batch_size,
+            precision=row.precision, param_count=fit_calibration.FAMILY_PARAMS[row.model],
+            name=MODEL_NAMES[row.model])
+        fit = gpucost.fit_memory(profile, get_gpu(row.gpu))
+        assert fit.basis == "signature" and fit.fits, (row.model, row.gpu, row.precision,
+                                                        row.batch_size, fit.advice)

@@ -4,13 +4,13 @@ Peak per GPU = model states + activations. Model states with Adam are 16 bytes p
 in both fp32 and mixed precision (weights 4 + gradients 4 + two Adam moments 8; mixed
 precision keeps fp32 master weights, and its fp16 copies are transient). Activations scale with
 the per-device batch: taken from the measured peak when the profile has one, else from its
-workload signature (what the signature's model code keeps for the backward pass per sample,
-measured by ``scripts/build_signatures.py``, moved to the profile's size: see
-``activation_gb_per_sample``), else from the flops per sample by a rough rule. A profile with
-none of these has no activation estimate: its memory is "unknown", never "fits". When it does
-not fit, the advice is a smaller micro-batch with gradient accumulation (same optimizer step),
-or sharding optimizer state and gradients across the group (ZeRO-2), or everything (FSDP /
-ZeRO-3).
+workload signature (what one sample adds to the peak of a training step of the signature's
+model code, in fp32 or mixed precision, measured by ``scripts/build_signatures.py``, moved to
+the profile's size: see ``activation_gb_per_sample``), else from the flops per sample by a
+rough rule. A profile with none of these has no activation estimate: its memory is "unknown",
+never "fits". When it does not fit, the advice is a smaller micro-batch with gradient
+accumulation (same optimizer step), or sharding optimizer state and gradients across the group
+(ZeRO-2), or everything (FSDP / ZeRO-3).
 """
 
 from __future__ import annotations
@@ -55,16 +55,18 @@ class MemoryFit:
         return None if self.peak_gb is None else self.usable_gb - self.peak_gb
 
 
-# Activations kept for backward are stored in the dtype the step computes in: autocast's half
-# precision for amp/fp16/bf16 (the signatures were measured in fp32 on CPU).
+# Mixed-precision steps: autocast keeps GEMM and convolution outputs in half precision. A
+# signature measures that step itself (its layer norms, softmaxes and loss stay fp32); the rule
+# on flops, with nothing measured, halves the fp32 figure.
 _HALF = ("amp", "fp16", "bf16")
 
 
 def signature_activation_bytes(sig: Signature, param_count: float,
-                               flops_per_sample: float | None) -> float | None:
-    """fp32 activation bytes per sample of a model of ``param_count`` parameters (and
-    ``flops_per_sample``, when known) with ``sig``'s architecture; None when the signature
-    records none.
+                               flops_per_sample: float | None, *,
+                               half: bool = False) -> float | None:
+    """Activation bytes per sample of a model of ``param_count`` parameters (and
+    ``flops_per_sample``, when known) with ``sig``'s architecture, in fp32 or (``half``) in a
+    mixed-precision step; None when the signature records none.
 
     What a layer keeps is proportional to tokens (or pixels) x width x depth, its flops to
     tokens x width^2 x depth and its parameters to width^2 x depth: activations are flops over
@@ -72,12 +74,16 @@ def signature_activation_bytes(sig: Signature, param_count: float,
     so width ~ parameters^(1/3)), hence activations ~ flops / parameters^(1/3). Unknown flops
     are the signature's at the same tokens per sample: flops ~ parameters.
     """
-    if sig.activation_bytes_per_sample is None or not sig.flops_per_sample or not sig.params:
+    measured = sig.activation_bytes_per_sample
+    if half and measured is not None:
+        measured = (sig.activation_bytes_per_sample_amp
+                    if sig.activation_bytes_per_sample_amp is not None else measured / 2.0)
+    if measured is None or not sig.flops_per_sample or not sig.params:
         return None
     size = max(param_count, 1.0) / sig.params
     flops_ratio = (flops_per_sample / sig.flops_per_sample if flops_per_sample
                    else size)
-    return float(sig.activation_bytes_per_sample * flops_ratio / size ** (1.0 / 3.0))
+    return float(measured * flops_ratio / size ** (1.0 / 3.0))
 
 
 def activation_gb_per_sample(profile: Profile) -> tuple[float | None, str]:
@@ -87,15 +93,17 @@ def activation_gb_per_sample(profile: Profile) -> tuple[float | None, str]:
     states_gb = profile.param_count * STATE_BYTES_PER_PARAM / 1e9
     if profile.peak_memory_gb is not None:
         return max(profile.peak_memory_gb - states_gb, 0.0) / profile.batch_size, "measured"
-    half = 0.5 if profile.precision in _HALF else 1.0
+    half = profile.precision in _HALF
     sig = workload_signature(profile)
-    kept = (signature_activation_bytes(sig, profile.param_count, profile.flops_per_sample)
+    kept = (signature_activation_bytes(sig, profile.param_count, profile.flops_per_sample,
+                                       half=half)
             if sig is not None else None)
     if kept is not None:
-        per_sample, basis = kept * half / 1e9, "signature"
+        per_sample, basis = kept / 1e9, "signature"
     elif profile.flops_per_sample is not None:
         per_param = profile.flops_per_sample / profile.param_count
-        per_sample = ACTIVATION_BYTES_PER_FLOP_PER_PARAM * per_param * 2.0 * half / 1e9
+        per_sample = (ACTIVATION_BYTES_PER_FLOP_PER_PARAM * per_param * 2.0
+                      * (0.5 if half else 1.0) / 1e9)
         basis = "estimated"
     else:
         return None, "states only"

@@ -79,9 +79,12 @@ class Signature:
     flops_per_sample: float | None = None  # of the model the signature was profiled on
     match: tuple[str, ...] = ()  # name tokens that select it
     description: str = ""
-    # What the profiled model keeps for the backward pass per sample (fp32 bytes), and its
-    # parameter count: the activation estimate of a profile that measured no peak memory.
+    # What one sample adds to the profiled model's training-step peak, bytes in fp32 and in a
+    # mixed-precision step as CUDA's autocast runs it (GEMM and convolution outputs in half
+    # precision, layer norms, softmaxes and the loss in fp32), and its parameter count: the
+    # activation estimate of a profile that measured no peak memory.
     activation_bytes_per_sample: float | None = None
+    activation_bytes_per_sample_amp: float | None = None
     params: float | None = None
     # The GEMM-like and convolution work as (rows per sample, output columns, share of those
     # flops): how many output tiles a micro-batch gives a GPU (wave quantisation).
@@ -139,6 +142,8 @@ def _from_entry(name: str, entry: Mapping[str, Any]) -> Signature:
         description=str(entry.get("description", "")),
         activation_bytes_per_sample=(float(entry["activation_bytes_per_sample"])
                                      if "activation_bytes_per_sample" in entry else None),
+        activation_bytes_per_sample_amp=(float(entry["activation_bytes_per_sample_amp"])
+                                         if "activation_bytes_per_sample_amp" in entry else None),
         params=(float(entry["profiled"]["params"]) if "params" in entry.get("profiled", {})
                 else None),
         gemm_shapes=tuple((float(r), float(c), float(w))
