@@ -770,7 +770,8 @@ def _gemm_shape(op: Any, args: Any, out: Any) -> GemmShape | None:
 TOKEN_OUTPUTS = frozenset({"decoder-only", "encoder-decoder", "seq2seq-rnn"})
 
 # What CUDA's autocast runs in fp32 (its fp32 and "fp32 unless a dtype is given" lists, those
-# these definitions call) that CPU's autocast runs in bfloat16 or leaves to its input's dtype.
+# these definitions call). CPU's autocast runs most of them in bfloat16 or leaves them to their
+# input's dtype; the losses it runs in fp32 too, listed so that the list is CUDA's.
 _CUDA_FP32_OPS = frozenset({
     F.layer_norm, F.group_norm, F.softmax, F.log_softmax, F.softplus, F.mse_loss, F.nll_loss,
     F.cross_entropy, torch.softmax, torch.log_softmax, torch.exp, torch.log, torch.sum,
