@@ -780,8 +780,12 @@ _CUDA_FP32_OPS = frozenset({
     Tensor.__pow__, Tensor.cumsum})
 
 
-def _to_fp32(x: Any) -> Any:
-    return x.float() if isinstance(x, Tensor) and x.is_floating_point() else x
+def _cast_floats(x: Any, dtype: torch.dtype) -> Any:
+    if isinstance(x, Tensor):
+        return x.to(dtype) if x.is_floating_point() else x
+    if isinstance(x, tuple):
+        return tuple(_cast_floats(v, dtype) for v in x)
+    return x
 
 
 class _CudaAutocastFp32(TorchFunctionMode):  # type: ignore[misc]
@@ -793,16 +797,9 @@ class _CudaAutocastFp32(TorchFunctionMode):  # type: ignore[misc]
         kwargs = kwargs or {}
         if func in _CUDA_FP32_OPS and torch.is_autocast_enabled("cpu"):
             with torch.autocast("cpu", enabled=False):
-                return func(*map(_to_fp32, args), **{k: _to_fp32(v) for k, v in kwargs.items()})
+                return func(*_cast_floats(tuple(args), torch.float32),
+                            **{k: _cast_floats(v, torch.float32) for k, v in kwargs.items()})
         return func(*args, **kwargs)
-
-
-def _cast_floats(x: Any, dtype: torch.dtype) -> Any:
-    if isinstance(x, Tensor):
-        return x.to(dtype) if x.is_floating_point() else x
-    if isinstance(x, tuple):
-        return tuple(_cast_floats(v, dtype) for v in x)
-    return x
 
 
 def _native_recurrence(model: nn.Module, half: bool) -> None:
@@ -823,14 +820,17 @@ def _native_recurrence(model: nn.Module, half: bool) -> None:
             mod.register_forward_hook(leave)
 
 
+def _output_loss(out: Tensor) -> Tensor:
+    """The census's loss: the model's own when it returns one, else a mean square of its output."""
+    return out.float().square().mean() if out.dim() > 0 else out
+
+
 def _memory_loss(name: str, out: Tensor) -> Tensor:
-    if out.dim() == 0:
-        return out
-    if name in TOKEN_OUTPUTS:
+    if out.dim() > 0 and name in TOKEN_OUTPUTS:
         targets = torch.randint(0, out.shape[-1], out.shape[:-1],
                                 generator=torch.Generator().manual_seed(0))
         return F.cross_entropy(out.reshape(-1, out.shape[-1]), targets.reshape(-1))
-    return out.float().square().mean()
+    return _output_loss(out)
 
 
 def _allocation_peak(step: Callable[[], None]) -> int:
@@ -909,8 +909,7 @@ def profile_architecture(name: str) -> dict[str, Any]:
     inputs = make(batch)
 
     def loss() -> Tensor:
-        out = model(*inputs)
-        return out.float().square().mean() if out.dim() > 0 else out
+        return _output_loss(model(*inputs))
 
     loss().backward()  # warm-up: lazy initialisation, optimizer state
     opt.step()
