@@ -21,12 +21,13 @@ not show as a GPU would:
   layer's recurrent weights (4 x hidden x hidden, fp32 bytes, forward and twice backward: bytes
   per step whatever the batch; the fused CPU operators' own byte counts, mostly those weights,
   are left out of the per-sample bytes);
-- weight reads and gradient writes (3 x parameter bytes, embedding tables apart: those are
-  read row by row, unless an output layer tied to the table reads it whole as a GEMM operand;
-  then its two gradients are also summed once a step) are paid once per step whatever the
-  batch: they move from the per-sample bytes to the per-step bytes with the optimizer's, as
-  does the zero fill of each embedding's dense gradient table (the census's ``fixed_bytes``;
-  its gathers and scatters count only the rows their indices name);
+- what a step moves whatever its batch is told from what each sample adds by a second census
+  step at twice the batch, class by class: the growth over the batch is per sample, the rest
+  per step. Weight reads and gradient writes (paid once for each call of a layer: Tacotron2's
+  decoder calls its layers, and sums their weight gradients, once a frame), the summing of a
+  tied table's two gradients and the zero fill of each embedding's dense gradient table (the
+  census's ``fixed_bytes``; its gathers and scatters count only the rows their indices name)
+  move to the per-step bytes with the optimizer's;
 - torch's flop counter does not count the CPU flash-attention kernel: attention flops are
   counted from the shapes (see Block._attend).
 
@@ -723,7 +724,6 @@ class _GemmShapes(TorchDispatchMode):  # type: ignore[misc]
     def __init__(self) -> None:
         super().__init__()
         self.shapes: list[GemmShape] = []
-        self.operands: set[int] = set()  # storages the GEMMs read (a tied table's among them)
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (),
                            kwargs: Any = None) -> Any:
@@ -731,8 +731,6 @@ class _GemmShapes(TorchDispatchMode):  # type: ignore[misc]
         shape = _gemm_shape(func.overloadpacket, args, out)
         if shape is not None:
             self.shapes.append(shape)
-            self.operands.update(a.untyped_storage().data_ptr() for a in args
-                                 if isinstance(a, Tensor))
         return out
 
 
@@ -876,6 +874,13 @@ def activation_peak_per_sample(name: str, *, half: bool) -> float:
     return (_step_peak(name, 2 * batch, half) - _step_peak(name, batch, half)) / batch
 
 
+def _bytes_by_class(census: OpCensus) -> dict[str, float]:
+    by_class: dict[str, float] = defaultdict(float)
+    for op, n in census.bytes_moved.items():
+        by_class[op_class(op)] += n
+    return by_class
+
+
 def _size(x: float) -> float:
     """Whole rows/cols from 100 up (GPT-2's 50257 columns, not 50260), else 4 digits."""
     return float(round(x)) if x >= 100 else float(f"{x:.4g}")
@@ -908,50 +913,44 @@ def profile_architecture(name: str) -> dict[str, Any]:
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, foreach=True)
     inputs = make(batch)
 
-    def loss() -> Tensor:
-        return _output_loss(model(*inputs))
+    def loss(batch_inputs: tuple[Tensor, ...]) -> Tensor:
+        return _output_loss(model(*batch_inputs))
 
-    loss().backward()  # warm-up: lazy initialisation, optimizer state
+    loss(inputs).backward()  # warm-up: lazy initialisation, optimizer state
     opt.step()
     opt.zero_grad(set_to_none=True)
     recurrent, recurrent_gemms, handles = _recurrent_counter(model)
     ATTENTION_FLOPS[0] = 0.0
     with OpCensus() as step:
         with _GemmShapes() as gemms:
-            out = loss()
+            out = loss(inputs)
         out.backward()
         del out
     for h in handles:
         h.remove()
+    attention_flops = ATTENTION_FLOPS[0]  # of this step (the next adds its own)
+    opt.zero_grad(set_to_none=True)  # as before the first census step
+    with OpCensus() as double:
+        loss(make(2 * batch)).backward()
     with OpCensus() as optim:
         opt.step()
     flops: dict[str, float] = defaultdict(float)
     for op, n in step.flops_by_op.items():
         flops[op_class(op)] += n
     flops["recurrent"] += recurrent["flops"]
-    flops["attention"] += ATTENTION_FLOPS[0]
+    flops["attention"] += attention_flops
     compute = {c: flops.get(c, 0.0) for c in COMPUTE_CLASSES}
     total = sum(compute.values())
-    # Embedding tables are read row by row (their gathers are counted as operator bytes),
-    # unless a GEMM reads the table too: an output layer tied to it reads it whole, forward and
-    # backward, and writes its whole gradient (per step, as any weight), and autograd sums the
-    # two gradients (gather's and GEMM's) once a step: two tables read, one written.
-    tables = [p for m in model.modules() if isinstance(m, nn.Embedding | nn.EmbeddingBag)
-              for p in m.parameters(recurse=False)]
-    tied_bytes = float(sum(p.numel() * p.element_size() for p in tables
-                           if p.untyped_storage().data_ptr() in gemms.operands))
-    param_bytes = float(sum(p.numel() * p.element_size() for p in model.parameters())
-                        - sum(p.numel() * p.element_size() for p in tables)) + tied_bytes
-    bytes_by_class: dict[str, float] = defaultdict(float)
-    for op, n in step.bytes_moved.items():
-        bytes_by_class[op_class(op)] += n
-    # The embedding gradients' zero-filled tables (census fixed_bytes) are paid per step too.
-    once_a_step = 3 * param_bytes + 3 * tied_bytes + step.fixed_bytes
-    step_bytes = optim.total_bytes + recurrent["weight_bytes"] + once_a_step
+    at_batch, at_double = _bytes_by_class(step), _bytes_by_class(double)
     # The fused CPU recurrent operators' bytes are mostly their weights (counted per time step
-    # in weight_bytes above): left out of the per-sample bytes.
-    sample_bytes = max(step.total_bytes - bytes_by_class.get("recurrent", 0.0) - once_a_step,
-                       0.0) / batch
+    # in weight_bytes): left out. Every other class grows with the batch or is paid per step.
+    classes = sorted((set(at_batch) | set(at_double)) - {"recurrent"})
+    per_sample_by_class = {c: max(at_double.get(c, 0.0) - at_batch.get(c, 0.0), 0.0) / batch
+                           for c in classes}
+    per_step = sum(max(at_batch.get(c, 0.0) - batch * per_sample_by_class[c], 0.0)
+                   for c in classes)
+    step_bytes = optim.total_bytes + recurrent["weight_bytes"] + per_step + step.fixed_bytes
+    sample_bytes = sum(per_sample_by_class.values())
     kernels = (sum(step.kernel_calls.values()) - recurrent["cpu_calls"] + recurrent["kernels"]
                + sum(optim.kernel_calls.values()))
     per_sample = total / batch
@@ -980,8 +979,8 @@ def profile_architecture(name: str) -> dict[str, Any]:
         **({"batch_loaded": True} if name in BATCH_LOADED else {}),
         "profiled": {"batch_size": batch, "params": sum(p.numel() for p in model.parameters()),
                      "gemm_shapes_cover": round(covered, 4),
-                     "bytes_by_class_per_sample": {c: float(f"{v / batch:.4g}")
-                                                   for c, v in sorted(bytes_by_class.items())}},
+                     "bytes_by_class_per_sample": {c: float(f"{v:.4g}")
+                                                   for c, v in per_sample_by_class.items()}},
     }
 
 
@@ -1020,7 +1019,8 @@ def main(argv: list[str] | None = None) -> int:
                 "date": dt.date.today().isoformat(),
                 "torch": torch.__version__,
                 "method": "one training step (forward, backward, Adam) of each model definition "
-                          "on CPU under gpucost.profiler.flops.OpCensus; activations from the "
+                          "on CPU under gpucost.profiler.flops.OpCensus, and a second at twice "
+                          "the batch (bytes per sample and per step); activations from the "
                           "allocator's peak of a step at two batches, in fp32 and under "
                           "autocast; see the script's docstring",
             },

@@ -25,7 +25,8 @@ family and precision class, and mu, nu the same family's per-step bytes and host
 and weight traffic, kernel launches: paid once per step, so small batches run slower per
 sample). Each family's kappa, mu and nu are its signature's counted bytes, step bytes and kernel
 launches (gpucost/model/signatures.json, FIT_SIGNATURE) times global scales, with a per-family
-deviation shrunk by SIGMA_FAMILY: the scales are what a workload the fit never saw uses. The
+deviation shrunk by SIGMA_FAMILY: the scales are what a workload the fit never saw uses (the
+bytes scale around a stated prior, BYTES_SCALE_PRIOR). The
 table's fp32 rows ran in NVIDIA's NGC containers with TF32 on for matmuls and convolutions, so
 they are fitted as "tf32" (on GPUs without TF32 units that is plain FP32). Least squares on log
 time with the residuals scaled by SIGMA_DATA against the priors, scipy.optimize.least_squares
@@ -156,6 +157,20 @@ FIT_SIGNATURE = {"resnet50": ("cnn-classifier", 1.0), "ssd": ("detection", 1.0),
 # predicts at the global scales: a workload never fitted (leave-one-workload-out, a user's new
 # model) gets the signature's prediction itself.
 SIGMA_FAMILY = 0.5
+# Device-memory bytes a step moves per byte the signature's census counts (each operator's
+# inputs and outputs, fp32 elements): an unfused kernel reads its inputs from and writes its
+# outputs to device memory (a batch's activations are far larger than any L2), so 1 at fp32 and
+# TF32; mixed precision keeps most activations in 2-byte elements, so half (the signatures'
+# activations measured under autocast are 0.50-0.57 of their fp32 ones for the fitted
+# families: build_signatures.activation_peak_per_sample). A prior, not a fit:
+# the tables cannot tell this scale from the compute efficiencies (the residual is the same,
+# rms 0.087 in log, with the scale held anywhere from 1.0 to 1.87 at fp32, 0.5 to 1.18 under
+# mixed precision), and a
+# free scale went wherever the family with the most counted bytes held it (1.17 while Tacotron2's
+# per-frame weight traffic was counted per sample, 1.87 without it, taking the CUDA-core
+# efficiency to its bound of 1).
+BYTES_SCALE_PRIOR = {"tf32": 1.0, "fp16": 0.5, "bf16": 0.5}
+SIGMA_BYTES_SCALE = 0.2
 SIGMA_GPU = 0.15  # prior spread of a GPU's efficiency around its class (log units)
 SIGMA_GPU_BW = 0.10
 # Device-memory bandwidth a training step reaches, as a share of the spec sheet's: copy kernels
@@ -430,7 +445,7 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
         x0[idx[("E", u)]] = math.log(0.6)
     x0[idx[("R", "recurrent")]] = math.log(RECURRENT_EFFICIENCY_PRIOR)
     for t in tclasses:
-        x0[idx[("K", t)]] = math.log(0.5)
+        x0[idx[("K", t)]] = math.log(BYTES_SCALE_PRIOR[t])
         x0[idx[("U", t)]] = 0.0  # counted once-per-step bytes (weights, gradients, Adam state)
         x0[idx[("V", t)]] = math.log(LAUNCH_FLOOR_S)  # prior: a few us per launch (below)
         x0[idx[("H", t)]] = math.log(5e-5)  # host seconds per sample (data pipeline)
@@ -538,6 +553,7 @@ def fit_single(obs: Sequence[Obs], spec: Callable[[str], GpuSpec]) -> SingleFit:
         # Once-per-step bytes are counted, not guessed: the CNN rows' large batches cannot
         # tell them (a free scale went to 0.2 without BERT, 1.2 with it).
         prior_sd[idx[("U", t)]] = 0.3
+        prior_sd[idx[("K", t)]] = SIGMA_BYTES_SCALE
     for tcc in tc_classes:
         geforce = tcc[0].endswith(GEFORCE_SUFFIX)
         prior_sd[idx[("e", tcc)]] = SIGMA_GEMM_GEFORCE if geforce else SIGMA_GEMM_CLASS

@@ -58,7 +58,7 @@ def test_every_measured_matmul_is_a_share_of_the_listed_rate() -> None:
     ("T4", 0.5, 0.7),  # 4.35 of 8.1 TFLOPS at 70 W
     ("L4", 0.5, 0.65),  # 15.4 of 30.3 at 72 W
     ("RTX 4090", 0.65, 0.8),  # 54 of 82.6: dual-issue FP32
-    ("H100 SXM5 80GB", 0.8, 0.92),  # 52 of 67
+    ("H100 SXM5 80GB", 0.75, 0.9),  # 52 of 67 x the fitted CUDA-core efficiency (0.9-1)
 ])
 def test_a_gemm_on_cuda_cores_runs_at_the_measured_matmul(gpu: str, low: float,
                                                           high: float) -> None:

@@ -249,3 +249,84 @@ def test_what_stays_fp32_under_autocast_is_what_keeps_mixed_precision_above_half
     # GPT-2 ends in 50257 log-probabilities a token, fp32 under autocast with their gradient;
     # Transformer-XL's attention scores go through an fp32 softmax.
     assert ratio["decoder-only"] > 0.6 and ratio["transformer-xl"] > 0.6
+
+
+class _FrameLoop:
+    """A decoder's per-frame layer: one linear layer of 256 applied to each of 50 frames in
+    turn, its weight read and its gradient summed once a frame whatever the batch."""
+
+    @staticmethod
+    def factory() -> Any:
+        import torch
+        from torch import nn
+
+        class Loop(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.layer = nn.Linear(256, 256)
+
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                return torch.stack([self.layer(x[:, t]) for t in range(x.shape[1])], 1)
+
+        return Loop()
+
+
+class _Recurrent:
+    """A translation model's recurrent layer: an LSTM of 256 over 50 steps, then a linear one."""
+
+    @staticmethod
+    def factory() -> Any:
+        import torch
+        from torch import nn
+
+        class Rnn(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.lstm = nn.LSTM(256, 256, batch_first=True)
+                self.out = nn.Linear(256, 256)
+
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                return self.out(self.lstm(x)[0])
+
+        return Rnn()
+
+
+def _frames(b: int) -> tuple[Any, ...]:
+    import torch
+
+    return (torch.randn(b, 50, 256),)
+
+
+def _per_sample_bytes(monkeypatch: pytest.MonkeyPatch, factory: Any, batch: int) -> float:
+    build = _build_signatures()
+    monkeypatch.setitem(build.ARCHITECTURES, "probe", (factory, _frames, batch, "probe",
+                                                       ["probe"]))
+    entry = build.profile_architecture("probe")
+    return float(entry["bytes_per_flop"] * entry["flops_per_sample"])
+
+
+def test_a_layer_called_every_frame_pays_its_weights_per_step(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # 50 calls a step read the 256 KB weight and sum a 256 KB gradient each: a step's cost,
+    # not a sample's. Counted per sample, batch 2 said ~20x batch 8's bytes (Tacotron2's
+    # decoder: 100 GB a sample, its per-frame layers' weights).
+    small = _per_sample_bytes(monkeypatch, _FrameLoop.factory, 2)
+    large = _per_sample_bytes(monkeypatch, _FrameLoop.factory, 8)
+    assert small == pytest.approx(large, rel=0.1)
+    # What a sample moves: its frames in and out of the layer, forward and backward, and the
+    # gradient of each frame's slice, which autograd builds as a zero-filled tensor of all 50
+    # frames and sums into the input's: O(frames^2), as on a GPU.
+    assert 50 * 256 * 4 * 2 < large < 50 * 50 * 256 * 4 * 4
+
+
+def test_a_recurrent_layers_weights_leave_the_per_sample_bytes_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The LSTM's weights are counted per time step with the step's bytes; they were also taken
+    # out of the per-sample bytes twice (once as the fused operator's bytes, once as weights
+    # read and written once a step), so a sample's bytes shrank as the batch did (GNMT's were
+    # 44 % low at its census batch).
+    small = _per_sample_bytes(monkeypatch, _Recurrent.factory, 2)
+    large = _per_sample_bytes(monkeypatch, _Recurrent.factory, 8)
+    assert small == pytest.approx(large, rel=0.1)
+    # at least the layer's 50 outputs and their gradients, fp32
+    assert large > 50 * 256 * 4 * 2
