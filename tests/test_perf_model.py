@@ -542,6 +542,21 @@ def test_board_power_caps_the_sustained_rate() -> None:
     assert slow.flops_per_s < translate.rates_for(a100, "amp", cal).flops_per_s
 
 
+def test_ada_has_a_power_term_of_its_own() -> None:
+    # Ada (compute capability 8.9) shares Ampere's major number but not its process (TSMC 4N
+    # against Samsung 8N and TSMC N7): its energy per flop is its own, and without a fitted
+    # one it takes the median over fitted generations, never Ampere's.
+    ada, ampere = get_gpu("RTX 6000 Ada"), get_gpu("RTX A6000")
+    assert translate.generation(ada) == "8.9" and translate.generation(ampere) == "8"
+    cal = Calibration.parse({**HAND_CALIBRATION, "power_flops_per_joule": {
+        "8|fp16": 4e12, "8.9|fp16": 1e12, "9|fp16": 3e12}})
+    assert translate.flops_per_joule(ada, "amp", cal) == 1e12
+    assert translate.flops_per_joule(ampere, "amp", cal) == 4e12
+    without = Calibration.parse({**HAND_CALIBRATION, "power_flops_per_joule": {
+        "8|fp16": 4e12, "9|fp16": 3e12, "10|fp16": 1e12}})
+    assert translate.flops_per_joule(ada, "amp", without) == 3e12
+
+
 
 def test_bf16_and_tf32_borrow_the_fitted_classes() -> None:
     cal = {**HAND_CALIBRATION,

@@ -275,10 +275,18 @@ def math_unit(spec: GpuSpec, precision: str, op_class: str = "gemm", *,
 
 
 def generation(spec: GpuSpec) -> str:
-    """The key the power term is fitted under: the compute capability's major number (one per
-    process generation: 7 Volta/Turing, 8 Ampere/Ada, 9 Hopper...), or the architecture name."""
+    """The key the power term is fitted under: one per process generation, the compute
+    capability's major number (6 Pascal on 16 nm, 7 Volta and Turing on 12 nm, 8 Ampere on 7 and
+    8 nm, 9 Hopper...), except Ada's 8.9: Ada runs Ampere's instruction set but is built on
+    TSMC 4N, two process nodes on, and lists 2.4x Ampere's tensor rate at the same board power
+    (RTX 6000 Ada 364 TFLOPS at 300 W, RTX A6000 155), so power, not the spec sheet, sets what it
+    sustains (keyed with Ampere, whose boards sustain much of their listed peaks, the RTX 6000
+    Ada ran 1.15-1.35x faster than measured in held-out predictions). The architecture name
+    where there is no compute capability."""
     if spec.compute_capability is None:
         return spec.arch
+    if spec.compute_capability == "8.9":
+        return "8.9"
     return spec.compute_capability.partition(".")[0]
 
 
