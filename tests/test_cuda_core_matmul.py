@@ -67,10 +67,14 @@ def test_a_gemm_on_cuda_cores_runs_at_the_measured_matmul(gpu: str, low: float,
 
 
 def test_what_the_fit_sees_on_cuda_cores_and_other_units_do_not_move() -> None:
-    # An RTX 2080 Ti's and an A100's matmuls reach what the calibration's CUDA-core GPUs do,
-    # and their classes' rates stay under their measured matmuls (a V100's does not: below).
-    for gpu in ("RTX 2080 Ti", "A100 SXM4 80GB"):
-        assert _gemm_rate(get_gpu(gpu)) == pytest.approx(_gemm_rate(get_gpu(gpu), held=False))
+    # An RTX 2080 Ti's matmuls reach what the calibration's CUDA-core GPUs do: its class's
+    # rate stays under its measured matmul (a V100's does not: below). An A100 takes the V100's
+    # CUDA-core class (the previous HPC chip's), fitted at its listed rate on convolution rows,
+    # so its GEMMs are held to its own measured matmul, 19.2 of 19.5 TFLOPS.
+    rtx = get_gpu("RTX 2080 Ti")
+    assert _gemm_rate(rtx) == pytest.approx(_gemm_rate(rtx, held=False))
+    a100 = get_gpu("A100 SXM4 80GB")
+    assert 0.95 * _gemm_rate(a100, held=False) < _gemm_rate(a100) < _gemm_rate(a100, held=False)
     # Convolutions (Winograd, FFT) and TF32 or half-precision tensor cores are not CUDA-core
     # GEMMs: an RTX 4090's TF32 rate equals its FP32 one on paper but runs on tensor cores.
     for precision, mix in (("fp32", CONV), ("tf32", GEMM), ("amp", GEMM)):

@@ -508,6 +508,15 @@ def test_efficiency_lookup_falls_back_to_the_nearest_older_class() -> None:
     # Blackwell -> Hopper; GeForce Ampere; nothing older than Volta -> default; AMD -> default.
     assert eff == {"RTX 4090": 0.9, "RTX 5090": 0.7, "L40S": 0.4, "B200": 0.6, "RTX 3090": 0.7,
                    "V100 SXM2 16GB": 0.5, "MI300X": 0.5}
+    # A chip follows the previous chip of its own line, HPC (6.0, 7.0, 8.0, 9.0, 10.x) or
+    # graphics (7.5, 8.6, 8.9, 12.x): a Blackwell workstation card takes Ada's workstation
+    # class, not the B200's (whose convolutions reach 7 % of its listed peak); an unfitted
+    # Hopper takes the A100's, not Ada's, though Ada's capability is the newer.
+    lines = Calibration.parse({**HAND_CALIBRATION, "compute_efficiency_class": {
+        "8.0|fp16": 0.3, "8.9|fp16": 0.4, "10.0|fp16": 0.07}})
+    assert {g: translate.efficiencies(get_gpu(g), "amp", lines)[0]
+            for g in ("RTX PRO 6000", "B300", "H100 SXM5 80GB")} == {
+        "RTX PRO 6000": 0.4, "B300": 0.07, "H100 SXM5 80GB": 0.3}
     # Older than any class and its peak a CUDA-core rate (Pascal: no tensor cores; Volta fp32):
     # the CUDA-core default. Volta's amp peak is a tensor-core rate: the plain default.
     cal["compute_efficiency_default_cuda_core"] = 0.85

@@ -150,18 +150,27 @@ def _capability(cls: str) -> tuple[int, int] | None:
     return (int(major), int(minor)) if major.isdigit() and minor.isdigit() else None
 
 
+def _hpc_chip(capability: tuple[int, int]) -> bool:
+    """Whether a compute capability is one of NVIDIA's HPC chips (P100, V100, A100, H100, B200
+    and B300: 6.0, 7.0, 8.0, 9.0, 10.x, with HBM and the largest tensor cores) rather than a
+    graphics chip (GeForce, workstation and inference cards: 6.1, 7.5, 8.6, 8.9, 12.x)."""
+    major, minor = capability
+    return major == 10 or (6 <= major <= 9 and minor == 0)
+
+
 def _nearest_class(spec: GpuSpec, fitted: Iterable[str]) -> str | None:
-    """The fitted class closest below ``spec``'s compute capability (its predecessor
-    architecture), GeForce to GeForce where possible, for GPUs the benchmarks never measured;
-    None for non-NVIDIA parts."""
+    """The fitted class closest below ``spec``'s compute capability on its own line of chips
+    (its predecessor: an RTX PRO 6000, 12.0, follows the RTX 6000 Ada, 8.9, not the B200, 10.0,
+    whose convolutions reach 7 % of a listed peak four times its own), GeForce to GeForce where
+    possible, for GPUs the benchmarks never measured; None for non-NVIDIA parts."""
     own_class = device_class(spec)
     own = _capability(own_class)
     if own is None:
         return None
     geforce = own_class.endswith(GEFORCE_SUFFIX)
-    older = [(c.endswith(GEFORCE_SUFFIX) == geforce, cap, c) for c in fitted
-             if (cap := _capability(c)) is not None and cap <= own]
-    return max(older)[2] if older else None
+    older = [(_hpc_chip(cap) == _hpc_chip(own), c.endswith(GEFORCE_SUFFIX) == geforce, cap, c)
+             for c in fitted if (cap := _capability(c)) is not None and cap <= own]
+    return max(older)[3] if older else None
 
 
 def cuda_core_peak(spec: GpuSpec, precision: str) -> bool:
