@@ -162,13 +162,12 @@ SIGMA_FAMILY = 0.5
 # outputs to device memory (a batch's activations are far larger than any L2), so 1 at fp32 and
 # TF32; mixed precision keeps most activations in 2-byte elements, so half (the signatures'
 # activations measured under autocast are 0.50-0.57 of their fp32 ones for the fitted
-# families: build_signatures.activation_peak_per_sample). A prior, not a fit:
-# the tables cannot tell this scale from the compute efficiencies (the residual is the same,
-# rms 0.087 in log, with the scale held anywhere from 1.0 to 1.87 at fp32, 0.5 to 1.18 under
-# mixed precision), and a
-# free scale went wherever the family with the most counted bytes held it (1.17 while Tacotron2's
-# per-frame weight traffic was counted per sample, 1.87 without it, taking the CUDA-core
-# efficiency to its bound of 1).
+# families: build_signatures.activation_peak_per_sample). A prior, not a fit: the tables
+# cannot tell this scale from the compute efficiencies (the residual is the same, rms 0.087 in
+# log, with the scale held anywhere from 1.0 to 1.87 at fp32, 0.5 to 1.18 under mixed
+# precision), and a free scale went wherever the family with the most counted bytes held it
+# (1.17 while Tacotron2's per-frame weight traffic was counted per sample, 1.87 without it,
+# taking the CUDA-core efficiency to its bound of 1).
 BYTES_SCALE_PRIOR = {"tf32": 1.0, "fp16": 0.5, "bf16": 0.5}
 SIGMA_BYTES_SCALE = 0.2
 SIGMA_GPU = 0.15  # prior spread of a GPU's efficiency around its class (log units)
