@@ -251,44 +251,32 @@ def test_what_stays_fp32_under_autocast_is_what_keeps_mixed_precision_above_half
     assert ratio["decoder-only"] > 0.6 and ratio["transformer-xl"] > 0.6
 
 
-class _FrameLoop:
+def _frame_loop() -> Any:
     """A decoder's per-frame layer: one linear layer of 256 applied to each of 50 frames in
     turn, its weight read and its gradient summed once a frame whatever the batch."""
+    import torch
+    from torch import nn
 
-    @staticmethod
-    def factory() -> Any:
-        import torch
-        from torch import nn
+    class Loop(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer = nn.Linear(256, 256)
 
-        class Loop(nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.layer = nn.Linear(256, 256)
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.stack([self.layer(x[:, t]) for t in range(x.shape[1])], 1)
 
-            def forward(self, x: torch.Tensor) -> torch.Tensor:
-                return torch.stack([self.layer(x[:, t]) for t in range(x.shape[1])], 1)
-
-        return Loop()
+    return Loop()
 
 
-class _Recurrent:
+def _recurrent() -> Any:
     """A translation model's recurrent layer: an LSTM of 256 over 50 steps, then a linear one."""
+    from torch import nn
 
-    @staticmethod
-    def factory() -> Any:
-        import torch
-        from torch import nn
+    class Rnn(nn.Sequential):
+        def forward(self, x: Any) -> Any:
+            return self[1](self[0](x)[0])
 
-        class Rnn(nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.lstm = nn.LSTM(256, 256, batch_first=True)
-                self.out = nn.Linear(256, 256)
-
-            def forward(self, x: torch.Tensor) -> torch.Tensor:
-                return self.out(self.lstm(x)[0])
-
-        return Rnn()
+    return Rnn(nn.LSTM(256, 256, batch_first=True), nn.Linear(256, 256))
 
 
 def _frames(b: int) -> tuple[Any, ...]:
@@ -310,8 +298,8 @@ def test_a_layer_called_every_frame_pays_its_weights_per_step(
     # 50 calls a step read the 256 KB weight and sum a 256 KB gradient each: a step's cost,
     # not a sample's. Counted per sample, batch 2 said ~20x batch 8's bytes (Tacotron2's
     # decoder: 100 GB a sample, its per-frame layers' weights).
-    small = _per_sample_bytes(monkeypatch, _FrameLoop.factory, 2)
-    large = _per_sample_bytes(monkeypatch, _FrameLoop.factory, 8)
+    small = _per_sample_bytes(monkeypatch, _frame_loop, 2)
+    large = _per_sample_bytes(monkeypatch, _frame_loop, 8)
     assert small == pytest.approx(large, rel=0.1)
     # What a sample moves: its frames in and out of the layer, forward and backward, and the
     # gradient of each frame's slice, which autograd builds as a zero-filled tensor of all 50
@@ -325,8 +313,8 @@ def test_a_recurrent_layers_weights_leave_the_per_sample_bytes_once(
     # out of the per-sample bytes twice (once as the fused operator's bytes, once as weights
     # read and written once a step), so a sample's bytes shrank as the batch did (GNMT's were
     # 44 % low at its census batch).
-    small = _per_sample_bytes(monkeypatch, _Recurrent.factory, 2)
-    large = _per_sample_bytes(monkeypatch, _Recurrent.factory, 8)
+    small = _per_sample_bytes(monkeypatch, _recurrent, 2)
+    large = _per_sample_bytes(monkeypatch, _recurrent, 8)
     assert small == pytest.approx(large, rel=0.1)
     # at least the layer's 50 outputs and their gradients, fp32
     assert large > 50 * 256 * 4 * 2
