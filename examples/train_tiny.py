@@ -13,6 +13,7 @@ and NCCL on GPU, with DistributedDataParallel; rank 0 saves and reports.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import time
 from pathlib import Path
@@ -113,6 +114,13 @@ def main() -> None:
             gpucost.report(epoch=epoch, metrics={"loss": total / batches},
                            throughput=throughput, checkpoint=path)
     if distributed:
+        # Every rank waits for rank 0's last save, then the DDP wrapper (which holds the
+        # process group) goes before the group does: left to the interpreter's exit, gloo's
+        # threads were torn down during finalization and one rank aborted ("terminate called
+        # without an active exception") after a finished run.
+        dist.barrier()
+        del model, optimizer
+        gc.collect()
         dist.destroy_process_group()
 
 
