@@ -101,7 +101,7 @@ from torch.overrides import TorchFunctionMode  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
-from gpucost.model.signature import COMPUTE_CLASSES, op_class  # noqa: E402
+from gpucost.model.signature import COMPUTE_CLASSES, by_class  # noqa: E402
 from gpucost.profiler.flops import OpCensus  # noqa: E402
 
 # ------------------------------------------------------------------------ building blocks --
@@ -874,13 +874,6 @@ def activation_peak_per_sample(name: str, *, half: bool) -> float:
     return (_step_peak(name, 2 * batch, half) - _step_peak(name, batch, half)) / batch
 
 
-def _bytes_by_class(census: OpCensus) -> dict[str, float]:
-    by_class: dict[str, float] = defaultdict(float)
-    for op, n in census.bytes_moved.items():
-        by_class[op_class(op)] += n
-    return by_class
-
-
 def _size(x: float) -> float:
     """Whole rows/cols from 100 up (GPT-2's 50257 columns, not 50260), else 4 digits."""
     return float(round(x)) if x >= 100 else float(f"{x:.4g}")
@@ -934,14 +927,12 @@ def profile_architecture(name: str) -> dict[str, Any]:
         loss(make(2 * batch)).backward()
     with OpCensus() as optim:
         opt.step()
-    flops: dict[str, float] = defaultdict(float)
-    for op, n in step.flops_by_op.items():
-        flops[op_class(op)] += n
+    flops = by_class(step.flops_by_op)
     flops["recurrent"] += recurrent["flops"]
     flops["attention"] += attention_flops
     compute = {c: flops.get(c, 0.0) for c in COMPUTE_CLASSES}
     total = sum(compute.values())
-    at_batch, at_double = _bytes_by_class(step), _bytes_by_class(double)
+    at_batch, at_double = by_class(step.bytes_moved), by_class(double.bytes_moved)
     # The fused CPU recurrent operators' bytes are mostly their weights (counted per time step
     # in weight_bytes): left out. Every other class grows with the batch or is paid per step.
     classes = sorted((set(at_batch) | set(at_double)) - {"recurrent"})

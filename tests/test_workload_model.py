@@ -54,6 +54,13 @@ def test_an_unknown_name_matches_nothing() -> None:
     assert signature.matched("experiment 42") is None
 
 
+def test_operator_counts_sum_per_class() -> None:
+    counts = {"aten::addmm": 6.0, "aten::mm": 4.0, "aten::convolution": 3.0, "aten::relu": 1.0}
+    totals = signature.by_class(counts)
+    assert totals == {"gemm": 10.0, "conv": 3.0, "elementwise": 1.0}
+    assert totals["attention"] == 0.0  # a class with no operator counts nothing
+
+
 def test_every_builtin_is_a_mix_of_flops_with_provenance() -> None:
     import json
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -65,6 +66,14 @@ def op_class(name: str) -> str:
     if name.startswith(_OPTIMIZER_PREFIXES):
         return "optimizer"
     return "elementwise"
+
+
+def by_class(counts: Mapping[str, float]) -> defaultdict[str, float]:
+    """Per-operator counts (flops, bytes) summed per op class (0 for a class with none)."""
+    totals: defaultdict[str, float] = defaultdict(float)
+    for name, n in counts.items():
+        totals[op_class(name)] += n
+    return totals
 
 
 @dataclass(frozen=True, slots=True)

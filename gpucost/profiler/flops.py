@@ -31,7 +31,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 from torch.utils.flop_counter import FlopCounterMode
 
-from gpucost.model.signature import COMPUTE_CLASSES, op_class
+from gpucost.model.signature import COMPUTE_CLASSES, by_class, op_class
 
 
 # Not in errors.py: the CPU stand-in for torch's out-of-memory error (a RuntimeError, as
@@ -155,9 +155,7 @@ class OpCensus:
         flop counter does not count: the profile's name then picks a built-in)."""
         if any(op_class(name) == "recurrent" for name in self.kernel_calls):
             return None
-        flops: dict[str, float] = defaultdict(float)
-        for name, n in self.flops_by_op.items():
-            flops[op_class(name)] += n
+        flops = by_class(self.flops_by_op)
         total = sum(flops[c] for c in COMPUTE_CLASSES)
         if total <= 0.0:
             return None
