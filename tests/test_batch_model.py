@@ -151,6 +151,23 @@ def test_tacotron2_fits_at_the_batches_it_ran(gpu: str, precision: str, batch: i
     assert fit.basis == "signature" and fit.fits, fit.advice
 
 
+def test_a_half_precision_model_keeps_half_what_autocast_keeps_more_than() -> None:
+    # "fp16"/"bf16": the model itself in half precision (model.half(), apex's O2, as NVIDIA's
+    # BERT trains): every kept tensor in 2 bytes. "amp": autocast over fp32 weights, which
+    # runs layer norms and softmaxes in fp32 and keeps the half copies its GEMMs take beside
+    # them (the signature's own mixed-precision step).
+    def kept(precision: str) -> float:
+        p = Profile.from_measurement(gpu="A100 SXM4 80GB", throughput=84.0, batch_size=32,
+                                     precision=precision, param_count=110e6, name="BERT-base")
+        per_sample, basis = activation_gb_per_sample(p)
+        assert basis == "signature" and per_sample is not None
+        return per_sample
+
+    assert kept("fp16") == pytest.approx(kept("fp32") / 2)
+    assert kept("bf16") == pytest.approx(kept("fp16"))
+    assert kept("fp16") < kept("amp") < kept("fp32")
+
+
 def test_no_estimate_is_memory_unknown_never_fits(tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     from gpucost.cli import main

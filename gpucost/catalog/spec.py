@@ -22,7 +22,7 @@ class GpuSpec:
     vendor: str  # "NVIDIA" | "AMD"
     arch: str  # "Ampere", "Hopper", ...
     form_factor: str  # "SXM4", "PCIe", ...
-    memory_gb: float  # GB (1e9 bytes) as marketed
+    memory_gb: float  # as marketed: GiB (2^30 bytes), DRAM's binary sizes
     mem_bw_gbs: float  # GB/s
     fp32_tflops: float  # non-tensor fp32
     tf32_tflops: float | None

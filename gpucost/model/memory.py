@@ -32,6 +32,9 @@ UNSHARDED_BYTES_PER_PARAM = 4.0  # ZeRO-2 keeps a full fp32 weight copy; grads +
 ACTIVATION_BYTES_PER_FLOP_PER_PARAM = 1.0e5
 RESERVED_GB = 1.0  # CUDA context, cuDNN/cuBLAS workspaces, allocator fragmentation
 USABLE_FRACTION = 0.95
+# GPU memory is sold in DRAM's binary sizes: a marketed "80 GB" is 80 GiB (nvidia-smi: 81920
+# MiB on an A100 80GB, 24576 MiB on an RTX 3090), 7.4 % more than 80e9 bytes.
+BYTES_PER_MARKETED_GB = 2.0**30
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +42,7 @@ class MemoryFit:
     """Predicted peak memory of one GPU against its capacity, with advice when it does not fit."""
 
     gpu: str
-    capacity_gb: float  # GB (1e9 bytes) as marketed
+    capacity_gb: float  # as marketed (GiB: BYTES_PER_MARKETED_GB)
     usable_gb: float  # what a training process can allocate
     peak_gb: float | None  # predicted peak per GPU; None when activations cannot be estimated
     states_gb: float  # weights + gradients + optimizer state
@@ -55,18 +58,21 @@ class MemoryFit:
         return None if self.peak_gb is None else self.usable_gb - self.peak_gb
 
 
-# Mixed-precision steps: autocast keeps GEMM and convolution outputs in half precision. A
-# signature measures that step itself (its layer norms, softmaxes and loss stay fp32); the rule
-# on flops, with nothing measured, halves the fp32 figure.
+# Half-precision steps. "amp" is autocast over fp32 weights: GEMM and convolution outputs in
+# half precision, its layer norms, softmaxes and loss in fp32, which a signature measures in a
+# step of its own. "fp16"/"bf16" is the model itself in half precision (model.half(), apex's
+# O2): every kept tensor in 2 bytes, half the fp32 figure. The rule on flops, with nothing
+# measured, halves the fp32 figure.
 _HALF = ("amp", "fp16", "bf16")
 
 
 def signature_activation_bytes(sig: Signature, param_count: float,
                                flops_per_sample: float | None, *,
-                               half: bool = False) -> float | None:
+                               half: bool = False, autocast: bool = True) -> float | None:
     """Activation bytes per sample of a model of ``param_count`` parameters (and
     ``flops_per_sample``, when known) with ``sig``'s architecture, in fp32 or (``half``) in a
-    mixed-precision step; None when the signature records none.
+    half-precision step, under ``autocast`` or of a model in half precision (see ``_HALF``);
+    None when the signature records none.
 
     What a layer keeps is proportional to tokens (or pixels) x width x depth, its flops to
     tokens x width^2 x depth and its parameters to width^2 x depth: activations are flops over
@@ -77,7 +83,8 @@ def signature_activation_bytes(sig: Signature, param_count: float,
     measured = sig.activation_bytes_per_sample
     if half and measured is not None:
         measured = (sig.activation_bytes_per_sample_amp
-                    if sig.activation_bytes_per_sample_amp is not None else measured / 2.0)
+                    if sig.activation_bytes_per_sample_amp is not None and autocast
+                    else measured / 2.0)
     if measured is None or not sig.flops_per_sample or not sig.params:
         return None
     size = max(param_count, 1.0) / sig.params
@@ -96,7 +103,7 @@ def activation_gb_per_sample(profile: Profile) -> tuple[float | None, str]:
     half = profile.precision in _HALF
     sig = workload_signature(profile)
     kept = (signature_activation_bytes(sig, profile.param_count, profile.flops_per_sample,
-                                       half=half)
+                                       half=half, autocast=profile.precision == "amp")
             if sig is not None else None)
     if kept is not None:
         per_sample, basis = kept / 1e9, "signature"
@@ -116,8 +123,8 @@ def activation_gb_per_sample(profile: Profile) -> tuple[float | None, str]:
 
 
 def usable_gb(spec: GpuSpec) -> float:
-    """What a training process can allocate on ``spec``, GB."""
-    return spec.memory_gb * USABLE_FRACTION - RESERVED_GB
+    """What a training process can allocate on ``spec``, GB (1e9 bytes)."""
+    return spec.memory_gb * BYTES_PER_MARKETED_GB / 1e9 * USABLE_FRACTION - RESERVED_GB
 
 
 def fit_memory(profile: Profile, spec: GpuSpec, *, group_gpus: int = 1,
