@@ -52,9 +52,17 @@ Two more facts per signature, from steps of their own and from the census step's
   (2 bytes, as fp16) for GEMMs and convolutions, with the operators CUDA's autocast runs in
   fp32 and CPU's does not (layer norm, softmax, log-softmax, exp, sums: ``_CUDA_FP32_OPS``)
   run in fp32, and the LSTMs in half precision (torch casts cuDNN's RNN under autocast).
-  Dropout masks are not counted (these definitions have no dropout); checkpointing or
-  offload is the user's, not here. The profiler keeps every event of the step: Tacotron2's
-  (870 decoder frames) holds about 14 GB while it runs.
+  Models train with the dropout their published training sets: BERT's 0.1 on its explicitly
+  computed attention probabilities (a kept softmax output, a 1-byte mask and the dropped
+  probabilities per score: at sequence 384 most of what a sample keeps) and on each sub-layer's
+  output; Transformer-XL's ``--dropout``/``--dropatt``; the Transformer's residual 0.1; GNMT's
+  0.2 on every LSTM layer's input. Dropout runs as CUDA's fused kernel (``dropout``). GPT-2 and
+  ViT train as today's code runs them (fused attention, no dropout: nanoGPT's and Llama's
+  pre-training, timm's defaults). Tacotron2's (0.5 after its convolutions and prenet layers,
+  0.1 on its LSTM cells' outputs each frame: about a fifth more than it keeps now) is not
+  counted: with its 1,740 more operators a step the profiler's events outgrow 24 GB.
+  Checkpointing or offload is the user's, not here. The profiler keeps every event of the
+  step: Tacotron2's (870 decoder frames) holds about 14 GB while it runs.
 - ``gemm_shapes``: the shapes of the GEMM-like work, for a wave-quantisation model. A dispatch
   mode records every forward mm/addmm/bmm/baddbmm/_scaled_mm (linear and matmul reach it as
   these) as rows M x cols N, a bmm of [B, m, k] x [B, k, n] as B x m rows (its B matrices
@@ -108,6 +116,23 @@ from gpucost.profiler.flops import OpCensus  # noqa: E402
 ATTENTION_FLOPS = [0.0]  # counted by Block._attend during the census step
 
 
+def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
+    """Dropout as CUDA runs it: one fused kernel keeping a 1-byte mask (``native_dropout``),
+    where CPU's ``F.dropout`` multiplies by a mask of the input's own dtype."""
+    return torch.native_dropout(x, p, training)[0] if p and training else x
+
+
+class Dropout(nn.Module):
+    """:func:`dropout` as a layer (``nn.Dropout`` takes CPU's unfused path)."""
+
+    def __init__(self, p: float) -> None:
+        super().__init__()
+        self.p = p
+
+    def forward(self, x: Tensor) -> Tensor:
+        return dropout(x, self.p, self.training)
+
+
 class Bottleneck(nn.Module):
     def __init__(self, cin: int, width: int, stride: int) -> None:
         super().__init__()
@@ -149,12 +174,20 @@ class ResNet50(nn.Module):
 
 
 class Block(nn.Module):
-    """Pre- or post-norm transformer block with SDPA attention (optionally causal / cross)."""
+    """Pre- or post-norm transformer block (optionally causal / cross). Attention runs as
+    PyTorch's fused SDPA kernel (``explicit_attention=False``: no attention matrix kept, as flash
+    attention on a GPU) or as the score matrix, softmax, dropout and product that BERT's
+    published code computes (Google's, Hugging Face's and NVIDIA's ``BertSelfAttention``).
+    ``dropout`` is the published residual dropout: on each sub-layer's output before the
+    residual sum (a mask and an output kept per element while it trains)."""
 
     def __init__(self, d: int, heads: int, ff: int, *, cross: bool = False,
-                 pre_norm: bool = True) -> None:
+                 pre_norm: bool = True, dropout: float = 0.0,
+                 explicit_attention: bool = False, attention_dropout: float = 0.0) -> None:
         super().__init__()
         self.heads, self.pre = heads, pre_norm
+        self.dropout, self.attention_dropout = dropout, attention_dropout
+        self.explicit = explicit_attention
         self.qkv = nn.Linear(d, 3 * d)
         self.proj = nn.Linear(d, d)
         self.n1, self.n2 = nn.LayerNorm(d), nn.LayerNorm(d)
@@ -169,17 +202,28 @@ class Block(nn.Module):
         return x.view(b, t, self.heads, d // self.heads).transpose(1, 2)
 
     def _attend(self, q: Tensor, k: Tensor, v: Tensor, causal: bool) -> Tensor:
-        # torch's flop counter does not count the CPU flash-attention kernel: QK^T and AV are
-        # 2 x 2 x b x tq x tk x d flops forward, x3 with backward, half of it when causal.
-        b, tq, d = q.shape
-        ATTENTION_FLOPS[0] += 3 * 4 * b * tq * k.shape[1] * d * (0.5 if causal else 1.0)
-        o = F.scaled_dot_product_attention(self._split(q), self._split(k), self._split(v),
-                                           is_causal=causal)
+        q, k, v = self._split(q), self._split(k), self._split(v)
+        if self.explicit:  # torch's flop counter counts these two products itself
+            if causal:
+                raise ValueError("explicit attention is BERT's: bidirectional only")
+            scores = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+            scores = scores + scores.new_zeros(q.shape[0], 1, 1, k.shape[2])  # padding mask
+            probs = dropout(scores.softmax(-1), self.attention_dropout, self.training)
+            o = probs @ v
+        else:
+            # torch's flop counter does not count the CPU flash-attention kernel: QK^T and AV
+            # are 2 x 2 x b x h x tq x tk x e flops forward, x3 with backward, half if causal.
+            b, h, tq, e = q.shape
+            ATTENTION_FLOPS[0] += 3 * 4 * b * tq * k.shape[2] * h * e * (0.5 if causal else 1.0)
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
         b, h, t, e = o.shape
         return o.transpose(1, 2).reshape(b, t, h * e)
 
     def _sub(self, x: Tensor, norm: nn.Module, fn: Callable[[Tensor], Tensor]) -> Tensor:
-        return x + fn(norm(x)) if self.pre else norm(x + fn(x))
+        def dropped(h: Tensor) -> Tensor:
+            return dropout(fn(h), self.dropout, self.training)
+
+        return x + dropped(norm(x)) if self.pre else norm(x + dropped(x))
 
     def forward(self, x: Tensor, memory: Tensor | None = None, causal: bool = False) -> Tensor:
         def self_attn(h: Tensor) -> Tensor:
@@ -197,18 +241,27 @@ class Block(nn.Module):
 
 
 class Bert(nn.Module):
-    """BERT encoder (post-norm) with token/position embeddings and a SQuAD span head."""
+    """BERT encoder (post-norm) with token/position embeddings and a SQuAD span head, trained as
+    published (Devlin et al. 2019; bert_config.json: hidden_dropout_prob and
+    attention_probs_dropout_prob 0.1): dropout on the embeddings, on each sub-layer's output
+    and on the attention probabilities, which its code computes explicitly (at sequence 384 the
+    kept softmax output, mask and dropped probabilities are most of what a sample keeps)."""
+
+    DROPOUT = 0.1
 
     def __init__(self, layers: int = 12, d: int = 768, heads: int = 12, vocab: int = 30522,
                  seq: int = 384) -> None:
         super().__init__()
         self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(seq, d)
         self.norm = nn.LayerNorm(d)
-        self.blocks = nn.ModuleList(Block(d, heads, 4 * d, pre_norm=False) for _ in range(layers))
+        self.blocks = nn.ModuleList(
+            Block(d, heads, 4 * d, pre_norm=False, dropout=self.DROPOUT, explicit_attention=True,
+                  attention_dropout=self.DROPOUT) for _ in range(layers))
         self.head = nn.Linear(d, 2)
 
     def forward(self, ids: Tensor) -> Tensor:
         x = self.norm(self.tok(ids) + self.pos(torch.arange(ids.shape[1])))
+        x = dropout(x, self.DROPOUT, self.training)
         for blk in self.blocks:
             x = blk(x)
         return self.head(x)
@@ -251,20 +304,25 @@ class Vit(nn.Module):
 
 
 class EncoderDecoder(nn.Module):
-    """Transformer-base translation model (6 + 6 layers, d 512, 8 heads, shared 32k vocab)."""
+    """Transformer-base translation model (6 + 6 layers, d 512, 8 heads, shared 32k vocab),
+    with the published residual dropout (Vaswani et al. 2017, P_drop 0.1: each sub-layer's
+    output and the embeddings; attention dropout 0, as fairseq's transformer_wmt_en_de)."""
+
+    DROPOUT = 0.1
 
     def __init__(self, layers: int = 6, d: int = 512, heads: int = 8, vocab: int = 32000) -> None:
         super().__init__()
         self.emb = nn.Embedding(vocab, d)
-        self.enc = nn.ModuleList(Block(d, heads, 4 * d, pre_norm=False) for _ in range(layers))
-        self.dec = nn.ModuleList(Block(d, heads, 4 * d, cross=True, pre_norm=False)
+        self.enc = nn.ModuleList(Block(d, heads, 4 * d, pre_norm=False, dropout=self.DROPOUT)
                                  for _ in range(layers))
+        self.dec = nn.ModuleList(Block(d, heads, 4 * d, cross=True, pre_norm=False,
+                                       dropout=self.DROPOUT) for _ in range(layers))
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
-        m = self.emb(src)
+        m = dropout(self.emb(src), self.DROPOUT, self.training)
         for blk in self.enc:
             m = blk(m)
-        x = self.emb(tgt)
+        x = dropout(self.emb(tgt), self.DROPOUT, self.training)
         for blk in self.dec:
             x = blk(x, memory=m, causal=True)
         return x @ self.emb.weight.t()
@@ -282,17 +340,22 @@ def _rel_shift(x: Tensor) -> Tensor:
 class RelativeBlock(nn.Module):
     """A Transformer-XL layer (post-norm): relative-position attention over the segment and the
     cached memory, computed as its published code does (score matrices, the relative shift and
-    a softmax, which a fused attention kernel cannot run), then the feed-forward net."""
+    a softmax, which a fused attention kernel cannot run), then the feed-forward net, with its
+    published dropouts: ``dropatt`` on the attention probabilities, ``dropout`` on the
+    attention's output and on the feed-forward net's hidden layer and output."""
 
-    def __init__(self, d: int, heads: int, d_head: int, ff: int) -> None:
+    def __init__(self, d: int, heads: int, d_head: int, ff: int, *, dropout: float,
+                 dropatt: float) -> None:
         super().__init__()
         self.heads, self.d_head = heads, d_head
+        self.drop, self.dropatt = Dropout(dropout), Dropout(dropatt)
         self.qkv = nn.Linear(d, 3 * heads * d_head, bias=False)  # over memory and segment
         self.pos = nn.Linear(d, heads * d_head, bias=False)
         self.out = nn.Linear(heads * d_head, d, bias=False)
         self.u, self.v = (nn.Parameter(torch.zeros(heads, d_head)) for _ in range(2))
         self.n1, self.n2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.ff = nn.Sequential(nn.Linear(d, ff), nn.ReLU(), nn.Linear(ff, d))
+        self.ff = nn.Sequential(nn.Linear(d, ff), nn.ReLU(), Dropout(dropout),
+                                nn.Linear(ff, d), Dropout(dropout))
 
     def forward(self, x: Tensor, memory: Tensor, positions: Tensor) -> Tensor:
         b, q, _ = x.shape
@@ -306,8 +369,8 @@ class RelativeBlock(nn.Module):
         # a query sees the memory and the segment up to itself
         future = torch.ones(q, k, dtype=torch.bool).triu(k - q + 1)
         scores = ((content + position) * self.d_head ** -0.5).masked_fill(future, -1e30)
-        attended = torch.einsum("bhqk,bkhd->bqhd", scores.softmax(-1), value)
-        x = self.n1(x + self.out(attended.reshape(b, q, -1)))
+        attended = torch.einsum("bhqk,bkhd->bqhd", self.dropatt(scores.softmax(-1)), value)
+        x = self.n1(x + self.drop(self.out(attended.reshape(b, q, -1))))
         return self.n2(x + self.ff(x))
 
 
@@ -327,9 +390,10 @@ class TransformerXL(nn.Module):
 
     CUTOFFS = (20_000, 40_000, 200_000, 267_735)
 
-    def __init__(self, layers: int, d: int, ff: int, div: int) -> None:
+    def __init__(self, layers: int, d: int, ff: int, div: int, dropout: float,
+                 dropatt: float) -> None:
         super().__init__()
-        self.d = d
+        self.d, self.dropout = d, dropout
         spans = list(itertools.pairwise((0, *self.CUTOFFS)))
         widths = [d // div ** i for i in range(len(spans))]
         heads = d // 64
@@ -338,8 +402,8 @@ class TransformerXL(nn.Module):
         # cluster 0 is d wide: no projection (nor any cluster at div 1)
         self.projs = nn.ParameterList(nn.Parameter(torch.randn(d, w) * w ** -0.5)
                                       for w in widths[1:] if div > 1)
-        self.blocks = nn.ModuleList(RelativeBlock(d, heads, d // heads, ff)
-                                    for _ in range(layers))
+        self.blocks = nn.ModuleList(RelativeBlock(d, heads, d // heads, ff, dropout=dropout,
+                                                  dropatt=dropatt) for _ in range(layers))
         self.clusters = nn.Linear(d, len(self.CUTOFFS) - 1)
 
     def _embed(self, ids: Tensor) -> Tensor:
@@ -360,9 +424,11 @@ class TransformerXL(nn.Module):
         inverse = 1.0 / 10_000 ** (torch.arange(0, self.d, 2.0) / self.d)
         angles = distance[:, None] * inverse[None]
         positions = torch.cat([angles.sin(), angles.cos()], -1)
-        x = self._embed(ids)
+        x = dropout(self._embed(ids), self.dropout, self.training)
+        positions = dropout(positions, self.dropout, self.training)
         for blk, mem in zip(self.blocks, memory, strict=True):
             x = blk(x, mem, positions)
+        x = dropout(x, self.dropout, self.training)
         hidden, target = x.reshape(b * q, self.d), target.reshape(-1)
         head = F.log_softmax(torch.cat([F.linear(hidden, self.tables[0].weight),
                                         self.clusters(hidden)], -1), -1)
@@ -387,13 +453,17 @@ def _zipf_ids(vocab: int, b: int, t: int) -> Tensor:
 
 class Gnmt(nn.Module):
     """GNMT v2: 4-layer LSTM encoder (first bidirectional), 4-layer LSTM decoder with additive
-    attention fed to every layer, hidden 1024, 32k vocabulary."""
+    attention fed to every layer, hidden 1024, 32k vocabulary; residual connections from the
+    third layer on and dropout 0.2 on every LSTM layer's input, as NVIDIA DeepLearningExamples'
+    GNMT v2 trains it (seq2seq/models/encoder.py and decoder.py)."""
+
+    DROPOUT = 0.2
 
     def __init__(self, hidden: int = 1024, vocab: int = 32000) -> None:
         super().__init__()
         self.emb_src, self.emb_tgt = nn.Embedding(vocab, hidden), nn.Embedding(vocab, hidden)
         self.enc0 = nn.LSTM(hidden, hidden // 2, batch_first=True, bidirectional=True)
-        self.enc = nn.LSTM(hidden, hidden, num_layers=3, batch_first=True)
+        self.enc = nn.ModuleList(nn.LSTM(hidden, hidden, batch_first=True) for _ in range(3))
         self.dec0 = nn.LSTM(hidden, hidden, batch_first=True)
         self.att_q, self.att_k = nn.Linear(hidden, hidden), nn.Linear(hidden, hidden)
         self.att_v = nn.Linear(hidden, 1)
@@ -401,14 +471,17 @@ class Gnmt(nn.Module):
         self.out = nn.Linear(hidden, vocab)
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
-        m, _ = self.enc0(self.emb_src(src))
-        m, _ = self.enc(m)
-        x, _ = self.dec0(self.emb_tgt(tgt))
+        p = self.DROPOUT
+        m, _ = self.enc0(dropout(self.emb_src(src), p, self.training))
+        for i, layer in enumerate(self.enc):
+            y, _ = layer(dropout(m, p, self.training))
+            m = y if i == 0 else m + y
+        x, _ = self.dec0(dropout(self.emb_tgt(tgt), p, self.training))
         scores = self.att_v(torch.tanh(self.att_q(x).unsqueeze(2) + self.att_k(m).unsqueeze(1)))
         ctx = torch.softmax(scores.squeeze(-1), dim=-1) @ m
-        for layer in self.dec:
-            y, _ = layer(torch.cat([x, ctx], dim=-1))
-            x = x + y
+        for i, layer in enumerate(self.dec):
+            y, _ = layer(dropout(torch.cat([x, ctx], dim=-1), p, self.training))
+            x = y if i == 0 else x + y
         return self.out(x)
 
 
@@ -605,11 +678,12 @@ _TXL_NAMES = ("transformer-xl", "transformerxl", "transformer_xl", "txl")
 
 
 def _transformer_xl(size: str, *, layers: int, d: int, ff: int, div: int, tokens: int,
-                    batch: int) -> tuple[Callable[[], nn.Module],
+                    batch: int, dropout: float, dropatt: float) -> tuple[Callable[[], nn.Module],
                                          Callable[[int], tuple[Tensor, ...]], int, str, list[str]]:
     """A Transformer-XL size's catalogue entry: segments of ``tokens`` with as many cached."""
     names = [*_TXL_NAMES, *(f"{n}{gap}{size}" for n in _TXL_NAMES for gap in ("", " ", "-", "_"))]
-    return (functools.partial(TransformerXL, layers=layers, d=d, ff=ff, div=div),
+    return (functools.partial(TransformerXL, layers=layers, d=d, ff=ff, div=div,
+                              dropout=dropout, dropatt=dropatt),
             lambda b: (_zipf_ids(267_735, b, tokens), _zipf_ids(267_735, b, tokens),
                        torch.randn(layers, b, tokens, d)), batch,
             f"Transformer-XL {size} (WikiText-103): {layers} layers of {d}, {tokens}-token "
@@ -637,10 +711,12 @@ ARCHITECTURES: dict[str, tuple[Callable[[], nn.Module], Callable[[int], tuple[Te
                         "Transformer-base translation model, 128 source and target tokens",
                         ["t5", "bart", "marian", "transformer", "encoder-decoder", "pegasus",
                          "whisper"]),
+    # dropouts as the published training scripts set them (kimiyoung/transformer-xl's and
+    # NVIDIA's run_wt103_{large,base}.sh: --dropout 0.2 --dropatt 0.2; --dropout 0.1 --dropatt 0)
     "transformer-xl": _transformer_xl("large", layers=18, d=1024, ff=4096, div=4, tokens=384,
-                                      batch=2),
+                                      batch=2, dropout=0.2, dropatt=0.2),
     "transformer-xl-base": _transformer_xl("base", layers=16, d=512, ff=2048, div=1,
-                                           tokens=192, batch=4),
+                                           tokens=192, batch=4, dropout=0.1, dropatt=0.0),
     "seq2seq-rnn": (Gnmt, lambda b: (_ids(32000, b, 50), _ids(32000, b, 50)), 8,
                     "GNMT v2 (8 LSTM layers of 1024), 50 source and target tokens",
                     ["gnmt", "lstm", "gru", "rnn", "seq2seq"]),
