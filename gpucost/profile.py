@@ -84,6 +84,9 @@ class Profile:
     step_time_p90_s: float | None = None
     flops_per_sample: float | None = None  # forward + backward
     bytes_per_step: float | None = None  # device memory traffic per step
+    # the part of bytes_per_step that does not grow with the batch (weights read, weight
+    # gradients, optimizer states, zero fills; the profiler's census); None: not counted
+    step_bytes: float | None = None
     param_bytes: float | None = None
     grad_bytes: float | None = None  # bytes all-reduced per step
     peak_memory_gb: float | None = None
@@ -224,6 +227,8 @@ class Profile:
             del body["band_gpu"]
         if not self.other_batches:  # likewise: only profiles measured at several batches
             del body["other_batches"]
+        if self.step_bytes is None:  # and only profiles whose census counted it
+            del body["step_bytes"]
         return {"schema": SCHEMA_ID, "schema_version": SCHEMA_VERSION, **body}
 
     @classmethod
@@ -379,11 +384,18 @@ def _validate(p: Profile) -> None:
         "step_time_p90_s",
         "flops_per_sample",
         "bytes_per_step",
+        "step_bytes",
         "param_bytes",
         "grad_bytes",
         "peak_memory_gb",
     ):
         _positive(name, getattr(p, name), allow_none=True)
+    if p.step_bytes is not None and (p.bytes_per_step is None
+                                     or p.step_bytes > p.bytes_per_step * (1 + 1e-9)):
+        raise ProfileError(f"step_bytes {p.step_bytes!r} is more than bytes_per_step "
+                           f"{p.bytes_per_step!r}",
+                           hint="step_bytes is the part of bytes_per_step that does not grow "
+                           "with the batch")
     _positive("dataset_size", p.dataset_size, allow_none=True)
     _positive("epochs", p.epochs, allow_none=True)
     if p.max_batch_size is not None and (

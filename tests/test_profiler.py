@@ -356,3 +356,56 @@ def test_precision_is_detected_from_the_dtypes_matmuls_run_at(
             opt.step()
             prof.step()
     assert prof.result().precision == expected
+
+
+class _FrameLoop(nn.Module):
+    """A decoder's per-frame layer: one linear layer of 256 applied to each of 50 frames."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = nn.Linear(256, 256)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.stack([self.layer(x[:, t]) for t in range(x.shape[1])], 1)
+
+
+def _frame_loop_census(batch: int) -> OpCensus:
+    torch.manual_seed(0)
+    model = _FrameLoop()
+    opt = torch.optim.Adam(model.parameters())
+    x = torch.randn(batch, 50, 256)
+    with OpCensus(step_shapes=[p.shape for p in model.parameters()]) as census:
+        model(x).square().mean().backward()
+        opt.step()
+    return census
+
+
+def test_census_tells_a_steps_weight_bytes_from_a_samples() -> None:
+    # The layer reads its 256 KB weight and sums its gradient once a frame, 50 times a step
+    # whatever the batch; Adam reads and writes it and its states once. That is the step's
+    # share; what grows with the batch is the frames' activations.
+    small, large = _frame_loop_census(2), _frame_loop_census(8)
+    weight = 256 * 256 * 4
+    assert small.step_bytes == pytest.approx(large.step_bytes, rel=0.01)
+    assert small.step_bytes > 50 * 2 * weight
+    per_sample_small = (small.total_bytes - small.step_bytes) / 2
+    per_sample_large = (large.total_bytes - large.step_bytes) / 8
+    assert per_sample_small == pytest.approx(per_sample_large, rel=0.1)
+
+
+def test_a_profiled_frame_loop_moves_the_same_bytes_a_sample_at_any_batch() -> None:
+    # gpucost's translation of a profiled step took 3 x the parameter bytes as the step's share
+    # and charged the rest to the samples: the 50 per-frame weight reads came to 3.7x more
+    # bytes a sample at batch 2 than at batch 8.
+    from gpucost.model import translate
+
+    def per_sample(batch: int) -> float:
+        census = _frame_loop_census(batch)
+        profile = Profile.from_measurement(
+            gpu="A100 SXM4 80GB", throughput=1000.0, batch_size=batch, precision="fp32",
+            param_count=256 * 257, name="frame loop").with_changes(
+                flops_per_sample=census.total_flops / batch, bytes_per_step=census.total_bytes,
+                step_bytes=census.step_bytes)
+        return translate.workload_terms(profile).bytes_per_flop
+
+    assert per_sample(2) == pytest.approx(per_sample(8), rel=0.1)

@@ -592,9 +592,11 @@ def measured_flops_per_sample(profile: Profile, bytes_per_flop: float, host_s_pe
 def workload_terms(profile: Profile, cal: Calibration | None = None) -> WorkloadTerms:
     """The workload's terms: fitted for its model family when the calibration has it (matched
     on the profile's name and description); else, at the calibration's ``signature_scale``,
-    bytes from the profile's own counts (weight reads and gradient writes, 3 x parameter bytes,
-    as the step's once-per-step share) or its signature's, host time per step from its kernel
-    launches and per sample the families' median; else the median family."""
+    bytes from the profile's own counts (the census's ``step_bytes`` as the step's
+    once-per-step share: weights, their gradients and optimizer states, however many times a
+    step reads them; a profile without it, 3 x the parameter bytes) or its signature's, host
+    time per step from its kernel launches and per sample the families' median; else the
+    median family."""
     cal = calibration() if cal is None else cal
     pclass = PRECISION_CLASS[profile.precision]
     kappa = eta = mu = nu = None
@@ -625,8 +627,9 @@ def workload_terms(profile: Profile, cal: Calibration | None = None) -> Workload
         bytes_scale = scale.bytes if scale is not None else 1.0
         step_scale = scale.step_bytes if scale is not None else 1.0
         if profile.bytes_per_step is not None and profile.flops_per_sample is not None:
-            weights = 3.0 * (profile.param_bytes or 4.0 * profile.param_count)
-            once = min(weights, profile.bytes_per_step)
+            once = (profile.step_bytes if profile.step_bytes is not None
+                    else min(3.0 * (profile.param_bytes or 4.0 * profile.param_count),
+                             profile.bytes_per_step))
             kappa = bytes_scale * (profile.bytes_per_step - once) / (
                 profile.flops_per_sample * profile.batch_size)
             mu = step_scale * once / profile.flops_per_sample

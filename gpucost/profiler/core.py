@@ -360,7 +360,8 @@ class StepProfiler:
             with quiet_stderr(active is self._trace):
                 active.__exit__(None, None, None)
         if starting == "census":
-            self._census = OpCensus(baseline_bytes=self._resident_bytes())
+            self._census = OpCensus(baseline_bytes=self._resident_bytes(),
+                                    step_shapes={tuple(p.shape) for p in self._params()})
             self._active = self._census.__enter__()
         elif starting == "trace":
             self._trace = self._make_trace()
@@ -574,6 +575,7 @@ class StepProfiler:
             step_time_p90_s=_percentile(steps_sorted, 0.90),
             flops_per_sample=flops_step / batch if flops_step else None,
             bytes_per_step=bytes_step,
+            step_bytes=census.step_bytes if census is not None and bytes_step else None,
             param_bytes=param_bytes,
             grad_bytes=grad_bytes or None,
             peak_memory_gb=peak_gb,

@@ -11,6 +11,10 @@ microseconds per operator.
   and its dense backward scatters into those rows of a gradient table it first zero-fills. The
   rows count as the operator's bytes; the zero fill, a table's worth whatever the batch, counts
   in ``fixed_bytes`` (a step's bytes that do not grow with its batch).
+- Given the parameters' shapes (``step_shapes``), the bytes of every tensor of one of those
+  shapes (or a 2-D one's transpose), whatever operator moves it, count in ``weight_bytes``:
+  weights read, weight gradients written and summed, optimizer states. Their size does not
+  grow with the batch, and a layer called once a frame or a time step pays them each call.
 - Memory: a caching-allocator-like ledger of the storages created during the census. A new
   output storage is added when an operator returns it and removed once it has been freed;
   ``peak_bytes`` is the high-water mark on top of ``baseline_bytes`` (what was alive before).
@@ -21,7 +25,9 @@ microseconds per operator.
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
+from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
@@ -116,9 +122,15 @@ class _CensusMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
 class OpCensus:
     """FLOPs, calls, bytes and memory of everything run inside ``with OpCensus() as c:``."""
 
-    def __init__(self, *, baseline_bytes: int = 0, limit_bytes: int | None = None) -> None:
+    def __init__(self, *, baseline_bytes: int = 0, limit_bytes: int | None = None,
+                 step_shapes: Iterable[tuple[int, ...]] = ()) -> None:
         self.baseline_bytes = baseline_bytes
         self.limit_bytes = limit_bytes
+        self._step_shapes = frozenset(
+            itertools.chain.from_iterable(
+                (tuple(s), tuple(reversed(s))) if len(s) == 2 else (tuple(s),)
+                for s in step_shapes))
+        self.weight_bytes = 0.0  # bytes of tensors shaped as a parameter (see the docstring)
         self.calls: dict[str, int] = defaultdict(int)
         self.kernel_calls: dict[str, int] = defaultdict(int)  # calls that are not views
         self.bytes_moved: dict[str, float] = defaultdict(float)
@@ -172,6 +184,12 @@ class OpCensus:
         return float(sum(self.bytes_moved.values())) + self.fixed_bytes
 
     @property
+    def step_bytes(self) -> float:
+        """The bytes of ``total_bytes`` that do not grow with the batch: parameter-shaped
+        tensors' and the per-step zero fills."""
+        return self.weight_bytes + self.fixed_bytes
+
+    @property
     def peak_bytes(self) -> int:
         """Baseline plus the high-water mark of storages created inside the census."""
         return self.baseline_bytes + self.peak_live_bytes
@@ -191,6 +209,9 @@ class OpCensus:
         if gathered is None:
             self.bytes_moved[name] += float(sum(_nbytes(t) for t in inputs)
                                             + sum(_nbytes(t) for t in outputs))
+            if self._step_shapes:
+                self.weight_bytes += float(sum(_nbytes(t) for t in inputs + outputs
+                                               if tuple(t.shape) in self._step_shapes))
         else:
             self.bytes_moved[name] += gathered[0]
             self.fixed_bytes += gathered[1]
