@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from census_models import frame_loop, frames
 
 pytest.importorskip("torch")
 import torch
@@ -358,22 +359,11 @@ def test_precision_is_detected_from_the_dtypes_matmuls_run_at(
     assert prof.result().precision == expected
 
 
-class _FrameLoop(nn.Module):
-    """A decoder's per-frame layer: one linear layer of 256 applied to each of 50 frames."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.layer = nn.Linear(256, 256)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.stack([self.layer(x[:, t]) for t in range(x.shape[1])], 1)
-
-
 def _frame_loop_census(batch: int) -> OpCensus:
     torch.manual_seed(0)
-    model = _FrameLoop()
+    model = frame_loop()
     opt = torch.optim.Adam(model.parameters())
-    x = torch.randn(batch, 50, 256)
+    (x,) = frames(batch)
     with OpCensus(step_shapes=[p.shape for p in model.parameters()]) as census:
         model(x).square().mean().backward()
         opt.step()

@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 import pytest
+from census_models import frame_loop, frames, recurrent
 
 from gpucost.model.signature import SIGNATURES_PATH, builtin
 
@@ -257,43 +258,9 @@ def test_what_stays_fp32_under_autocast_is_what_keeps_mixed_precision_above_half
     assert ratio["decoder-only"] > 0.6 and ratio["transformer-xl"] > 0.6
 
 
-def _frame_loop() -> Any:
-    """A decoder's per-frame layer: one linear layer of 256 applied to each of 50 frames in
-    turn, its weight read and its gradient summed once a frame whatever the batch."""
-    import torch
-    from torch import nn
-
-    class Loop(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.layer = nn.Linear(256, 256)
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return torch.stack([self.layer(x[:, t]) for t in range(x.shape[1])], 1)
-
-    return Loop()
-
-
-def _recurrent() -> Any:
-    """A translation model's recurrent layer: an LSTM of 256 over 50 steps, then a linear one."""
-    from torch import nn
-
-    class Rnn(nn.Sequential):
-        def forward(self, x: Any) -> Any:
-            return self[1](self[0](x)[0])
-
-    return Rnn(nn.LSTM(256, 256, batch_first=True), nn.Linear(256, 256))
-
-
-def _frames(b: int) -> tuple[Any, ...]:
-    import torch
-
-    return (torch.randn(b, 50, 256),)
-
-
 def _per_sample_bytes(monkeypatch: pytest.MonkeyPatch, factory: Any, batch: int) -> float:
     build = _build_signatures()
-    monkeypatch.setitem(build.ARCHITECTURES, "probe", (factory, _frames, batch, "probe",
+    monkeypatch.setitem(build.ARCHITECTURES, "probe", (factory, frames, batch, "probe",
                                                        ["probe"]))
     entry = build.profile_architecture("probe")
     return float(entry["bytes_per_flop"] * entry["flops_per_sample"])
@@ -304,8 +271,8 @@ def test_a_layer_called_every_frame_pays_its_weights_per_step(
     # 50 calls a step read the 256 KB weight and sum a 256 KB gradient each: a step's cost,
     # not a sample's. Counted per sample, batch 2 said ~20x batch 8's bytes (Tacotron2's
     # decoder: 100 GB a sample, its per-frame layers' weights).
-    small = _per_sample_bytes(monkeypatch, _frame_loop, 2)
-    large = _per_sample_bytes(monkeypatch, _frame_loop, 8)
+    small = _per_sample_bytes(monkeypatch, frame_loop, 2)
+    large = _per_sample_bytes(monkeypatch, frame_loop, 8)
     assert small == pytest.approx(large, rel=0.1)
     # What a sample moves: its frames in and out of the layer, forward and backward, and the
     # gradient of each frame's slice, which autograd builds as a zero-filled tensor of all 50
@@ -319,8 +286,8 @@ def test_a_recurrent_layers_weights_leave_the_per_sample_bytes_once(
     # out of the per-sample bytes twice (once as the fused operator's bytes, once as weights
     # read and written once a step), so a sample's bytes shrank as the batch did (GNMT's were
     # 44 % low at its census batch).
-    small = _per_sample_bytes(monkeypatch, _recurrent, 2)
-    large = _per_sample_bytes(monkeypatch, _recurrent, 8)
+    small = _per_sample_bytes(monkeypatch, recurrent, 2)
+    large = _per_sample_bytes(monkeypatch, recurrent, 8)
     assert small == pytest.approx(large, rel=0.1)
     # at least the layer's 50 outputs and their gradients, fp32
     assert large > 50 * 256 * 4 * 2
