@@ -384,16 +384,17 @@ def _validate(p: Profile) -> None:
         "step_time_p90_s",
         "flops_per_sample",
         "bytes_per_step",
-        "step_bytes",
         "param_bytes",
         "grad_bytes",
         "peak_memory_gb",
     ):
         _positive(name, getattr(p, name), allow_none=True)
-    if p.step_bytes is not None and (p.bytes_per_step is None
-                                     or p.step_bytes > p.bytes_per_step * (1 + 1e-9)):
-        raise ProfileError(f"step_bytes {p.step_bytes!r} is more than bytes_per_step "
-                           f"{p.bytes_per_step!r}",
+    # 0 is a count: a step that moves no parameter-shaped tensor (its parameters unused)
+    if p.step_bytes is not None and (
+            isinstance(p.step_bytes, bool) or not isinstance(p.step_bytes, int | float)
+            or not 0.0 <= p.step_bytes <= (p.bytes_per_step or 0.0) * (1 + 1e-9)):
+        raise ProfileError(f"step_bytes must be between 0 and bytes_per_step "
+                           f"({p.bytes_per_step!r}), got {p.step_bytes!r}",
                            hint="step_bytes is the part of bytes_per_step that does not grow "
                            "with the batch")
     _positive("dataset_size", p.dataset_size, allow_none=True)

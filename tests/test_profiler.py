@@ -399,3 +399,23 @@ def test_a_profiled_frame_loop_moves_the_same_bytes_a_sample_at_any_batch() -> N
         return translate.workload_terms(profile).bytes_per_flop
 
     assert per_sample(2) == pytest.approx(per_sample(8), rel=0.1)
+
+
+def test_a_step_that_touches_no_parameter_has_zero_step_bytes() -> None:
+    # The census counts 0 bytes shaped as a parameter when the step never uses the model's
+    # parameters; the profile refused that count ("step_bytes must be a positive number").
+    model = nn.Linear(32, 8)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def batches() -> Iterator[torch.Tensor]:
+        while True:
+            yield torch.randn(16, 32, requires_grad=True)
+
+    prof = StepProfiler(steps=5, model=model)
+    with prof:
+        prof.hook_optimizer(opt)
+        for x in prof.wrap(batches()):
+            _backward((x * x).sum())
+            opt.step()
+    profile = prof.result()
+    assert profile.step_bytes == 0.0 and profile.bytes_per_step
