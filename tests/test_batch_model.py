@@ -133,7 +133,7 @@ def test_a_signature_without_an_amp_measurement_halves_its_fp32_bytes() -> None:
     sig = dataclasses.replace(signature.builtin()["encoder-only"],
                               activation_bytes_per_sample_amp=None)
     assert sig.params and sig.activation_bytes_per_sample
-    assert signature_activation_bytes(sig, sig.params, None, half=True) == pytest.approx(
+    assert signature_activation_bytes(sig, sig.params, None, precision="amp") == pytest.approx(
         sig.activation_bytes_per_sample / 2)
 
 

@@ -68,11 +68,10 @@ _HALF = ("amp", "fp16", "bf16")
 
 def signature_activation_bytes(sig: Signature, param_count: float,
                                flops_per_sample: float | None, *,
-                               half: bool = False, autocast: bool = True) -> float | None:
+                               precision: str = "fp32") -> float | None:
     """Activation bytes per sample of a model of ``param_count`` parameters (and
-    ``flops_per_sample``, when known) with ``sig``'s architecture, in fp32 or (``half``) in a
-    half-precision step, under ``autocast`` or of a model in half precision (see ``_HALF``);
-    None when the signature records none.
+    ``flops_per_sample``, when known) with ``sig``'s architecture at ``precision`` (the half
+    ones: see ``_HALF``); None when the signature records none.
 
     What a layer keeps is proportional to tokens (or pixels) x width x depth, its flops to
     tokens x width^2 x depth and its parameters to width^2 x depth: activations are flops over
@@ -81,9 +80,9 @@ def signature_activation_bytes(sig: Signature, param_count: float,
     are the signature's at the same tokens per sample: flops ~ parameters.
     """
     measured = sig.activation_bytes_per_sample
-    if half and measured is not None:
+    if precision in _HALF and measured is not None:
         measured = (sig.activation_bytes_per_sample_amp
-                    if sig.activation_bytes_per_sample_amp is not None and autocast
+                    if sig.activation_bytes_per_sample_amp is not None and precision == "amp"
                     else measured / 2.0)
     if measured is None or not sig.flops_per_sample or not sig.params:
         return None
@@ -100,17 +99,16 @@ def activation_gb_per_sample(profile: Profile) -> tuple[float | None, str]:
     states_gb = profile.param_count * STATE_BYTES_PER_PARAM / 1e9
     if profile.peak_memory_gb is not None:
         return max(profile.peak_memory_gb - states_gb, 0.0) / profile.batch_size, "measured"
-    half = profile.precision in _HALF
     sig = workload_signature(profile)
     kept = (signature_activation_bytes(sig, profile.param_count, profile.flops_per_sample,
-                                       half=half, autocast=profile.precision == "amp")
+                                       precision=profile.precision)
             if sig is not None else None)
     if kept is not None:
         per_sample, basis = kept / 1e9, "signature"
     elif profile.flops_per_sample is not None:
         per_param = profile.flops_per_sample / profile.param_count
         per_sample = (ACTIVATION_BYTES_PER_FLOP_PER_PARAM * per_param * 2.0
-                      * (0.5 if half else 1.0) / 1e9)
+                      * (0.5 if profile.precision in _HALF else 1.0) / 1e9)
         basis = "estimated"
     else:
         return None, "states only"
