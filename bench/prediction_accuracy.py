@@ -40,7 +40,6 @@ import math
 import statistics
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -354,66 +353,8 @@ def multi_gpu(data: Path) -> dict[str, list[float]]:
     return errors
 
 
-# The traces' jobs' parameter counts as published (model papers and the AdaptDL examples the
-# traces ran: ResNet-18 for CIFAR, YOLOv3 on Darknet-53, DeepSpeech2 with five 1024-wide
-# recurrent layers; NeuMF-end over MovieLens-1M, as the Sia artifacts' benchmark/models/ncf
-# config.py and main.py set it: 6,040 users and 3,706 items embedded in 32 (GMF) + 128 (MLP)
-# dimensions, MLP 256-128-64-32: 1.6 M): a user's own figure for their model, not a fit.
-SIA_PARAMS = {"BERT-base SQuAD fine-tune (seq 384)": 110e6, "ResNet-50 (ImageNet)": 25.6e6,
-              "ResNet-18 (CIFAR-10)": 11.2e6, "YOLOv3 (PASCAL VOC)": 61.9e6,
-              "DeepSpeech2 (LibriSpeech/AN4)": 38e6, "NeuMF/NCF (MovieLens)": 1.6e6}
-
-
-# How the traces' jobs crossed the network, from how they ran, not fitted: AdaptDL's controller
-# starts each replica in a Kubernetes pod of its own, without host networking, so NCCL does not
-# see the instance's NIC and its socket transport opens one socket per connection (it opens 16
-# only where it reads an AWS ENA vendor id); AWS caps one TCP stream between instances outside a
-# cluster placement group at 5 Gbit/s (EC2 user guide). A pod has no InfiniBand device either, so
-# the Azure NDv2 pods reached each other over the VM's Ethernet, 24,000 Mbps expected bandwidth
-# (Azure's NDv2-series page), not its 100 Gbit/s InfiniBand backend. And as each pod is a host of
-# its own to NCCL (its host hash includes the pod's hostname), the NDv2's NVLink never joins two
-# pods: inside a node they meet through the host, gpucost's PCIe path, as the fit has it.
-
-
-@dataclass(frozen=True)
-class PodNetwork:
-    """How a cluster's pods reached the network between nodes, where it differs from the
-    cluster's listed network: its rate, and how NCCL's TCP connections used it."""
-
-    network_gbps: float | None = None  # None: the cluster's listed network
-    stream_gbps: float | None = None  # the network's cap on one TCP stream
-    streams: int = 1  # TCP streams per NCCL connection
-
-
-POD_NETWORKS = {"aws": PodNetwork(stream_gbps=5.0), "azure": PodNetwork(network_gbps=24.0)}
-# Every trace cluster ran a pod per GPU, so two GPUs of a node meet through the host.
-PODS_INTRA_NODE_LINK = "pcie"
-
-
-def _pod_network(cluster_name: str, cluster: Any) -> tuple[float, PodNetwork]:
-    """(Gbit/s between nodes, the rest of what the cluster's pods reached)."""
-    pods = POD_NETWORKS.get(cluster_name, PodNetwork())
-    return (cluster.network_gbps if pods.network_gbps is None else pods.network_gbps), pods
-
-
-def _cluster_step(row: Any, cluster: Any, batch: int, single_s: float,
-                  other: tuple[int, float] | None = None) -> float:
-    """Predicted step time of a trace row's placement from a 1-GPU step at ``batch`` (and,
-    with ``other``, a second 1-GPU (batch, step seconds) measurement)."""
-    profile = gpucost.Profile.from_measurement(
-        gpu=cluster.gpu, throughput=batch / single_s, batch_size=batch, precision="fp32",
-        param_count=SIA_PARAMS[row.model], name=row.model,
-        other_batches={other[0]: other[0] / other[1]} if other else None)
-    network_gbps, pods = _pod_network(row.cluster, cluster)
-    return gpucost.predict(profile, gpus_per_node=row.placement[0], nodes=len(row.placement),
-                           inter_node_gbps=network_gbps, inter_node_transport="tcp",
-                           tcp_stream_gbps=pods.stream_gbps, tcp_streams=pods.streams,
-                           intra_node_link=PODS_INTRA_NODE_LINK,
-                           batch_size=row.local_bsz, fit_batch="keep").step_time_s
-
-
-def _pod_network_words(cluster_name: str, cluster: Any) -> str:
-    network_gbps, pods = _pod_network(cluster_name, cluster)
+def _pod_network_words(cluster_name: str) -> str:
+    network_gbps, pods = fitc.pod_network(cluster_name)
     stream = (f", {pods.streams} x {pods.stream_gbps:g} Gbit/s TCP streams"
               if pods.stream_gbps else "")
     return f"{cluster_name} {network_gbps:g} Gbit/s{stream}"
@@ -422,22 +363,27 @@ def _pod_network_words(cluster_name: str, cluster: Any) -> str:
 def held_out_clusters(data: Path) -> dict[str, list[float]]:
     """Multi-GPU on a cluster never fitted, as a user asks it: the job's 1-GPU step on the
     cluster's GPU, translated by the public ``gpucost.predict`` to the placement (nodes x GPUs
-    per node, the network as the cluster's pods reached it (POD_NETWORKS), the shipped link
-    coefficients, which come from NCCL anchors, not the traces), at the same local batch and
-    from the 1-GPU step at the job's median measured local batch ("target's batch": the traces
-    span up to 1,000x in batch); the job's size is its published parameter count (SIA_PARAMS);
-    "target's batch, two measured" adds the 1-GPU step at the next larger batch as a second
-    measurement (rows at either measured batch left out of both). Uniform placements only (the
-    model's groups have one GPU count per node). Baselines: no communication (the 1-GPU step),
-    and the floor (1-GPU compute plus the trace's true sync time)."""
+    per node, the network as the cluster's pods reached it (POD_NETWORKS), over sockets inside
+    a node too (one pod per GPU), the shipped link coefficients, which come from NCCL anchors,
+    except the host's socket bandwidth, refitted on the other cluster alone), at the same local
+    batch and from the 1-GPU step at the job's median measured local batch ("target's batch":
+    the traces span up to 1,000x in batch); the job's size is its published parameter count
+    (fitc.SIA_PARAMS); "target's batch, two measured" adds the 1-GPU step at the next larger
+    batch as a second measurement (rows at either measured batch left out of both). Uniform
+    placements only (the model's groups have one GPU count per node). Baselines: no
+    communication (the 1-GPU step), and the floor (1-GPU compute plus the trace's true sync
+    time)."""
     path = data / "benchmarks" / "sia_step_times_calibration.csv"
     rows = [r for r in fitc.load_sia(path) if r.cluster in fitc.SIA_CLUSTERS]
     times = trace_times(path)
     two = f"{TARGET_BATCH}, two measured"
     errors: dict[str, list[float]] = {SAME_BATCH: [], TARGET_BATCH: [], two: [],
                                       "no communication": [], "floor (true sync)": [], RATIOS: []}
+    shipped = dict(translate.shipped_calibration_data())
     for held in sorted(fitc.SIA_CLUSTERS):
-        cluster = fitc.SIA_CLUSTERS[held]
+        socket_gbs = fitc.fit_socket_host_busbw([r for r in rows if r.cluster != held], shipped)
+        refit = {**shipped, "scaling": {**shipped["scaling"],
+                                        "socket_host_busbw_gbs": socket_gbs}}
         singles: dict[str, dict[int, float]] = {}
         for r in rows:
             if r.cluster == held:
@@ -445,27 +391,30 @@ def held_out_clusters(data: Path) -> dict[str, list[float]]:
         middle = {m: sorted(b.items())[len(b) // 2] for m, b in singles.items()}
         second = {m: sorted(b.items())[len(b) // 2 + 1] for m, b in singles.items()}
         n_before = len(errors[SAME_BATCH])
-        for r in rows:
-            if r.cluster != held or len(set(r.placement)) != 1:
-                continue
-
-            same = _cluster_step(r, cluster, r.local_bsz, r.single_step_s)
-            moved = _cluster_step(r, cluster, *middle[r.model])
-            errors[SAME_BATCH].append(abs(same / r.step_s - 1))
-            errors[RATIOS].append(same / r.step_s)  # measured over predicted throughput
-            errors[TARGET_BATCH].append(abs(moved / r.step_s - 1))
-            if r.local_bsz not in (middle[r.model][0], second[r.model][0]):
-                moved_two = _cluster_step(r, cluster, *middle[r.model], other=second[r.model])
-                errors[two].append(abs(moved_two / r.step_s - 1))
-            errors["no communication"].append(abs(r.single_step_s / r.step_s - 1))
-            sync_s = times[(r.cluster, r.model, r.placement, r.local_bsz)][0]
-            single_compute_s = times[(r.cluster, r.model, (1,), r.local_bsz)][1]
-            errors["floor (true sync)"].append(abs((single_compute_s + sync_s) / r.step_s - 1))
-        print(f"  {held} held out: {len(errors[SAME_BATCH]) - n_before} multi-GPU step times")
+        with using_calibration(refit):
+            for r in rows:
+                if r.cluster != held or len(set(r.placement)) != 1:
+                    continue
+                same = fitc.pod_step_s(r, r.local_bsz, r.single_step_s)
+                moved = fitc.pod_step_s(r, *middle[r.model])
+                errors[SAME_BATCH].append(abs(same / r.step_s - 1))
+                errors[RATIOS].append(same / r.step_s)  # measured over predicted throughput
+                errors[TARGET_BATCH].append(abs(moved / r.step_s - 1))
+                if r.local_bsz not in (middle[r.model][0], second[r.model][0]):
+                    moved_two = fitc.pod_step_s(r, *middle[r.model], other=second[r.model])
+                    errors[two].append(abs(moved_two / r.step_s - 1))
+                errors["no communication"].append(abs(r.single_step_s / r.step_s - 1))
+                sync_s = times[(r.cluster, r.model, r.placement, r.local_bsz)][0]
+                single_compute_s = times[(r.cluster, r.model, (1,), r.local_bsz)][1]
+                errors["floor (true sync)"].append(
+                    abs((single_compute_s + sync_s) / r.step_s - 1))
+        print(f"  {held} held out: {len(errors[SAME_BATCH]) - n_before} multi-GPU step times, "
+              f"same batch {_pct(errors[SAME_BATCH][n_before:])}; the host's socket bus "
+              f"bandwidth fitted on the other cluster {socket_gbs:.1f} GB/s")
     print(f"multi GPU on a held-out cluster (leave-one-cluster-out, uniform placements), "
           f"{len(errors[SAME_BATCH])} step times; the network as the jobs' pods reached it: "
-          + ", ".join(_pod_network_words(c, cl) for c, cl in sorted(fitc.SIA_CLUSTERS.items()))
-          + f"; {PODS_INTRA_NODE_LINK} inside a node")
+          + ", ".join(_pod_network_words(c) for c in sorted(fitc.SIA_CLUSTERS))
+          + f"; {fitc.PODS_INTRA_NODE_LINK} inside a node")
     for name, errs in errors.items():
         if name != RATIOS:
             print(f"  {name:<26} {_pct(errs)}")
@@ -504,7 +453,7 @@ def sia_batch_shape(data: Path) -> dict[str, list[float]]:
                 others = {second: second / median[second]}
             profile = gpucost.Profile.from_measurement(
                 gpu=fitc.SIA_CLUSTERS[cluster].gpu, throughput=middle / median[middle],
-                batch_size=middle, precision="fp32", param_count=SIA_PARAMS[model], name=model,
+                batch_size=middle, precision="fp32", param_count=fitc.SIA_PARAMS[model], name=model,
                 other_batches=others)
             job = []
             for b in batches:

@@ -817,11 +817,106 @@ class Cluster:
 
 # The clusters of the traces, in catalog terms (cluster_desc of the data file). The Azure V100s
 # are NVLink boards, but the traces' sync time grows linearly with GPUs per node, which a ring
-# over NVLink does not do: NCCL staged through the host there, so both are fitted as PCIe.
+# over NVLink does not do: their pods met over sockets through the host (PODS_INTRA_NODE_LINK).
+# The per-cluster fit (fit_scaling) reads that path in PCIe's form, a link's rate and a host
+# shared by the node's k GPUs, which is the shape of sockets through a host too.
 SIA_CLUSTERS = {
     "aws": Cluster("T4", 50.0),
     "azure": Cluster("V100 SXM2 32GB", 100.0),
 }
+# The traces' jobs' parameter counts as published (model papers and the AdaptDL examples the
+# traces ran: ResNet-18 for CIFAR, YOLOv3 on Darknet-53, DeepSpeech2 with five 1024-wide
+# recurrent layers; NeuMF-end over MovieLens-1M, as the Sia artifacts' benchmark/models/ncf
+# config.py and main.py set it: 6,040 users and 3,706 items embedded in 32 (GMF) + 128 (MLP)
+# dimensions, MLP 256-128-64-32: 1.6 M): a user's own figure for their model, not a fit.
+SIA_PARAMS = {"BERT-base SQuAD fine-tune (seq 384)": 110e6, "ResNet-50 (ImageNet)": 25.6e6,
+              "ResNet-18 (CIFAR-10)": 11.2e6, "YOLOv3 (PASCAL VOC)": 61.9e6,
+              "DeepSpeech2 (LibriSpeech/AN4)": 38e6, "NeuMF/NCF (MovieLens)": 1.6e6}
+
+
+# How the traces' jobs crossed the network, from how they ran, not fitted: AdaptDL's controller
+# starts each replica in a Kubernetes pod of its own, without host networking, so NCCL does not
+# see the instance's NIC and its socket transport opens one socket per connection (it opens 16
+# only where it reads an AWS ENA vendor id); AWS caps one TCP stream between instances outside a
+# cluster placement group at 5 Gbit/s (EC2 user guide). A pod has no InfiniBand device either, so
+# the Azure NDv2 pods reached each other over the VM's Ethernet, 24,000 Mbps expected bandwidth
+# (Azure's NDv2-series page), not its 100 Gbit/s InfiniBand backend. And as each pod is a host of
+# its own to NCCL (its host hash is the pod's hostname and the boot id), neither the NDv2's NVLink
+# nor PCIe peer copies nor shared memory join two pods: inside a node too they meet over TCP
+# sockets through the host's kernel, gpucost's "socket" link.
+
+
+@dataclass(frozen=True)
+class PodNetwork:
+    """How a cluster's pods reached the network between nodes, where it differs from the
+    cluster's listed network: its rate, and how NCCL's TCP connections used it."""
+
+    network_gbps: float | None = None  # None: the cluster's listed network
+    stream_gbps: float | None = None  # the network's cap on one TCP stream
+    streams: int = 1  # TCP streams per NCCL connection
+
+
+POD_NETWORKS = {"aws": PodNetwork(stream_gbps=5.0), "azure": PodNetwork(network_gbps=24.0)}
+# Every trace cluster ran a pod per GPU, so two GPUs of a node meet over sockets.
+PODS_INTRA_NODE_LINK = "socket"
+
+
+def pod_network(cluster: str) -> tuple[float, PodNetwork]:
+    """(Gbit/s between nodes, the rest of what the cluster's pods reached)."""
+    pods = POD_NETWORKS.get(cluster, PodNetwork())
+    return (SIA_CLUSTERS[cluster].network_gbps if pods.network_gbps is None
+            else pods.network_gbps), pods
+
+
+def pod_step_s(row: SiaRow, batch: int, single_s: float,
+               other: tuple[int, float] | None = None,
+               intra_node_link: str = PODS_INTRA_NODE_LINK) -> float:
+    """A trace row's step time as a user asks gpucost for it: from the job's 1-GPU step at
+    ``batch`` (and, with ``other``, a second 1-GPU (batch, step seconds) measurement) through the
+    public ``gpucost.predict`` to the row's placement and local batch, over the network as the
+    cluster's pods reached it, at the job's published parameter count."""
+    import gpucost
+
+    profile = gpucost.Profile.from_measurement(
+        gpu=SIA_CLUSTERS[row.cluster].gpu, throughput=batch / single_s, batch_size=batch,
+        precision="fp32", param_count=SIA_PARAMS[row.model], name=row.model,
+        other_batches={other[0]: other[0] / other[1]} if other else None)
+    network_gbps, pods = pod_network(row.cluster)
+    return gpucost.predict(profile, gpus_per_node=row.placement[0], nodes=len(row.placement),
+                           inter_node_gbps=network_gbps, inter_node_transport="tcp",
+                           tcp_stream_gbps=pods.stream_gbps, tcp_streams=pods.streams,
+                           intra_node_link=intra_node_link,
+                           batch_size=row.local_bsz, fit_batch="keep").step_time_s
+
+
+def fit_socket_host_busbw(rows: Sequence[SiaRow], cal: Mapping[str, Any]) -> float:
+    """GB/s of bus bandwidth a host's kernel moves for its pods' sockets in all
+    (``socket_host_busbw_gbs``): the value that brings ``rows``' uniform placements (one GPU
+    count per node, as the model's groups are) closest to their measured step times, by mean
+    absolute log error, each predicted by :func:`pod_step_s` from the 1-GPU step at the same
+    local batch with every other coefficient as ``cal`` has it. One number for every cluster:
+    a kernel's copy rate, not a link's."""
+    from scipy.optimize import minimize_scalar
+
+    from gpucost.model.perf import using_calibration
+
+    uniform = [r for r in rows if len(set(r.placement)) == 1]
+    if not uniform:
+        raise ValueError("no uniform multi-GPU placements to fit the socket bandwidth on")
+
+    def loss(log_gbs: float) -> float:
+        scaling = {**cal["scaling"], "socket_host_busbw_gbs": math.exp(log_gbs)}
+        with using_calibration({**cal, "scaling": scaling}):
+            return statistics.mean(abs(math.log(pod_step_s(r, r.local_bsz, r.single_step_s)
+                                                / r.step_s)) for r in uniform)
+
+    # From a slow kernel copy to faster than any host's memory: the fit must land inside.
+    result = minimize_scalar(loss, bounds=(math.log(0.1), math.log(1000.0)), method="bounded",
+                             options={"xatol": 0.01})
+    return float(math.exp(result.x))
+
+
+
 # Link coefficients, fitted per cluster (each is its own hardware: PCIe generation, host, network).
 SCALING_PARAMS = ("pcie_busbw_efficiency", "host_busbw_factor", "pcie_hop_latency_s",
                   "network_busbw_efficiency", "network_hop_latency_s", "two_node_network_factor")
@@ -1111,6 +1206,8 @@ def main(argv: Iterable[str] | None = None) -> int:
             "default_network_gbps": old.default_network_gbps,
         },
     }
+    # Pods' sockets through the host: fitted with every other coefficient as shipped above.
+    cal["scaling"]["socket_host_busbw_gbs"] = float(f"{fit_socket_host_busbw(rows, cal):.3g}")
     from gpucost._io import atomic_write_text
 
     atomic_write_text(args.out, json.dumps(cal, indent=2) + "\n")

@@ -55,6 +55,7 @@ HAND_CALIBRATION: dict[str, Any] = {
         "network_hop_latency_s": 0.0,
         "tcp_busbw_efficiency": 1.0,  # an unpublished fabric (TCP) as the network, by hand
         "tcp_hop_latency_s": 0.0,
+        "socket_host_busbw_gbs": 10.0,
         "default_network_gbps": 100.0,
     },
 }

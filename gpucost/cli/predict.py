@@ -43,8 +43,11 @@ def add_group_arguments(p: argparse.ArgumentParser, *,
                    help="how gradients cross that network: rdma (InfiniBand, EFA, RoCE) or tcp "
                    "sockets (default: the offer's published fabric, tcp where none is "
                    "published or there is no offer)")
-    p.add_argument("--link", choices=("nvlink", "pcie"),
-                   help="GPU-to-GPU link inside a node (default: the catalog's for the GPU)")
+    p.add_argument("--link", choices=("nvlink", "pcie", "socket"),
+                   help="GPU-to-GPU link inside a node (default: the catalog's for the GPU); "
+                   "socket: one container per GPU that NCCL takes for a host of its own "
+                   "(Kubernetes pods without a shared NCCL_HOSTID), whose GPUs exchange "
+                   "gradients over TCP through the host")
 
 
 def group_gpus(args: argparse.Namespace) -> tuple[str | None, int, list[str] | None]:

@@ -28,7 +28,7 @@ def _empty() -> Table:
     return _EMPTY
 
 
-IntraLink = Literal["nvlink", "pcie"]
+IntraLink = Literal["nvlink", "pcie", "socket"]
 InterLink = Literal["network", "tcp"]
 
 
@@ -48,6 +48,10 @@ class Scaling:
     network_hop_latency_s: float
     tcp_busbw_efficiency: float  # socket transport networks
     tcp_hop_latency_s: float
+    # What a host's kernel moves for the TCP sockets of the containers on it, GB/s of all-reduce
+    # bus bandwidth in all (its k containers share it): the "socket" link, containers that NCCL
+    # sees as hosts of their own exchanging gradients on one node (fitted on the Sia traces).
+    socket_host_busbw_gbs: float
     default_network_gbps: float  # an offer that gives no network bandwidth
     two_node_network_factor: float = 1.0
 
@@ -57,7 +61,9 @@ class Scaling:
             return self.nvlink_busbw_efficiency
         if link == "pcie":
             return self.pcie_busbw_efficiency
-        return self.tcp_busbw_efficiency if link == "tcp" else self.network_busbw_efficiency
+        # A socket between containers on one host runs NCCL's TCP transport.
+        return (self.tcp_busbw_efficiency if link in ("tcp", "socket")
+                else self.network_busbw_efficiency)
 
     def hop_latency_s(self, link: IntraLink | InterLink) -> float:
         """Seconds one ring step over ``link`` costs whatever its size."""
@@ -65,7 +71,8 @@ class Scaling:
             return self.nvlink_hop_latency_s
         if link == "pcie":
             return self.pcie_hop_latency_s
-        return self.tcp_hop_latency_s if link == "tcp" else self.network_hop_latency_s
+        return (self.tcp_hop_latency_s if link in ("tcp", "socket")
+                else self.network_hop_latency_s)
 
 
 @dataclass(frozen=True, slots=True)

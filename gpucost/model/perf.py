@@ -90,9 +90,9 @@ class Prediction:
     efficiency: float
     breakdown: TimeBreakdown
     allreduce_s: float  # full gradient all-reduce time before overlap with backward
-    intra_busbw_gbs: float  # GB/s all-reduce bus bandwidth inside a node
+    intra_busbw_gbs: float  # GB/s all-reduce bus bandwidth inside a node of gpus_per_node
     inter_busbw_gbs: float  # GB/s between nodes
-    intra_node_link: str  # "nvlink" | "pcie"
+    intra_node_link: str  # "nvlink" | "pcie" | "socket"
     member_gpus: tuple[str, ...]  # distinct GPU types in the group
     profile: Profile = field(repr=False, compare=False)
     # Set when the profile's per-device batch does not fit the target's memory and the
@@ -335,7 +335,9 @@ def predict(
     ``intra_node_gbps``: GPU-to-GPU line rate inside a node, Gbit/s per direction (``None``:
     the catalog's NVLink, else PCIe). ``inter_node_gbps``: each node's network, Gbit/s, as in the
     offers' ``network_gbps`` (``None``: the calibrated default). ``intra_node_link``: "nvlink",
-    "pcie" or "" (unknown) from the offers' ``intra_node_link``. ``grad_accum_steps``: micro-steps
+    "pcie" or "" (unknown) from the offers' ``intra_node_link``, or "socket": one container per
+    GPU that NCCL sees as a host of its own (Kubernetes pods), so GPUs of a node exchange
+    gradients over TCP sockets through the host. ``grad_accum_steps``: micro-steps
     per optimizer step (only the last syncs). ``member_gpus``: the GPU of each of the
     ``gpus_per_node * nodes`` members of a mixed group. ``overlap_gamma``: Pollux's overlap
     exponent (>= 1; ``None``: fitted value). ``batch_size``: per-device batch per micro-step on
@@ -439,7 +441,7 @@ def predict(
         breakdown=TimeBreakdown(compute_s=s * compute, communication_s=synced - compute,
                                 data_s=s * data, host_s=s * host),
         allreduce_s=sync,
-        intra_busbw_gbs=links.intra_busbw_Bps / 1e9,
+        intra_busbw_gbs=scaling.node_busbw_Bps(links, k) / 1e9,
         inter_busbw_gbs=links.inter_busbw_Bps / 1e9,
         intra_node_link=links.intra_kind,
         member_gpus=members,

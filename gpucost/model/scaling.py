@@ -31,7 +31,14 @@ it opens 16 (2 threads x 8 sockets; net_socket.cc). In a container on a bridge o
 network it does not see the NIC, so such a job moves at 5 Gbit/s whatever the instance's rating.
 PCIe traffic between GPUs crosses the host, whose aggregate bandwidth the node's K GPUs share,
 so PCIe busbw falls as K grows (as NCCL's maintainers describe for PCI systems); NVLink/NVSwitch
-busbw does not. The part of t that
+busbw does not. GPUs in containers that NCCL sees as hosts of their own (its host hash is the
+hostname and boot id, so every Kubernetes pod is one unless NCCL_HOSTID says otherwise: NCCL
+issue 1781, "Problems with using NVLink across Kubernetes Pods on a same node") use neither
+NVLink nor PCIe peer copies nor shared memory between them: NCCL's network transport carries
+even the hops inside a node, as TCP sockets through the host's kernel where the container has no
+RDMA device. Each hop is then a copy through the host, whose kernel the node's k containers
+share: the "socket" link, busbw = socket_host_busbw / k (fitted on the Sia traces, whose jobs ran
+that way), at the socket transport's hop latency. The part of t that
 backward does not hide follows Pollux's goodput model:
 step = (compute^gamma + sync^gamma)^(1/gamma), gamma >= 1 fitted (1: no overlap; large: the
 longer of the two). With gradient accumulation over s micro-steps only the last one syncs.
@@ -46,7 +53,7 @@ from gpucost.catalog.spec import GpuSpec
 from gpucost.errors import InputError
 from gpucost.model.calibration import InterLink, IntraLink, Scaling
 
-LINK_KINDS = ("nvlink", "pcie", "")
+LINK_KINDS = ("nvlink", "pcie", "socket", "")
 TRANSPORTS = ("rdma", "tcp")
 
 
@@ -58,10 +65,11 @@ class Links:
     inter_busbw_Bps: float
     intra_latency_s: float
     inter_latency_s: float
-    intra_kind: str  # "nvlink" | "pcie"
+    intra_kind: str  # "nvlink" | "pcie" | "socket"
     # Aggregate bandwidth of the host path PCIe traffic shares inside a node (root complex, CPU
     # memory): with K GPUs each gets at most host_busbw_Bps / K. Unlimited for NVLink. Fitted as
-    # a multiple of one GPU's PCIe rate, so newer platforms scale with their PCIe generation.
+    # a multiple of one GPU's PCIe rate, so newer platforms scale with their PCIe generation;
+    # for sockets between containers, what the host's kernel moves for all of them.
     host_busbw_Bps: float = math.inf
     # Two-node groups reach 1/factor of the network bus bandwidth larger groups do (fitted per
     # cluster on the Sia traces; 1.0: no difference).
@@ -69,7 +77,7 @@ class Links:
 
 
 def _uses_nvlink(spec: GpuSpec, link: str | None, gpus_per_node: int) -> bool:
-    if link == "pcie" or spec.nvlink_gbs <= 0.0:
+    if link in ("pcie", "socket") or spec.nvlink_gbs <= 0.0:
         return False
     if spec.form_factor.startswith("PCIe"):
         # A bridge joins two cards; a ring over more crosses PCIe anyway. Rented PCIe cards
@@ -99,14 +107,20 @@ def resolve_links(spec: GpuSpec, scaling: Scaling, *, intra_node_gbps: float | N
     net: InterLink = "tcp" if inter_node_transport == "tcp" else "network"
     stream_cap_Bps = _stream_cap_Bps(net, tcp_stream_gbps, tcp_streams)
     if intra_node_link is not None and intra_node_link not in LINK_KINDS:
-        raise InputError(f"intra_node_link {intra_node_link!r} is not one of nvlink, pcie or ''",
+        raise InputError(f"intra_node_link {intra_node_link!r} is not one of nvlink, pcie, "
+                         "socket or ''",
                          hint="pass the offers table's intra_node_link value, or None")
     nvlink = _uses_nvlink(spec, intra_node_link, gpus_per_node)
-    kind: IntraLink = "nvlink" if nvlink else "pcie"
+    kind: IntraLink = ("socket" if intra_node_link == "socket"
+                       else "nvlink" if nvlink else "pcie")
+    socket_host_Bps = scaling.socket_host_busbw_gbs * 1e9
     if intra_node_gbps is not None:
         if not intra_node_gbps > 0:
             raise InputError(f"intra_node_gbps must be positive Gbit/s, got {intra_node_gbps!r}")
         line_Bps = intra_node_gbps * 1e9 / 8.0
+    elif kind == "socket":
+        # No line between two containers: one alone gets what the host's kernel moves.
+        line_Bps = socket_host_Bps / scaling.busbw_efficiency(kind)
     elif nvlink:
         line_Bps = spec.nvlink_gbs * 1e9 / 2.0  # catalog lists both directions together
     else:
@@ -121,7 +135,7 @@ def resolve_links(spec: GpuSpec, scaling: Scaling, *, intra_node_gbps: float | N
         intra_latency_s=scaling.hop_latency_s(kind),
         inter_latency_s=scaling.hop_latency_s(net),
         intra_kind=kind,
-        host_busbw_Bps=(math.inf if nvlink
+        host_busbw_Bps=(math.inf if nvlink else socket_host_Bps if kind == "socket"
                         else scaling.host_busbw_factor * spec.pcie_gbs * 1e9),
         two_node_network_factor=scaling.two_node_network_factor,
     )
@@ -146,6 +160,12 @@ def _stream_cap_Bps(net: InterLink, stream_gbps: float | None, streams: int) -> 
     return streams * float(stream_gbps) * 1e9 / 8.0
 
 
+def node_busbw_Bps(links: Links, gpus_per_node: int) -> float:
+    """Bus bandwidth a ring gets inside one node of ``gpus_per_node`` GPUs: the link's, or
+    each GPU's share of the host where all of their traffic crosses it (PCIe, sockets)."""
+    return min(links.intra_busbw_Bps, links.host_busbw_Bps / max(gpus_per_node, 1))
+
+
 def allreduce_time_s(nbytes: float, gpus_per_node: int, nodes: int, links: Links) -> float:
     """Seconds for a ring all-reduce of ``nbytes`` per GPU over ``nodes`` x ``gpus_per_node``
     GPUs (0 for one GPU)."""
@@ -153,7 +173,7 @@ def allreduce_time_s(nbytes: float, gpus_per_node: int, nodes: int, links: Links
     ranks = k * n
     if ranks <= 1:
         return 0.0
-    busbw = min(links.intra_busbw_Bps, links.host_busbw_Bps / k) if k > 1 else math.inf
+    busbw = node_busbw_Bps(links, k) if k > 1 else math.inf
     if n > 1:
         busbw = min(busbw, links.inter_busbw_Bps
                     / (links.two_node_network_factor if n == 2 else 1.0))

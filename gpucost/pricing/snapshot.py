@@ -132,7 +132,7 @@ class OfferColumns(Generic[Float, Text]):
                                  800.0, "hours per month from 600 to 800")
     network_gbps: Float = _number("Gbit/s, the instance's network", _NAN, 0.0, 1e5,
                                   "Gbit/s above 0 and at most 100000", above_low=True)
-    intra_node_link: Text = _text("nvlink | pcie | '' (unknown)")
+    intra_node_link: Text = _text("nvlink | pcie | socket | '' (unknown)")
     # "" where the source does not say (:func:`cpu_archs` infers it)
     cpu_arch: Text = _text("the host CPU's architecture: x86-64 | arm64 | ''")
     reliability: Float = _number("0..1 host reliability where a marketplace states it", _NAN,
