@@ -20,7 +20,7 @@ from typing import Any
 
 from gpucost._io import atomic_write_json, parse_json, read_text
 from gpucost.catalog import resolve_gpu_name
-from gpucost.catalog.spec import PRECISIONS, Precision
+from gpucost.catalog.spec import HALF_MODEL_PRECISIONS, PRECISIONS, Precision
 from gpucost.errors import ProfileError
 from gpucost.limits import MAX_BATCH_SIZE, MAX_GPUS_PER_NODE, MAX_NODES, MAX_PROFILE_BYTES
 from gpucost.measurement_store import record_profile
@@ -124,10 +124,11 @@ class Profile:
 
     @property
     def gradient_bytes(self) -> float:
-        """Bytes each device all-reduces per step (fp32 gradients unless measured)."""
+        """Bytes each device all-reduces per step: as measured, else a gradient per parameter,
+        in 2 bytes for a model in half precision (its gradients are), 4 otherwise."""
         if self.grad_bytes is not None:
             return self.grad_bytes
-        return 4.0 * self.param_count
+        return (2.0 if self.precision in HALF_MODEL_PRECISIONS else 4.0) * self.param_count
 
     @property
     def flops_per_step(self) -> float | None:

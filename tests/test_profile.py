@@ -50,6 +50,18 @@ def test_from_measurement_derives_step_time_and_resolves_the_gpu() -> None:
     assert p.gradient_bytes == pytest.approx(4 * 25.6e6)
 
 
+@pytest.mark.parametrize("precision, bytes_per_param",
+                         [("fp32", 4), ("tf32", 4), ("amp", 4), ("fp16", 2), ("bf16", 2)])
+def test_a_half_precision_model_all_reduces_half_precision_gradients(
+        precision: str, bytes_per_param: int) -> None:
+    # fp16/bf16 is the model itself in half precision (as the memory rule and the profiler,
+    # which counts its gradients' element size, read it): its gradients are 2 bytes; autocast's
+    # stay fp32. A measurement said 4 whatever its precision.
+    p = Profile.from_measurement(gpu="A100 SXM4 80GB", throughput=150.0, batch_size=112,
+                                 precision=precision, param_count=335e6)
+    assert p.gradient_bytes == pytest.approx(bytes_per_param * 335e6)
+
+
 @pytest.mark.parametrize(
     "kwargs, fragment",
     [

@@ -7,6 +7,10 @@ from typing import Literal
 
 Precision = Literal["fp32", "tf32", "fp16", "bf16", "amp"]
 PRECISIONS: tuple[Precision, ...] = ("fp32", "tf32", "fp16", "bf16", "amp")
+# The precisions that are the model itself in half precision (model.half(), apex's O2, a
+# bf16 model): its weights, gradients and kept activations take 2 bytes an element. "amp"
+# autocasts over fp32 weights, whose gradients stay fp32.
+HALF_MODEL_PRECISIONS: tuple[Precision, ...] = ("fp16", "bf16")
 
 
 @dataclass(frozen=True, slots=True)

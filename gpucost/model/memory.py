@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpucost.catalog.spec import GpuSpec
+from gpucost.catalog.spec import HALF_MODEL_PRECISIONS, GpuSpec
 from gpucost.model.signature import Signature
 from gpucost.model.translate import gpu_spec, workload_signature
 from gpucost.profile import Profile
@@ -60,10 +60,10 @@ class MemoryFit:
 
 # Half-precision steps. "amp" is autocast over fp32 weights: GEMM and convolution outputs in
 # half precision, its layer norms, softmaxes and loss in fp32, which a signature measures in a
-# step of its own. "fp16"/"bf16" is the model itself in half precision (model.half(), apex's
-# O2): every kept tensor in 2 bytes, half the fp32 figure. The rule on flops, with nothing
-# measured, halves the fp32 figure.
-_HALF = ("amp", "fp16", "bf16")
+# step of its own. "fp16"/"bf16" is the model itself in half precision (HALF_MODEL_PRECISIONS):
+# every kept tensor in 2 bytes, half the fp32 figure. The rule on flops, with nothing measured,
+# halves the fp32 figure.
+_HALF = ("amp", *HALF_MODEL_PRECISIONS)
 
 
 def signature_activation_bytes(sig: Signature, param_count: float,
