@@ -75,9 +75,11 @@ from numpy.typing import NDArray
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+import gpucost  # noqa: E402
 from gpucost.catalog import all_entries  # noqa: E402
 from gpucost.catalog.spec import GpuSpec  # noqa: E402
 from gpucost.errors import UnknownGpuError  # noqa: E402
+from gpucost.model.perf import using_calibration  # noqa: E402
 from gpucost.model.scaling import (  # noqa: E402
     Links,
     allreduce_time_s,
@@ -875,8 +877,6 @@ def pod_step_s(row: SiaRow, batch: int, single_s: float,
     ``batch`` (and, with ``other``, a second 1-GPU (batch, step seconds) measurement) through the
     public ``gpucost.predict`` to the row's placement and local batch, over the network as the
     cluster's pods reached it, at the job's published parameter count."""
-    import gpucost
-
     profile = gpucost.Profile.from_measurement(
         gpu=SIA_CLUSTERS[row.cluster].gpu, throughput=batch / single_s, batch_size=batch,
         precision="fp32", param_count=SIA_PARAMS[row.model], name=row.model,
@@ -897,8 +897,6 @@ def fit_socket_host_busbw(rows: Sequence[SiaRow], cal: Mapping[str, Any]) -> flo
     local batch with every other coefficient as ``cal`` has it. One number for every cluster:
     a kernel's copy rate, not a link's."""
     from scipy.optimize import minimize_scalar
-
-    from gpucost.model.perf import using_calibration
 
     uniform = [r for r in rows if len(set(r.placement)) == 1]
     if not uniform:
