@@ -168,7 +168,10 @@ class Profile:
         both (``torch.backends.cuda.matmul.allow_tf32 = True`` or
         ``torch.set_float32_matmul_precision("high")``; NVIDIA's NGC containers set it);
         ``"amp"``/``"fp16"``/``"bf16"`` run matmuls and convolutions on the half-precision
-        tensor cores.
+        tensor cores: ``"amp"`` is autocast over fp32 weights (``torch.autocast``, Hugging Face's
+        ``fp16=True``), whose gradients stay fp32; ``"fp16"``/``"bf16"`` the model itself in
+        half precision (``model.half()``, apex's O2, DeepSpeed's fp16), whose activations and
+        gradients take 2 bytes.
 
         ``workload`` says what the step is made of, so each part is translated by what bounds
         it on another GPU: a built-in architecture (``"cnn-classifier"``, ``"vit"``,
