@@ -25,6 +25,14 @@ GPUS = ["T4", "V100 SXM2 16GB", "A100 SXM4 80GB", "A100 PCIe 40GB", "H100 SXM5 8
         "RTX 4090", "L40S", "A10G", "L4"]
 
 
+# Link coefficients set by hand, so a test's figures follow from its own arithmetic.
+HAND_SCALING = Scaling(
+    overlap_gamma=1.0, nvlink_busbw_efficiency=0.5, pcie_busbw_efficiency=0.25,
+    host_busbw_factor=2.0, network_busbw_efficiency=0.8, nvlink_hop_latency_s=1e-6,
+    pcie_hop_latency_s=2e-6, network_hop_latency_s=1e-5, tcp_busbw_efficiency=0.4,
+    tcp_hop_latency_s=4e-5, socket_host_busbw_gbs=8.0, default_network_gbps=100.0)
+
+
 def links(intra: float, inter: float, host: float = math.inf, alpha: float = 0.0) -> scaling.Links:
     return scaling.Links(intra_busbw_Bps=intra, inter_busbw_Bps=inter, intra_latency_s=alpha,
                          inter_latency_s=2 * alpha, intra_kind="pcie", host_busbw_Bps=host)
@@ -81,11 +89,7 @@ def test_overlap_bounds_and_inverse(c: float, s: float, g: float) -> None:
 
 
 def test_link_resolution_from_catalog() -> None:
-    cal = Scaling(overlap_gamma=1.0, nvlink_busbw_efficiency=0.5, pcie_busbw_efficiency=0.25,
-                  host_busbw_factor=2.0, network_busbw_efficiency=0.8,
-                  nvlink_hop_latency_s=1e-6, pcie_hop_latency_s=2e-6,
-                  network_hop_latency_s=1e-5, tcp_busbw_efficiency=0.4, tcp_hop_latency_s=4e-5,
-                  socket_host_busbw_gbs=8.0, default_network_gbps=100.0)
+    cal = HAND_SCALING
     h100 = get_gpu("H100 SXM5 80GB")
     lk = scaling.resolve_links(h100, cal, intra_node_gbps=None, inter_node_gbps=None,
                                intra_node_link=None)
@@ -371,11 +375,7 @@ def test_pods_on_one_node_share_the_hosts_socket_bandwidth() -> None:
     # One pod per GPU: NCCL takes each for a host, so even an H100 board's GPUs exchange
     # gradients over sockets through the host's kernel, which all k pods share: the ring inside
     # a node moves at the host's figure over k, not at NVLink's or PCIe's rate.
-    cal = Scaling(overlap_gamma=1.0, nvlink_busbw_efficiency=0.5, pcie_busbw_efficiency=0.25,
-                  host_busbw_factor=2.0, network_busbw_efficiency=0.8,
-                  nvlink_hop_latency_s=1e-6, pcie_hop_latency_s=2e-6,
-                  network_hop_latency_s=1e-5, tcp_busbw_efficiency=0.4, tcp_hop_latency_s=4e-5,
-                  socket_host_busbw_gbs=8.0, default_network_gbps=100.0)
+    cal = HAND_SCALING
     h100 = get_gpu("H100 SXM5 80GB")
     for k in (2, 4, 8):
         pods = scaling.resolve_links(h100, cal, intra_node_gbps=None, inter_node_gbps=None,
