@@ -47,7 +47,11 @@ file's inter-node anchors (100 Gb/s, 4x HDR and NDR InfiniBand: 0.90-0.98 of lin
 traces' 2019 TCP clusters reach less (AWS 0.45-0.85 depending on where the solver starts: it
 trades against the jobs' gradient bytes) and stay in the provenance. The shipped
 PCIe hop latency is the AWS cluster's (no PCIe latency anchor in the file); the shipped overlap
-exponent is the median job's.
+exponent is the median job's. The traces' jobs ran one Kubernetes pod per GPU, which NCCL takes
+for hosts of their own, so GPUs of a node met over sockets through the host: the host's socket
+bus bandwidth (socket_host_busbw_gbs, one figure for both clusters) is fitted last, on the
+public predict with every shipped coefficient above and the jobs' published sizes
+(fit_socket_host_busbw).
 
 The functions here are also used by bench/prediction_accuracy.py to refit without held-out data.
 """
@@ -914,7 +918,6 @@ def fit_socket_host_busbw(rows: Sequence[SiaRow], cal: Mapping[str, Any]) -> flo
     return float(math.exp(result.x))
 
 
-
 # Link coefficients, fitted per cluster (each is its own hardware: PCIe generation, host, network).
 SCALING_PARAMS = ("pcie_busbw_efficiency", "host_busbw_factor", "pcie_hop_latency_s",
                   "network_busbw_efficiency", "network_hop_latency_s", "two_node_network_factor")
@@ -1204,7 +1207,7 @@ def main(argv: Iterable[str] | None = None) -> int:
             "default_network_gbps": old.default_network_gbps,
         },
     }
-    # Pods' sockets through the host: fitted with every other coefficient as shipped above.
+    # Pods' sockets through the host: fitted with every other coefficient as fitted above.
     cal["scaling"]["socket_host_busbw_gbs"] = float(f"{fit_socket_host_busbw(rows, cal):.3g}")
     from gpucost._io import atomic_write_text
 
