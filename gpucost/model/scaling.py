@@ -117,19 +117,19 @@ def resolve_links(spec: GpuSpec, scaling: Scaling, *, intra_node_gbps: float | N
     if intra_node_gbps is not None:
         if not intra_node_gbps > 0:
             raise InputError(f"intra_node_gbps must be positive Gbit/s, got {intra_node_gbps!r}")
-        line_Bps = intra_node_gbps * 1e9 / 8.0
+        intra_Bps = intra_node_gbps * 1e9 / 8.0 * scaling.busbw_efficiency(kind)
     elif kind == "socket":
         # No line between two containers: one alone gets what the host's kernel moves.
-        line_Bps = socket_host_Bps / scaling.busbw_efficiency(kind)
-    elif nvlink:
-        line_Bps = spec.nvlink_gbs * 1e9 / 2.0  # catalog lists both directions together
+        intra_Bps = socket_host_Bps
+    elif nvlink:  # the catalog lists both directions together
+        intra_Bps = spec.nvlink_gbs * 1e9 / 2.0 * scaling.busbw_efficiency(kind)
     else:
-        line_Bps = spec.pcie_gbs * 1e9
+        intra_Bps = spec.pcie_gbs * 1e9 * scaling.busbw_efficiency(kind)
     network_gbps = scaling.default_network_gbps if inter_node_gbps is None else inter_node_gbps
     if not network_gbps > 0:
         raise InputError(f"inter_node_gbps must be positive Gbit/s, got {inter_node_gbps!r}")
     return Links(
-        intra_busbw_Bps=line_Bps * scaling.busbw_efficiency(kind),
+        intra_busbw_Bps=intra_Bps,
         inter_busbw_Bps=min(network_gbps * 1e9 / 8.0 * scaling.busbw_efficiency(net),
                             stream_cap_Bps),
         intra_latency_s=scaling.hop_latency_s(kind),
