@@ -67,11 +67,6 @@ def _pct(errors: list[float]) -> str:
 WORKLOAD_FAMILIES = {"resnet50": "ResNet-50", "ssd": "SSD300", "bert_base_squad": "BERT",
                      "bert_large_squad": "BERT", "maskrcnn": "Mask R-CNN",
                      "tacotron2": "Tacotron2", "waveglow": "WaveGlow"}
-# What a user's measurement says of itself: the model's name (matched to a workload signature)
-# and its published parameter count; nothing fitted.
-MODEL_NAMES = {"resnet50": "resnet50", "ssd": "ssd300", "bert_base_squad": "bert-base",
-               "bert_large_squad": "bert-large", "maskrcnn": "mask r-cnn",
-               "tacotron2": "tacotron2", "waveglow": "waveglow"}
 # The three questions, the headline first: the memory rule decides the target's batch from the
 # source's (what `gpucost predict` answers), the target's own batch given, and pairs measured at
 # the same batch (translation alone).
@@ -152,7 +147,7 @@ def _cross_validate(obs: list[Any], group_of: Any, label: str,
                 profile = gpucost.Profile.from_measurement(
                     gpu=src.gpu, throughput=src.throughput, batch_size=src.batch_size,
                     precision=src.precision, param_count=fitc.FAMILY_PARAMS[src.model],
-                    name=MODEL_NAMES[src.model])
+                    name=fitc.MODEL_NAMES[src.model])
                 with using_calibration(cal):  # the public predict, with the refit
                     ruled = gpucost.predict(profile, gpu=tgt.gpu)
                     at_target = gpucost.predict(profile, gpu=tgt.gpu,
@@ -268,7 +263,7 @@ def decision_regret(obs: list[Any]) -> dict[str, tuple[list[float], list[float]]
                     profile = gpucost.Profile.from_measurement(
                         gpu=src.gpu, throughput=src.throughput, batch_size=src.batch_size,
                         precision=src.precision, param_count=fitc.FAMILY_PARAMS[src.model],
-                        name=MODEL_NAMES[src.model])
+                        name=fitc.MODEL_NAMES[src.model])
                     with using_calibration(cal):
                         predicted = {g: table[g] / gpucost.predict(profile, gpu=g).throughput
                                      for g in candidates}
@@ -350,6 +345,43 @@ def multi_gpu(data: Path) -> dict[str, list[float]]:
           "with a training placement of the same shape:")
     for name, errs in lookup.items():
         print(f"    {name:<20} {_pct(errs)}")
+    return errors
+
+
+def one_node(data: Path) -> dict[str, list[float]]:
+    """Several GPUs in one machine, on Lambda's runs of 2-8 GPUs: each run predicted from the
+    1-GPU run of the same version, model, precision, GPU and per-GPU batch, through the public
+    ``gpucost.predict``, with the step-time variation (``straggler_cv``) refitted without the
+    run's workload family (leave-one-workload-out, as for one GPU). Baselines on the same runs:
+    the model without the wait for the slowest GPU, and linear scaling."""
+    from gpucost.catalog import get_gpu
+
+    runs = fitc.load_one_node_runs(fitc.lambda_paths(data), get_gpu)
+    shipped = translate.shipped_calibration_data()
+    errors: dict[str, list[float]] = {"model": [], "no wait for the slowest": [],
+                                      "linear scaling": []}
+    per_family: dict[str, list[float]] = {}
+    cv_range = []
+    for family in sorted({r.one.model for r in runs}):
+        held = [r for r in runs if r.one.model == family]
+        cv = fitc.fit_straggler_cv([r for r in runs if r.one.model != family], shipped)
+        cv_range.append(cv)
+        for name, value in (("model", cv), ("no wait for the slowest", 0.0)):
+            with using_calibration({**shipped, "scaling": {**shipped["scaling"],
+                                                           "straggler_cv": value}}):
+                errs = [abs(fitc.one_node_ratio(r) - 1) for r in held]
+            errors[name] += errs
+            if name == "model":
+                per_family[family] = errs
+        errors["linear scaling"] += [abs(r.gpus * r.one.throughput / r.throughput - 1)
+                                     for r in held]
+    print(f"several GPUs in one machine (Lambda's runs of 2-8 GPUs, same per-GPU batch, "
+          f"leave-one-workload-out), {len(runs)} runs; the step-time variation fitted without the "
+          f"family {min(cv_range):.3f}-{max(cv_range):.3f}")
+    for name, errs in errors.items():
+        print(f"  {name:<24} {_pct(errs)}")
+    print("  per held-out family (mean): " + ", ".join(
+        f"{fitc.MODEL_NAMES[f]} {100 * statistics.mean(e):.1f}" for f, e in per_family.items()))
     return errors
 
 
@@ -548,6 +580,7 @@ def main() -> int:
 
     regret = decision_regret(fitc.load_lambda(fitc.lambda_paths(args.data), get_gpu)[0])
     multi = multi_gpu(args.data)
+    machine = one_node(args.data)
     clusters = held_out_clusters(args.data)
     shape = sia_batch_shape(args.data)
     table = band_table(band_samples, clusters[RATIOS], args.data)
@@ -576,7 +609,10 @@ def main() -> int:
           f"ratio {100 * statistics.mean(single['flops ratio']):.1f} %), multi-GPU "
           f"{100 * m_model:.1f} % (floor {100 * m_floor:.1f} %, goal within 2 points; linear "
           "scaling "
-          f"{100 * statistics.mean(multi['linear scaling']):.1f} %); multi-GPU on a held-out "
+          f"{100 * statistics.mean(multi['linear scaling']):.1f} %); several GPUs in one "
+          f"machine {100 * statistics.mean(machine['model']):.1f} % (without the wait for the "
+          f"slowest {100 * statistics.mean(machine['no wait for the slowest']):.1f} %); "
+          "multi-GPU on a held-out "
           f"cluster {100 * statistics.mean(clusters[SAME_BATCH]):.1f} % (floor "
           f"{100 * statistics.mean(clusters['floor (true sync)']):.1f} %, no communication "
           f"{100 * statistics.mean(clusters['no communication']):.1f} %); one GPU across the "

@@ -393,6 +393,11 @@ def _validate(p: Profile) -> None:
         "peak_memory_gb",
     ):
         _positive(name, getattr(p, name), allow_none=True)
+    if (p.step_time_p10_s is not None and p.step_time_p90_s is not None
+            and p.step_time_p90_s < p.step_time_p10_s):
+        raise ProfileError(f"step_time_p90_s ({p.step_time_p90_s!r}) is below step_time_p10_s "
+                           f"({p.step_time_p10_s!r}): the 90th percentile of the step times "
+                           "cannot be shorter than the 10th")
     # 0 is a count: a step that moves no parameter-shaped tensor (its parameters unused)
     if p.step_bytes is not None and (
             isinstance(p.step_bytes, bool) or not isinstance(p.step_bytes, int | float)

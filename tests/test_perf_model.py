@@ -56,6 +56,7 @@ HAND_CALIBRATION: dict[str, Any] = {
         "tcp_busbw_efficiency": 1.0,  # an unpublished fabric (TCP) as the network, by hand
         "tcp_hop_latency_s": 0.0,
         "socket_host_busbw_gbs": 10.0,
+        "straggler_cv": 0.0,  # steady steps: no wait for a slowest GPU in the hand arithmetic
         "default_network_gbps": 100.0,
     },
 }

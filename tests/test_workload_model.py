@@ -365,7 +365,6 @@ def test_every_batch_lambdas_benchmark_ran_fits_by_the_memory_rule(shared_data: 
     the memory their GPUs have.)"""
     sys.path[:0] = [str(REPO / "scripts"), str(REPO / "bench")]
     import fit_calibration
-    from prediction_accuracy import MODEL_NAMES
 
     rows, _ = fit_calibration.load_lambda(fit_calibration.lambda_paths(shared_data), get_gpu)
     assert len(rows) > 300
@@ -374,7 +373,7 @@ def test_every_batch_lambdas_benchmark_ran_fits_by_the_memory_rule(shared_data: 
         profile = Profile.from_measurement(
             gpu="H200 SXM 141GB", throughput=row.throughput, batch_size=row.batch_size,
             precision=row.precision, param_count=fit_calibration.FAMILY_PARAMS[row.model],
-            name=MODEL_NAMES[row.model])
+            name=fit_calibration.MODEL_NAMES[row.model])
         fit = gpucost.fit_memory(profile, get_gpu(row.gpu))
         assert fit.basis == "signature" and fit.fits, (row.model, row.gpu, row.precision,
                                                         row.batch_size, fit.advice)

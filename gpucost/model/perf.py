@@ -51,7 +51,8 @@ class TimeBreakdown:
     """
 
     compute_s: float  # forward + backward + optimizer on the device (all micro-steps)
-    communication_s: float  # gradient sync not hidden behind backward
+    communication_s: float  # gradient sync not hidden behind backward, and the wait for the
+    # slowest GPU at it
     data_s: float  # waiting for input batches
     host_s: float  # Python / launch overhead the device waits on
 
@@ -90,6 +91,9 @@ class Prediction:
     efficiency: float
     breakdown: TimeBreakdown
     allreduce_s: float  # full gradient all-reduce time before overlap with backward
+    # what each sync waits for the slowest GPU (0 for one GPU), inside breakdown's communication
+    straggler_wait_s: float
+    step_time_cv: float  # the step's coefficient of variation that wait is of
     intra_busbw_gbs: float  # GB/s all-reduce bus bandwidth inside a node of gpus_per_node
     inter_busbw_gbs: float  # GB/s between nodes
     intra_node_link: str  # "nvlink" | "pcie" | "socket"
@@ -157,6 +161,27 @@ def _links(gpu: str, gpus_per_node: int, intra_node_gbps: float | None,
                                  tcp_stream_gbps=tcp_stream_gbps, tcp_streams=tcp_streams)
 
 
+# p90 - p10 of a normal distribution, in standard deviations.
+_P10_P90_SIGMAS = 2.0 * 1.2815515655446004
+
+
+def measured_step_time_cv(profile: Profile) -> float | None:
+    """Coefficient of variation of the profile's step on one GPU, from the p10 and p90 of the
+    step times it measured; None where it has none to say (no percentiles, a CPU's steps, or a
+    group's, which already waited for its slowest)."""
+    p10, p90 = profile.step_time_p10_s, profile.step_time_p90_s
+    if p10 is None or p90 is None or profile.gpu == "CPU" or profile.device_count != 1:
+        return None
+    return (p90 - p10) / _P10_P90_SIGMAS / profile.step_time_s
+
+
+def step_time_cv(profile: Profile) -> float:
+    """Coefficient of variation of one rank's step: the profile's measured one, else the
+    calibration's."""
+    measured = measured_step_time_cv(profile)
+    return translate.calibration().scaling.straggler_cv if measured is None else measured
+
+
 def _source_parts(profile: Profile, gamma: float) -> tuple[float, float, float]:
     """(device compute, data, host) seconds of one measured step on its source GPU
     (``gamma``: the overlap exponent, to take a multi-GPU measurement's sync back out)."""
@@ -177,6 +202,8 @@ def _source_parts(profile: Profile, gamma: float) -> tuple[float, float, float]:
         # (one node of device_count GPUs on the source's default link).
         links = _links(profile.gpu, profile.device_count, None, None, None)
         sync = scaling.allreduce_time_s(profile.gradient_bytes, profile.device_count, 1, links)
+        # ... and the wait for its slowest GPU (a share of the step it waited in).
+        step /= 1.0 + step_time_cv(profile) * scaling.expected_max_normal(profile.device_count)
         step = scaling.compute_given_step_s(step, sync, gamma)
     # No measured breakdown: split the step into device time and the calibrated host share.
     device_per_flop = translate.time_per_flop_s(
@@ -422,7 +449,11 @@ def predict(
     single = b / micro_s
 
     sync = scaling.allreduce_time_s(profile.gradient_bytes, k, n, links) if k * n > 1 else 0.0
-    synced = scaling.overlapped_s(compute, sync, gamma)
+    # The s micro-steps' variations add up (their spread grows as sqrt(s)) before the one sync
+    # that waits for the slowest rank.
+    cv = step_time_cv(profile)
+    wait = scaling.straggler_wait_s(micro_s, cv * math.sqrt(s), k * n)
+    synced = scaling.overlapped_s(compute, sync, gamma) + wait
     step = (s - 1) * micro_s + data + host + synced
     samples = k * n * b * s
     throughput = samples / step
@@ -438,9 +469,12 @@ def predict(
         # Against the fastest member alone: a mixed group paced by its slowest member is
         # not "100 % efficient" on one node (its fast GPUs wait).
         efficiency=throughput / (k * n * b / fastest_micro_s),
+        # Waiting for the slowest rank is time inside the sync, as a profiler shows it.
         breakdown=TimeBreakdown(compute_s=s * compute, communication_s=synced - compute,
                                 data_s=s * data, host_s=s * host),
         allreduce_s=sync,
+        straggler_wait_s=wait,
+        step_time_cv=cv,
         intra_busbw_gbs=scaling.node_busbw_Bps(links, k) / 1e9,
         inter_busbw_gbs=links.inter_busbw_Bps / 1e9,
         intra_node_link=links.intra_kind,

@@ -42,12 +42,23 @@ that way), at the socket transport's hop latency. The part of t that
 backward does not hide follows Pollux's goodput model:
 step = (compute^gamma + sync^gamma)^(1/gamma), gamma >= 1 fitted (1: no overlap; large: the
 longer of the two). With gradient accumulation over s micro-steps only the last one syncs.
+
+Every sync also waits for the slowest rank. Step times vary from step to step (the batch's
+content, input lengths, the host), independently on each rank, and the all-reduce cannot finish
+before the last rank reaches it: a group of R ranks whose steps are normal with standard
+deviation sigma pays E[max of R] - E[one] = sigma x e(R) a step, e(R) the expected maximum of R
+standard normal draws (0 for one rank, 1/sqrt(pi) for two, 1.42 for eight, growing like
+sqrt(2 ln R)): the fan-in tail of Dean and Barroso's "The Tail at Scale" (CACM 2013), measured for
+synchronous SGD by Chen et al., "Revisiting Distributed Synchronous SGD" (2016). sigma is the
+step's coefficient of variation times the step: the profile's own where its step times were
+measured (p10-p90), else the calibration's, fitted on Lambda's one-node runs of 2-8 GPUs.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from gpucost.catalog.spec import GpuSpec
 from gpucost.errors import InputError
@@ -179,6 +190,29 @@ def allreduce_time_s(nbytes: float, gpus_per_node: int, nodes: int, links: Links
                     / (links.two_node_network_factor if n == 2 else 1.0))
     latency = 2.0 * (k - 1) * links.intra_latency_s + 2.0 * (n - 1) * links.inter_latency_s
     return 2.0 * (ranks - 1) / ranks * nbytes / busbw + latency
+
+
+@lru_cache(maxsize=256)
+def expected_max_normal(ranks: int) -> float:
+    """E[max of ``ranks`` independent standard normal draws] (0 for one): the integral of
+    x R phi(x) Phi(x)^(R-1) by the midpoint rule over +-10 standard deviations (exact to 1e-9)."""
+    if ranks <= 1:
+        return 0.0
+    steps, lo, hi = 4000, -10.0, 10.0
+    width = (hi - lo) / steps
+    total = 0.0
+    for i in range(steps):
+        x = lo + (i + 0.5) * width
+        density = math.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+        below = 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
+        total += x * ranks * density * below ** (ranks - 1)
+    return total * width
+
+
+def straggler_wait_s(step_s: float, cv: float, ranks: int) -> float:
+    """Seconds a sync of ``ranks`` ranks waits for the slowest, whose steps of mean ``step_s``
+    vary with coefficient of variation ``cv`` independently (0 for one rank)."""
+    return cv * step_s * expected_max_normal(ranks)
 
 
 def overlapped_s(compute_s: float, sync_s: float, gamma: float) -> float:
