@@ -20,7 +20,7 @@ from gpucost.limits import (
 )
 from gpucost.measurements import source_for
 from gpucost.model.fabrics import TRANSPORTS, default_transport
-from gpucost.model.perf import Prediction, predict
+from gpucost.model.perf import Prediction, measured_step_time_cv, predict
 from gpucost.model.translate import workload_signature
 from gpucost.profile import resolve_profile
 from gpucost.terminal import printable
@@ -117,6 +117,8 @@ def prediction_dict(pred: Prediction, transport: str) -> dict[str, Any]:
         "efficiency": pred.efficiency,
         "breakdown_s": pred.breakdown.as_dict(),
         "allreduce_s": pred.allreduce_s,
+        "straggler_wait_s": pred.straggler_wait_s,
+        "step_time_cv": pred.step_time_cv,
         "gradient_bytes": pred.profile.gradient_bytes,
         "intra_node_link": pred.intra_node_link,
         "intra_busbw_gbs": pred.intra_busbw_gbs,
@@ -195,6 +197,11 @@ def render_table(pred: Prediction, transport: str, line: StepLine | None = None)
             f"{pred.intra_busbw_gbs:,.1f} GB/s bus"
             + (f", network {pred.inter_busbw_gbs:,.2f} GB/s over {transport}" if pred.nodes > 1
                else "") + ")")
+        spread = ("the profile's p10-p90" if measured_step_time_cv(prof) is not None
+                  else "calibrated")
+        lines.append(f"  slowest GPU   {pred.straggler_wait_s * 1e3:,.1f} ms a step waiting for "
+                     f"the slowest of {pred.gpu_count} (steps vary "
+                     f"{100 * pred.step_time_cv:.1f} %, {spread})")
     lines.append(f"  memory        {pred.memory.advice}")
     sig = workload_signature(prof)
     if sig is not None and sig.description:
