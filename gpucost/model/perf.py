@@ -195,22 +195,23 @@ def _source_parts(profile: Profile, gamma: float) -> tuple[float, float, float]:
         if compute <= 0.0:
             compute = max(profile.step_time_s - b.data_s - b.host_s - b.communication_s, 0.0)
         return compute, b.data_s, b.host_s
+    # No measured breakdown: the step is device time and the calibrated host share of it.
     kappa, eta = translate.workload_mix(profile)
-    step = profile.step_time_s
-    if profile.device_count > 1:
-        # A multi-GPU measurement includes gradient sync: remove what the model says it cost
-        # (one node of device_count GPUs on the source's default link).
-        links = _links(profile.gpu, profile.device_count, None, None, None)
-        sync = scaling.allreduce_time_s(profile.gradient_bytes, profile.device_count, 1, links)
-        # ... and the wait for its slowest GPU (a share of the step it waited in).
-        step /= 1.0 + step_time_cv(profile) * scaling.expected_max_normal(profile.device_count)
-        step = scaling.compute_given_step_s(step, sync, gamma)
-    # No measured breakdown: split the step into device time and the calibrated host share.
     device_per_flop = translate.time_per_flop_s(
         translate.device_rates(profile.gpu, profile.precision, translate.profile_mix(profile),
                                profile.batch_size),
         kappa)
-    host = step * eta / (device_per_flop + eta)
+    host_share = eta / (device_per_flop + eta)
+    step = profile.step_time_s
+    if profile.device_count > 1:
+        # A multi-GPU measurement includes gradient sync, which backward partly hid, and the
+        # wait for its slowest GPU: take out what the model says they cost (one node of
+        # device_count GPUs on the source's default link), as predict() puts them in.
+        links = _links(profile.gpu, profile.device_count, None, None, None)
+        sync = scaling.allreduce_time_s(profile.gradient_bytes, profile.device_count, 1, links)
+        wait_share = step_time_cv(profile) * scaling.expected_max_normal(profile.device_count)
+        step = scaling.compute_given_step_s(step, sync, gamma, wait_share, host_share)
+    host = step * host_share
     return step - host, 0.0, host
 
 

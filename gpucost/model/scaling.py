@@ -226,15 +226,28 @@ def overlapped_s(compute_s: float, sync_s: float, gamma: float) -> float:
     return float(hi * (1.0 + (lo / hi) ** gamma) ** (1.0 / gamma))
 
 
-def compute_given_step_s(step_s: float, sync_s: float, gamma: float) -> float:
+def compute_given_step_s(step_s: float, sync_s: float, gamma: float,
+                         wait_share: float = 0.0, host_share: float = 0.0) -> float:
     """Inverse of :func:`overlapped_s` in ``compute_s``: the compute hidden in a measured step.
+    With ``host_share`` of it host time that backward's sync does not overlap (the step is
+    host + overlapped(the rest, sync)) and a wait for the slowest rank of ``wait_share`` of it
+    (``straggler_wait_s``'s cv x e(R)), the compute and host time together.
 
     Clamped so a sync estimate larger than the measured step leaves a small positive compute.
     """
+    floor = 0.05 * step_s
+    if wait_share > 0.0 or host_share > 0.0:
+        # The step grows with the compute: bisect for the compute that gives it.
+        lo, hi = 0.0, step_s
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            step = (host_share * mid + overlapped_s((1.0 - host_share) * mid, sync_s, gamma)
+                    + wait_share * mid)
+            lo, hi = (mid, hi) if step < step_s else (lo, mid)
+        return max(lo, floor)
     if sync_s <= 0.0:
         return step_s
     rest = step_s**gamma - sync_s**gamma
-    floor = 0.05 * step_s
     if rest <= 0.0:
         return floor
     return max(float(rest ** (1.0 / gamma)), floor)
