@@ -144,10 +144,7 @@ def _cross_validate(obs: list[Any], group_of: Any, label: str,
                         tgt.version, tgt.model, tgt.precision):
                     continue
                 source_spec = get_gpu(src.gpu)
-                profile = gpucost.Profile.from_measurement(
-                    gpu=src.gpu, throughput=src.throughput, batch_size=src.batch_size,
-                    precision=src.precision, param_count=fitc.FAMILY_PARAMS[src.model],
-                    name=fitc.MODEL_NAMES[src.model])
+                profile = fitc.measured_profile(src)
                 with using_calibration(cal):  # the public predict, with the refit
                     ruled = gpucost.predict(profile, gpu=tgt.gpu)
                     at_target = gpucost.predict(profile, gpu=tgt.gpu,
@@ -260,10 +257,7 @@ def decision_regret(obs: list[Any]) -> dict[str, tuple[list[float], list[float]]
                 best = min(true_cost.values())
                 by_hour = min(candidates, key=lambda g: table[g])
                 for src in measured.values():
-                    profile = gpucost.Profile.from_measurement(
-                        gpu=src.gpu, throughput=src.throughput, batch_size=src.batch_size,
-                        precision=src.precision, param_count=fitc.FAMILY_PARAMS[src.model],
-                        name=fitc.MODEL_NAMES[src.model])
+                    profile = fitc.measured_profile(src)
                     with using_calibration(cal):
                         predicted = {g: table[g] / gpucost.predict(profile, gpu=g).throughput
                                      for g in candidates}

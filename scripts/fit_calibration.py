@@ -279,6 +279,14 @@ def lambda_paths(data: Path) -> tuple[Path, ...]:
                              bench / "lambda_throughput_families.csv") if p.exists())
 
 
+def measured_profile(obs: Obs) -> gpucost.Profile:
+    """``obs`` as a user would give it: ``Profile.from_measurement`` with the model's name
+    (matched to a workload signature) and its published parameter count; nothing fitted."""
+    return gpucost.Profile.from_measurement(
+        gpu=obs.gpu, throughput=obs.throughput, batch_size=obs.batch_size,
+        precision=obs.precision, param_count=FAMILY_PARAMS[obs.model], name=MODEL_NAMES[obs.model])
+
+
 @dataclass(frozen=True)
 class LambdaRow:
     version: str
@@ -384,11 +392,8 @@ def load_one_node_runs(paths: Path | Sequence[Path], resolve: Callable[[str], Gp
 def one_node_ratio(run: OneNodeRun) -> float:
     """Predicted over measured throughput of ``run``, from its 1-GPU run through the public
     ``gpucost.predict`` on the same GPU, at its per-GPU batch."""
-    one = run.one
-    profile = gpucost.Profile.from_measurement(
-        gpu=one.gpu, throughput=one.throughput, batch_size=one.batch_size,
-        precision=one.precision, param_count=FAMILY_PARAMS[one.model], name=MODEL_NAMES[one.model])
-    return gpucost.predict(profile, gpus_per_node=run.gpus, batch_size=one.batch_size,
+    return gpucost.predict(measured_profile(run.one), gpus_per_node=run.gpus,
+                           batch_size=run.one.batch_size,
                            fit_batch="keep").throughput / run.throughput
 
 
@@ -398,18 +403,11 @@ def fit_straggler_cv(runs: Sequence[OneNodeRun], cal: Mapping[str, Any]) -> floa
     ``cal`` has it. Inside one machine the gradient sync is a few per cent of these steps (the
     NVLink and PCIe anchors), so what the groups lose beyond it is mostly the wait for the
     slowest GPU."""
-    from scipy.optimize import minimize_scalar
-
     if not runs:
         raise ValueError("no one-node multi-GPU runs to fit the step-time variation on")
-
-    def loss(cv: float) -> float:
-        with using_calibration({**cal, "scaling": {**cal["scaling"], "straggler_cv": cv}}):
-            return statistics.mean(abs(math.log(one_node_ratio(r))) for r in runs)
-
-    # From steady steps to steps varying by half their length: the fit must land inside.
-    result = minimize_scalar(loss, bounds=(0.0, 0.5), method="bounded", options={"xatol": 1e-3})
-    return float(result.x)
+    # From steady steps to steps varying by half their length.
+    return fit_scaling_coefficient("straggler_cv", lambda: map(one_node_ratio, runs), cal,
+                                   (0.0, 0.5), xatol=1e-3)
 
 
 @dataclass
@@ -987,6 +985,25 @@ def pod_step_s(row: SiaRow, batch: int, single_s: float,
                            batch_size=row.local_bsz, fit_batch="keep").step_time_s
 
 
+def fit_scaling_coefficient(name: str, ratios: Callable[[], Iterable[float]],
+                            cal: Mapping[str, Any], bounds: tuple[float, float], *,
+                            log_scale: bool = False, xatol: float) -> float:
+    """The value of ``cal``'s scaling coefficient ``name`` that minimises the mean absolute log
+    of ``ratios()`` (predicted over measured, through the public predict), every other
+    coefficient as ``cal`` has it; searched within ``bounds`` (over its logarithm with
+    ``log_scale``), which the fit must land inside."""
+    from scipy.optimize import minimize_scalar
+
+    def loss(x: float) -> float:
+        value = math.exp(x) if log_scale else x
+        with using_calibration({**cal, "scaling": {**cal["scaling"], name: value}}):
+            return statistics.mean(abs(math.log(r)) for r in ratios())
+
+    lo, hi = (math.log(bounds[0]), math.log(bounds[1])) if log_scale else bounds
+    result = minimize_scalar(loss, bounds=(lo, hi), method="bounded", options={"xatol": xatol})
+    return float(math.exp(result.x) if log_scale else result.x)
+
+
 def fit_socket_host_busbw(rows: Sequence[SiaRow], cal: Mapping[str, Any]) -> float:
     """GB/s of bus bandwidth a host's kernel moves for its pods' sockets in all
     (``socket_host_busbw_gbs``): the value that brings ``rows``' uniform placements (one GPU
@@ -994,22 +1011,14 @@ def fit_socket_host_busbw(rows: Sequence[SiaRow], cal: Mapping[str, Any]) -> flo
     absolute log error, each predicted by :func:`pod_step_s` from the 1-GPU step at the same
     local batch with every other coefficient as ``cal`` has it. One number for every cluster:
     a kernel's copy rate, not a link's."""
-    from scipy.optimize import minimize_scalar
-
     uniform = [r for r in rows if len(set(r.placement)) == 1]
     if not uniform:
         raise ValueError("no uniform multi-GPU placements to fit the socket bandwidth on")
-
-    def loss(log_gbs: float) -> float:
-        scaling = {**cal["scaling"], "socket_host_busbw_gbs": math.exp(log_gbs)}
-        with using_calibration({**cal, "scaling": scaling}):
-            return statistics.mean(abs(math.log(pod_step_s(r, r.local_bsz, r.single_step_s)
-                                                / r.step_s)) for r in uniform)
-
-    # From a slow kernel copy to faster than any host's memory: the fit must land inside.
-    result = minimize_scalar(loss, bounds=(math.log(0.1), math.log(1000.0)), method="bounded",
-                             options={"xatol": 0.01})
-    return float(math.exp(result.x))
+    # From a slow kernel copy to faster than any host's memory.
+    return fit_scaling_coefficient(
+        "socket_host_busbw_gbs",
+        lambda: (pod_step_s(r, r.local_bsz, r.single_step_s) / r.step_s for r in uniform),
+        cal, (0.1, 1000.0), log_scale=True, xatol=0.01)
 
 
 # Link coefficients, fitted per cluster (each is its own hardware: PCIe generation, host, network).
