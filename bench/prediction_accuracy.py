@@ -345,9 +345,11 @@ def multi_gpu(data: Path) -> dict[str, list[float]]:
 def one_node(data: Path) -> dict[str, list[float]]:
     """Several GPUs in one machine, on Lambda's runs of 2-8 GPUs: each run predicted from the
     1-GPU run of the same version, model, precision, GPU and per-GPU batch, through the public
-    ``gpucost.predict``, with the step-time variation (``straggler_cv``) refitted without the
-    run's workload family (leave-one-workload-out, as for one GPU). Baselines on the same runs:
-    the model without the wait for the slowest GPU, and linear scaling."""
+    ``gpucost.predict`` over the link NCCL used (the runs with peer copies off went through the
+    host: "pcie"), with the step-time variation (``straggler_cv``) refitted without the run's
+    workload family on the NVLink runs (leave-one-workload-out, as for one GPU). Baselines on
+    the same runs: the model without the wait for the slowest GPU, and linear scaling. Errors
+    also per link: NVLink, and through the host (PCIe cards, peer copies off)."""
     from gpucost.catalog import get_gpu
 
     runs = fitc.load_one_node_runs(fitc.lambda_paths(data), get_gpu)
@@ -355,10 +357,12 @@ def one_node(data: Path) -> dict[str, list[float]]:
     errors: dict[str, list[float]] = {"model": [], "no wait for the slowest": [],
                                       "linear scaling": []}
     per_family: dict[str, list[float]] = {}
+    per_link: dict[str, list[float]] = {}
     cv_range = []
     for family in sorted({r.one.model for r in runs}):
         held = [r for r in runs if r.one.model == family]
-        cv = fitc.fit_straggler_cv([r for r in runs if r.one.model != family], shipped)
+        cv = fitc.fit_straggler_cv(
+            fitc.nvlink_runs([r for r in runs if r.one.model != family], get_gpu), shipped)
         cv_range.append(cv)
         for name, value in (("model", cv), ("no wait for the slowest", 0.0)):
             with using_calibration({**shipped, "scaling": {**shipped["scaling"],
@@ -367,13 +371,19 @@ def one_node(data: Path) -> dict[str, list[float]]:
             errors[name] += errs
             if name == "model":
                 per_family[family] = errs
+                for run, err in zip(held, errs, strict=True):
+                    link = ("host, peer copies off" if run.link
+                            else fitc.link_kind(run, get_gpu))
+                    per_link.setdefault(link, []).append(err)
         errors["linear scaling"] += [abs(r.gpus * r.one.throughput / r.throughput - 1)
                                      for r in held]
     print(f"several GPUs in one machine (Lambda's runs of 2-8 GPUs, same per-GPU batch, "
-          f"leave-one-workload-out), {len(runs)} runs; the step-time variation fitted without the "
-          f"family {min(cv_range):.3f}-{max(cv_range):.3f}")
+          f"leave-one-workload-out), {len(runs)} runs; the step-time variation fitted on the "
+          f"NVLink runs without the family {min(cv_range):.3f}-{max(cv_range):.3f}")
     for name, errs in errors.items():
         print(f"  {name:<24} {_pct(errs)}")
+    print("  per link, model: " + ", ".join(
+        f"{link} {_pct(errs)} ({len(errs)})" for link, errs in sorted(per_link.items())))
     print("  per held-out family (mean): " + ", ".join(
         f"{fitc.MODEL_NAMES[f]} {100 * statistics.mean(e):.1f}" for f, e in per_family.items()))
     return errors

@@ -88,6 +88,7 @@ from gpucost.model.scaling import (  # noqa: E402
     Links,
     allreduce_time_s,
     overlapped_s,
+    resolve_links,
 )
 from gpucost.model.translate import (  # noqa: E402
     GEFORCE_SUFFIX,
@@ -100,6 +101,7 @@ from gpucost.model.translate import (  # noqa: E402
     generation,
     math_unit,
     peak_tflops,
+    shipped_calibration,
     signature_step_bytes_per_flop,
 )
 
@@ -296,6 +298,26 @@ class LambdaRow:
     gpus: int  # GPUs in the run, all in one machine
     per_gpu_batch: int
     throughput: float  # samples/s over all GPUs, per item (ITEM_UNITS)
+    peer_to_peer: bool = True  # False: NCCL ran with NCCL_P2P_DISABLE=1 (p2p_disabled)
+
+
+# Lambda's benchmark_pytorch.sh exported NCCL_P2P_DISABLE=1 before every run from commit
+# 0a684b62 (2022-10-16, "Add 2x4090_v1": GeForce cards without peer access) until aad0d1cd
+# (2023-02-06) commented it out. With peer copies off NCCL moves a node's gradients through
+# host shared memory (its SHM transport), over each GPU's PCIe link and the host, NVLink or not:
+# the "pcie" link of gpucost.model.scaling. A run's result file is named by its start date.
+P2P_DISABLED_FROM, P2P_DISABLED_UNTIL = dt.date(2022, 10, 16), dt.date(2023, 2, 6)
+_RESULT_DATE = re.compile(r"(\d\d)-(\d\d)-(\d{4})_\d\d-\d\d-\d\d\.txt$")
+
+
+def p2p_disabled(source_path: str) -> bool:
+    """Whether the run whose log is ``source_path`` (a results file named DD-MM-YYYY_HH-MM-SS,
+    or a glob of repeats, which all fall outside the window) ran with NCCL's peer copies off."""
+    match = _RESULT_DATE.search(source_path)
+    if match is None:
+        return False
+    day, month, year = (int(g) for g in match.groups())
+    return P2P_DISABLED_FROM <= dt.date(year, month, day) < P2P_DISABLED_UNTIL
 
 
 def _lambda_rows(paths: Path | Sequence[Path], resolve: Callable[[str], GpuSpec]
@@ -334,7 +356,8 @@ def _lambda_rows(paths: Path | Sequence[Path], resolve: Callable[[str], GpuSpec]
         # The table's batch is the global one (per GPU x GPUs); its throughput all GPUs'.
         rows.append(LambdaRow(row["bench_version"], row["model_key"], precision, name, gpus,
                               round(float(row["batch_size"]) / gpus),
-                              float(row["throughput"]) / ITEM_UNITS.get(row["model_key"], 1)))
+                              float(row["throughput"]) / ITEM_UNITS.get(row["model_key"], 1),
+                              not p2p_disabled(row["source_path"])))
     return rows, sorted(unresolved)
 
 
@@ -360,6 +383,7 @@ class OneNodeRun:
     one: Obs
     gpus: int
     throughput: float  # samples/s over all GPUs
+    link: str | None = None  # the intra-node link NCCL used; None: the GPU's own (predict's)
 
 
 # A data-parallel group at the same per-GPU batch cannot beat linear scaling: runs more than 5 %
@@ -370,22 +394,23 @@ SUPERLINEAR = 1.05
 def load_one_node_runs(paths: Path | Sequence[Path], resolve: Callable[[str], GpuSpec]
                        ) -> list[OneNodeRun]:
     """Lambda's runs of 2-8 GPUs with a 1-GPU run of the same version, model, precision, GPU
-    and per-GPU batch (medians of repeats), less the superlinear ones."""
+    and per-GPU batch (medians of repeats, those with NCCL's peer copies off apart: they ran
+    over the host, ``link`` "pcie"), less the superlinear ones."""
     rows, _ = _lambda_rows(paths, resolve)
-    groups: dict[tuple[str, str, str, str, int], dict[int, list[float]]] = defaultdict(
-        lambda: defaultdict(list))
+    groups: dict[tuple[str, str, str, str, int], dict[tuple[int, bool], list[float]]] = (
+        defaultdict(lambda: defaultdict(list)))
     for r in rows:
-        groups[(r.version, r.model, r.precision, r.gpu, r.per_gpu_batch)][r.gpus].append(
-            r.throughput)
+        groups[(r.version, r.model, r.precision, r.gpu, r.per_gpu_batch)][
+            (r.gpus, r.peer_to_peer or r.gpus == 1)].append(r.throughput)
     runs = []
     for (version, model, precision, gpu, batch), by_count in sorted(groups.items()):
-        if 1 not in by_count or model not in FAMILY_PARAMS:
+        if (1, True) not in by_count or model not in FAMILY_PARAMS:
             continue
-        one = Obs(version, model, precision, gpu, statistics.median(by_count[1]), batch)
-        for gpus, throughputs in sorted(by_count.items()):
+        one = Obs(version, model, precision, gpu, statistics.median(by_count[(1, True)]), batch)
+        for (gpus, peer_to_peer), throughputs in sorted(by_count.items()):
             rate = statistics.median(throughputs)
             if 2 <= gpus <= 8 and rate <= SUPERLINEAR * gpus * one.throughput:
-                runs.append(OneNodeRun(one, gpus, rate))
+                runs.append(OneNodeRun(one, gpus, rate, None if peer_to_peer else "pcie"))
     return runs
 
 
@@ -393,16 +418,32 @@ def one_node_ratio(run: OneNodeRun) -> float:
     """Predicted over measured throughput of ``run``, from its 1-GPU run through the public
     ``gpucost.predict`` on the same GPU, at its per-GPU batch."""
     return gpucost.predict(measured_profile(run.one), gpus_per_node=run.gpus,
-                           batch_size=run.one.batch_size,
+                           intra_node_link=run.link, batch_size=run.one.batch_size,
                            fit_batch="keep").throughput / run.throughput
+
+
+def link_kind(run: OneNodeRun, resolve: Callable[[str], GpuSpec]) -> str:
+    """The intra-node link ``run``'s sync crossed as gpucost models it: "nvlink", or "pcie"
+    (through the host: a PCIe card, or peer copies off)."""
+    return resolve_links(resolve(run.one.gpu), shipped_calibration().scaling,
+                         intra_node_gbps=None, inter_node_gbps=None, intra_node_link=run.link,
+                         gpus_per_node=run.gpus).intra_kind
+
+
+def nvlink_runs(runs: Iterable[OneNodeRun], resolve: Callable[[str], GpuSpec]
+                ) -> list[OneNodeRun]:
+    """The runs whose GPUs synced over NVLink with peer copies on: there the sync is a few per
+    cent of the step and NCCL's NVLink anchors fix it, so what the group loses beyond it is the
+    wait for the slowest GPU. Through the host the sync is most of the loss and varies ~50x
+    between hosts (GeForce cards without peer access and the runs with peer copies off move
+    gradients through host memory), which a step-time variation would absorb."""
+    return [r for r in runs if link_kind(r, resolve) == "nvlink"]
 
 
 def fit_straggler_cv(runs: Sequence[OneNodeRun], cal: Mapping[str, Any]) -> float:
     """The step time's coefficient of variation (``straggler_cv``) that brings ``runs`` closest
     to their measured throughputs, by mean absolute log error, with every other coefficient as
-    ``cal`` has it. Inside one machine the gradient sync is a few per cent of these steps (the
-    NVLink and PCIe anchors), so what the groups lose beyond it is mostly the wait for the
-    slowest GPU."""
+    ``cal`` has it (fitted on :func:`nvlink_runs`, where the sync is small and anchored)."""
     if not runs:
         raise ValueError("no one-node multi-GPU runs to fit the step-time variation on")
     # From steady steps to steps varying by half their length.
@@ -1310,13 +1351,14 @@ def main(argv: Iterable[str] | None = None) -> int:
             "default_network_gbps": old.default_network_gbps,
         },
     }
-    # The wait for the slowest GPU, on Lambda's one-node runs (the link terms above barely
-    # matter there; the socket bandwidth is not used), then the pods' sockets through the host,
-    # each with every other coefficient as fitted before it.
-    runs = load_one_node_runs(lams, get_gpu)
+    # The wait for the slowest GPU, on Lambda's one-node NVLink runs (the link terms above
+    # barely matter there; the socket bandwidth is not used), then the pods' sockets through
+    # the host, each with every other coefficient as fitted before it.
+    runs = nvlink_runs(load_one_node_runs(lams, get_gpu), get_gpu)
     cal["scaling"]["socket_host_busbw_gbs"] = old.socket_host_busbw_gbs
     cal["scaling"]["straggler_cv"] = round(fit_straggler_cv(runs, cal), 3)
-    cal["provenance"]["data"]["lambda one-node runs of 2-8 GPUs used"] = {"runs": len(runs)}
+    cal["provenance"]["data"]["lambda one-node NVLink runs of 2-8 GPUs used"] = {
+        "runs": len(runs)}
     cal["scaling"]["socket_host_busbw_gbs"] = float(f"{fit_socket_host_busbw(rows, cal):.3g}")
     from gpucost._io import atomic_write_text
 

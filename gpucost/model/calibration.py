@@ -54,7 +54,7 @@ class Scaling:
     socket_host_busbw_gbs: float
     # Coefficient of variation of one rank's step time, for a profile that did not measure its
     # own spread: each sync waits for the slowest of its ranks (``scaling.straggler_wait_s``;
-    # fitted on Lambda's one-node runs of 2-8 GPUs).
+    # fitted on Lambda's one-node runs of 2-8 NVLink GPUs with peer copies on).
     straggler_cv: float
     default_network_gbps: float  # an offer that gives no network bandwidth
     two_node_network_factor: float = 1.0

@@ -51,7 +51,8 @@ standard normal draws (0 for one rank, 1/sqrt(pi) for two, 1.42 for eight, growi
 sqrt(2 ln R)): the fan-in tail of Dean and Barroso's "The Tail at Scale" (CACM 2013), measured for
 synchronous SGD by Chen et al., "Revisiting Distributed Synchronous SGD" (2016). sigma is the
 step's coefficient of variation times the step: the profile's own where its step times were
-measured (p10-p90), else the calibration's, fitted on Lambda's one-node runs of 2-8 GPUs.
+measured (p10-p90), else the calibration's, fitted on Lambda's one-node runs of 2-8 NVLink
+GPUs with peer copies on (through the host the sync itself is most of what a group loses).
 """
 
 from __future__ import annotations
