@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +18,25 @@ import pytest
 
 from gpucost.catalog import all_entries, get_gpu
 from gpucost.model import translate
+from gpucost.model.perf import using_calibration
 
 REPO = Path(__file__).resolve().parents[1]
 GEMM = translate.Mix(shares=(("gemm", 1.0),))
 CONV = translate.Mix(shares=(("conv", 1.0),))
+
+
+@pytest.fixture
+def cnn_rate_on_cuda_cores() -> Iterator[None]:
+    """The shipped calibration with the V100's fp32 efficiency at 1.0 of its listed rate, as the
+    CNN rows can fit it (Winograd and FFT convolutions do fewer multiplies than they are counted
+    with; fits have put it at 0.86-1.0): where the cap has to hold a GEMM back."""
+    data = dict(translate.shipped_calibration_data())
+    v100s = [e.spec.name for e in all_entries() if e.spec.compute_capability == "7.0"]
+    data["compute_efficiency_gpu"] = {**data["compute_efficiency_gpu"],
+                                      **{f"{name}|fp32": 1.0 for name in v100s}}
+    data["compute_efficiency_class"] = {**data["compute_efficiency_class"], "7.0|fp32": 1.0}
+    with using_calibration(data):
+        yield
 
 
 def _gemm_rate(spec: Any, precision: str = "fp32", mix: translate.Mix = GEMM, *,
@@ -66,6 +82,7 @@ def test_a_gemm_on_cuda_cores_runs_at_the_measured_matmul(gpu: str, low: float,
     assert low < held < high
 
 
+@pytest.mark.usefixtures("cnn_rate_on_cuda_cores")
 def test_what_the_fit_sees_on_cuda_cores_and_other_units_do_not_move() -> None:
     # An RTX 2080 Ti's matmuls reach what the calibration's CUDA-core GPUs do: its class's
     # rate stays under its measured matmul (a V100's does not: below). An A100 takes the V100's
@@ -115,10 +132,11 @@ def test_an_unmeasured_gpu_reaches_what_its_measured_siblings_do() -> None:
     assert translate.fp32_matmul_tflops(get_gpu("GB200")) is None
 
 
+@pytest.mark.usefixtures("cnn_rate_on_cuda_cores")
 def test_no_gemm_on_cuda_cores_outruns_the_best_measured_matmul() -> None:
     """The CUDA-core efficiency a class is fitted with comes from CNN rows, whose Winograd and
-    FFT convolutions do fewer multiplies than counted and so reach the listed rate (a V100's
-    fp32 class sits at about 1.0 of its 15.7 TFLOPS); a transformer's GEMMs on the same cores
+    FFT convolutions do fewer multiplies than counted and so can reach the listed rate (a V100's
+    fp32 class at 1.0 of its 15.7 TFLOPS, the fixture); a transformer's GEMMs on the same cores
     do not: they are held to the best matmul measured on the GPU (14.1 TFLOPS on a V100), and
     held out, BERT's fp32 steps on a V100 were predicted 1.3x faster than measured."""
     cal = translate.calibration()
