@@ -309,7 +309,7 @@ class LambdaRow:
     gpus: int  # GPUs in the run, all in one machine
     per_gpu_batch: int
     throughput: float  # samples/s over all GPUs, per item (ITEM_UNITS)
-    peer_to_peer: bool = True  # False: NCCL ran with NCCL_P2P_DISABLE=1 (p2p_disabled)
+    peer_to_peer: bool  # False: NCCL ran with NCCL_P2P_DISABLE=1 (p2p_disabled)
 
 
 # Lambda's benchmark_pytorch.sh exported NCCL_P2P_DISABLE=1 before every run from commit
