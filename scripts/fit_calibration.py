@@ -404,6 +404,7 @@ def load_one_node_runs(paths: Path | Sequence[Path], resolve: Callable[[str], Gp
     groups: dict[tuple[str, str, str, str, int], dict[tuple[int, bool], list[float]]] = (
         defaultdict(lambda: defaultdict(list)))
     for r in rows:
+        # A lone GPU syncs nothing: its runs are one reference whatever NCCL's settings.
         groups[(r.version, r.model, r.precision, r.gpu, r.per_gpu_batch)][
             (r.gpus, r.peer_to_peer or r.gpus == 1)].append(r.throughput)
     runs = []
