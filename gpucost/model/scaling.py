@@ -40,8 +40,11 @@ RDMA device. Each hop is then a copy through the host, whose kernel the node's k
 share: the "socket" link, busbw = socket_host_busbw / k (fitted on the Sia traces, whose jobs ran
 that way), at the socket transport's hop latency. The part of t that
 backward does not hide follows Pollux's goodput model:
-step = (compute^gamma + sync^gamma)^(1/gamma), gamma >= 1 fitted (1: no overlap; large: the
-longer of the two). With gradient accumulation over s micro-steps only the last one syncs.
+step = (work^gamma + sync^gamma)^(1/gamma), gamma >= 1 fitted (1: no overlap; large: the
+longer of the two), work being what the step does on the host and the device: the sync runs on
+its own stream while the host launches and the device computes, and it is against whole
+measured steps that gamma is fitted. With gradient accumulation over s micro-steps only the
+last one syncs.
 
 Every sync also waits for the slowest rank. Step times vary from step to step (the batch's
 content, input lengths, the host), independently on each rank, and the all-reduce cannot finish
@@ -228,22 +231,20 @@ def overlapped_s(compute_s: float, sync_s: float, gamma: float) -> float:
 
 
 def compute_given_step_s(step_s: float, sync_s: float, gamma: float,
-                         wait_share: float = 0.0, host_share: float = 0.0) -> float:
-    """Inverse of :func:`overlapped_s` in ``compute_s``: the compute hidden in a measured step.
-    With ``host_share`` of it host time that backward's sync does not overlap (the step is
-    host + overlapped(the rest, sync)) and a wait for the slowest rank of ``wait_share`` of it
-    (``straggler_wait_s``'s cv x e(R)), the compute and host time together.
+                         wait_share: float = 0.0) -> float:
+    """Inverse of :func:`overlapped_s` in ``compute_s``: the work (host and device) a measured
+    step hid its sync behind. With a wait for the slowest rank of ``wait_share`` of it
+    (``straggler_wait_s``'s cv x e(R)), that work alone.
 
     Clamped so a sync estimate larger than the measured step leaves a small positive compute.
     """
     floor = 0.05 * step_s
-    if wait_share > 0.0 or host_share > 0.0:
-        # The step grows with the compute: bisect for the compute that gives it.
+    if wait_share > 0.0:
+        # The step grows with the work: bisect for the work that gives it.
         lo, hi = 0.0, step_s
         for _ in range(60):
             mid = 0.5 * (lo + hi)
-            step = (host_share * mid + overlapped_s((1.0 - host_share) * mid, sync_s, gamma)
-                    + wait_share * mid)
+            step = overlapped_s(mid, sync_s, gamma) + wait_share * mid
             lo, hi = (mid, hi) if step < step_s else (lo, mid)
         return max(lo, floor)
     if sync_s <= 0.0:
