@@ -393,7 +393,8 @@ def _pod_network_words(cluster_name: str) -> str:
     network_gbps, pods = fitc.pod_network(cluster_name)
     stream = (f", {pods.streams} x {pods.stream_gbps:g} Gbit/s TCP streams"
               if pods.stream_gbps else "")
-    return f"{cluster_name} {network_gbps:g} Gbit/s{stream}"
+    transport = fitc.SIA_CLUSTERS[cluster_name].transport
+    return f"{cluster_name} {network_gbps:g} Gbit/s {transport}{stream}"
 
 
 def held_out_clusters(data: Path) -> dict[str, list[float]]:
