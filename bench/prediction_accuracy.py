@@ -400,16 +400,16 @@ def _pod_network_words(cluster_name: str) -> str:
 def held_out_clusters(data: Path) -> dict[str, list[float]]:
     """Multi-GPU on a cluster never fitted, as a user asks it: the job's 1-GPU step on the
     cluster's GPU, translated by the public ``gpucost.predict`` to the placement (nodes x GPUs
-    per node, the network as the cluster's pods reached it (POD_NETWORKS), over sockets inside
-    a node too (one pod per GPU), the shipped link coefficients, which come from NCCL anchors,
-    except the host's socket bandwidth, refitted on the other cluster alone), at the same local
-    batch and from the 1-GPU step at the job's median measured local batch ("target's batch":
-    the traces span up to 1,000x in batch); the job's size is its published parameter count
-    (fitc.SIA_PARAMS); "target's batch, two measured" adds the 1-GPU step at the next larger
-    batch as a second measurement (rows at either measured batch left out of both). Uniform
-    placements only (the model's groups have one GPU count per node). Baselines: no
-    communication (the 1-GPU step), and the floor (1-GPU compute plus the trace's true sync
-    time)."""
+    per node, the cluster's listed network and transport with the TCP stream caps its pods
+    met (fitc.SIA_CLUSTERS, POD_NETWORKS), over sockets inside a node (one pod per GPU), the
+    shipped link coefficients, which come from NCCL anchors, except the host's socket
+    bandwidth, refitted on the other cluster alone), at the same local batch and from the
+    1-GPU step at the job's median measured local batch ("target's batch": the traces span up
+    to 1,000x in batch); the job's size is its published parameter count (fitc.SIA_PARAMS);
+    "target's batch, two measured" adds the 1-GPU step at the next larger batch as a second
+    measurement (rows at either measured batch left out of both). Uniform placements only (the
+    model's groups have one GPU count per node). Baselines: no communication (the 1-GPU step),
+    and the floor (1-GPU compute plus the trace's true sync time)."""
     path = data / "benchmarks" / "sia_step_times_calibration.csv"
     rows = [r for r in fitc.load_sia(path) if r.cluster in fitc.SIA_CLUSTERS]
     times = trace_times(path)
@@ -449,7 +449,7 @@ def held_out_clusters(data: Path) -> dict[str, list[float]]:
               f"same batch {_pct(errors[SAME_BATCH][n_before:])}; the host's socket bus "
               f"bandwidth fitted on the other cluster {socket_gbs:.1f} GB/s")
     print(f"multi GPU on a held-out cluster (leave-one-cluster-out, uniform placements), "
-          f"{len(errors[SAME_BATCH])} step times; the network as the jobs' pods reached it: "
+          f"{len(errors[SAME_BATCH])} step times; the network as the jobs reached it: "
           + ", ".join(_pod_network_words(c) for c in sorted(fitc.SIA_CLUSTERS))
           + f"; {fitc.PODS_INTRA_NODE_LINK} inside a node")
     for name, errs in errors.items():
