@@ -64,6 +64,10 @@ def test_noisy_or_superlinear_lines_stay_physical() -> None:
             > gpucost.predict(flat, batch_size=64).throughput)
     steep = measured({32: 0.100, 64: 0.300})  # grew faster than the batch
     assert measured_fixed_share(steep) == 0.0
+    # Least squares through three such steps passes below zero at the first batch: still 0,
+    # not a line so flat that a larger batch looks nearly free.
+    steeper = measured({32: 0.100, 64: 0.200, 128: 2.0})
+    assert measured_fixed_share(steeper) == 0.0
 
 
 def test_a_cpu_profile_ignores_its_cpu_batch_line() -> None:

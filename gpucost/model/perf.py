@@ -268,7 +268,10 @@ def measured_fixed_share(profile: Profile) -> float | None:
     fixed = mean_s - slope * mean_b
     if slope <= 0.0:  # noise around a step that barely grows with the batch
         return translate.MAX_FIXED_SHARE
-    return min(max(fixed / (fixed + slope * profile.batch_size), 0.0), translate.MAX_FIXED_SHARE)
+    at_batch = fixed + slope * profile.batch_size
+    if at_batch <= 0.0:  # the line is below zero there: a step growing faster than the batch
+        return 0.0
+    return min(max(fixed / at_batch, 0.0), translate.MAX_FIXED_SHARE)
 
 
 def _at_batch(profile: Profile, gpu: str, parts: tuple[float, float, float],
