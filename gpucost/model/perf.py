@@ -249,13 +249,17 @@ def _target_compute_s(profile: Profile, source_compute_s: float, gpu: str) -> fl
     return source_compute_s * translate.compute_ratio(profile, source, rates, kappa)
 
 
-def measured_fixed_share(profile: Profile) -> float | None:
-    """The share of the profile's step that does not grow with the batch, from its step times
-    measured at several per-device batches (``other_batches``): the least-squares line
-    step(b) = fixed + b x per_sample through them, at the profile's batch; None when only one
-    batch was measured, or measured on the CPU (a GPU's step is recomputed from the counted
-    flops: the CPU's split says nothing of it). A step that grew faster than the batch (memory
-    pressure) reads 0."""
+# How many standard errors a line measured through several batches must read steeper than the
+# model's per-step costs allow before it is believed: two, the usual 95 % bound.
+LINE_STANDARD_ERRORS = 2.0
+
+
+def _measured_line(profile: Profile) -> tuple[float, float] | None:
+    """(fixed share, its standard error) at the profile's batch of the least-squares line
+    step(b) = fixed + b x per_sample through the step times measured at several per-device
+    batches, each measured step taken to vary with the step's coefficient of variation
+    (``step_time_cv``); the share is unclamped (below 0 where the step grew faster than the
+    batch), and ``MAX_FIXED_SHARE`` with no error where it did not grow at all."""
     if not profile.other_batches or profile.gpu == "CPU":
         return None
     points = [(float(profile.batch_size), profile.step_time_s),
@@ -265,27 +269,23 @@ def measured_fixed_share(profile: Profile) -> float | None:
     mean_s = sum(s for _, s in points) / n
     spread = sum((b - mean_b) ** 2 for b, _ in points)
     slope = sum((b - mean_b) * (s - mean_s) for b, s in points) / spread
-    fixed = mean_s - slope * mean_b
     if slope <= 0.0:  # noise around a step that barely grows with the batch
-        return translate.MAX_FIXED_SHARE
-    at_batch = fixed + slope * profile.batch_size
+        return translate.MAX_FIXED_SHARE, 0.0
+    at_batch = mean_s + slope * (profile.batch_size - mean_b)
     if at_batch <= 0.0:  # the line is below zero there: a step growing faster than the batch
-        return 0.0
-    return min(max(fixed / at_batch, 0.0), translate.MAX_FIXED_SHARE)
+        return 0.0, 0.0
+    cv = step_time_cv(profile)
+    slope_error = math.sqrt(sum(((b - mean_b) * cv * s) ** 2 for b, s in points)) / spread
+    share = 1.0 - slope * profile.batch_size / at_batch
+    return share, slope_error * profile.batch_size / at_batch
 
 
-def _at_batch(profile: Profile, gpu: str, parts: tuple[float, float, float],
-              batch_size: int) -> tuple[float, float, float]:
-    """(compute, data, host) seconds of one micro-step on ``gpu`` at another per-device batch,
-    from ``parts`` at the profile's: data loading grows with the batch, device and host time
-    with it less their per-step share (``translate.batch_step_factors``), or, for a profile
-    measured at several batches, every part with the measured line (``measured_fixed_share``)."""
+def _modelled_parts(profile: Profile, gpu: str, parts: tuple[float, float, float],
+                    batch_size: int) -> tuple[float, float, float]:
+    """(compute, data, host) at another per-device batch as the model grows them: data loading
+    with the batch, device and host time with it less their per-step share
+    (``translate.batch_step_factors``)."""
     compute, data, host = parts
-    share = measured_fixed_share(profile)
-    if share is not None:
-        # Measured at several batches: the whole step is the measured line through them.
-        grow = (1.0 - share) * batch_size / profile.batch_size + share
-        return compute * grow, data * grow, host * grow
     mix = translate.profile_mix(profile)
     device_f, host_f = translate.batch_step_factors(
         translate.workload_terms(profile),
@@ -293,6 +293,51 @@ def _at_batch(profile: Profile, gpu: str, parts: tuple[float, float, float],
         translate.device_rates(gpu, profile.precision, mix, batch_size),
         profile.batch_size, batch_size)
     return compute * device_f, data * batch_size / profile.batch_size, host * host_f
+
+
+def _modelled_fixed_share(profile: Profile) -> float:
+    """The share of the profile's step on its own GPU that the model pays once per step
+    (weights and optimizer state, launches, GEMMs too small to fill the GPU): 2 - step(2b) /
+    step(b)."""
+    _, compute, data, host, _, _ = _entry(profile, translate.calibration().scaling.overlap_gamma)
+    doubled = sum(_modelled_parts(profile, profile.gpu, (compute, data, host),
+                                  2 * profile.batch_size))
+    return 2.0 - doubled / (compute + data + host)
+
+
+def measured_fixed_share(profile: Profile) -> float | None:
+    """The share of the profile's step that does not grow with the batch, from its step times
+    measured at several per-device batches (``other_batches``): the least-squares line
+    through them, at the profile's batch; None when only one batch was measured, or measured
+    on the CPU (a GPU's step is recomputed from the counted flops: the CPU's split says nothing
+    of it). A line steeper than the model's per-step costs allow by less than
+    ``LINE_STANDARD_ERRORS`` of its standard error reads the model's share: the step pays those
+    costs whatever its batch, and two close batches cannot tell a steeper line from noise
+    (a 1.4x pair of 3 %-noisy steps puts a tenth of the step in doubt). A step that grew faster
+    than the batch beyond that (memory pressure) reads 0."""
+    line = _measured_line(profile)
+    if line is None:
+        return None
+    share, error = line
+    modelled = _modelled_fixed_share(profile)
+    if 0.0 < modelled - share < LINE_STANDARD_ERRORS * error:
+        share = modelled
+    return min(max(share, 0.0), translate.MAX_FIXED_SHARE)
+
+
+def _at_batch(profile: Profile, gpu: str, parts: tuple[float, float, float],
+              batch_size: int) -> tuple[float, float, float]:
+    """(compute, data, host) seconds of one micro-step on ``gpu`` at another per-device batch,
+    from ``parts`` at the profile's: as the model grows them (``_modelled_parts``), or, for a
+    profile measured at several batches, every part with the measured line
+    (``measured_fixed_share``)."""
+    share = measured_fixed_share(profile)
+    if share is None:
+        return _modelled_parts(profile, gpu, parts, batch_size)
+    # Measured at several batches: the whole step is the measured line through them.
+    grow = (1.0 - share) * batch_size / profile.batch_size + share
+    compute, data, host = parts
+    return compute * grow, data * grow, host * grow
 
 
 _FIT_BATCH = ("accumulate", "shrink", "keep")
