@@ -745,8 +745,8 @@ ARCHITECTURES: dict[str, tuple[Callable[[], nn.Module], Callable[[int], tuple[Te
              ["unet", "u-net", "diffusion", "ddpm"]),
     "mlp-recommender": (Dlrm, lambda b: (torch.randn(b, 13), torch.randint(0, 100_000, (b, 26))),
                         256, "DLRM (26 tables of dimension 128, Criteo-shaped MLPs)",
-                        ["dlrm", "ncf", "recommend", "wide-and-deep", "wide & deep", "mlp",
-                         "deepfm"]),
+                        ["dlrm", "ncf", "neumf", "recommend", "wide-and-deep", "wide & deep",
+                         "mlp", "deepfm"]),
 }
 
 # Architectures whose training data is a table read a whole batch per loader call (DLRM's

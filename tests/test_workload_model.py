@@ -44,6 +44,7 @@ def measured(workload: str | dict[str, float] | None, *, gpu: str = "V100 SXM2 1
     ("mask_rcnn", "detection"),
     ("t5-small translation", "encoder-decoder"),
     ("dlrm criteo", "mlp-recommender"),
+    ("NeuMF", "mlp-recommender"),  # neural matrix factorisation, NCF's model
 ])
 def test_profile_names_pick_the_builtin_signature(text: str, expected: str) -> None:
     found = signature.matched(text)
