@@ -467,7 +467,8 @@ def sia_batch_shape(data: Path) -> dict[str, list[float]]:
     median batch and the next larger one, ``Profile.from_measurement(other_batches=...)``, as a
     user who measured twice would give them) the step's fixed and per-sample parts are
     measured (a line steeper than the model's per-step costs allow only beyond two standard
-    errors of its noise: ``perf.measured_fixed_share``). Prints the mean error per job and the signed bias on smaller and larger batches."""
+    errors of its noise: ``perf.measured_fixed_share``). Prints the mean error per job and the
+    signed bias on smaller and larger batches."""
     steps: dict[tuple[str, str], dict[int, list[float]]] = {}
     with (data / "benchmarks" / "sia_step_times_calibration.csv").open(newline="") as fh:
         for row in csv.DictReader(fh):
