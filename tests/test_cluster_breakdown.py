@@ -1,0 +1,38 @@
+"""bench/held_out_cluster_breakdown.py splits the held-out-cluster figure of
+bench/prediction_accuracy.py by cluster, job and placement kind: its groups must add up to
+that figure, model and floor alike, or the breakdown describes some other question."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data"
+TRACES = DATA / "benchmarks" / "sia_step_times_calibration.csv"
+
+pytestmark = pytest.mark.skipif(not TRACES.exists(), reason="../shared/data is not present")
+
+
+@pytest.mark.slow
+def test_the_breakdown_adds_up_to_the_held_out_cluster_figure(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.syspath_prepend(str(REPO / "scripts"))
+    monkeypatch.syspath_prepend(str(REPO / "bench"))
+    import fit_calibration as fitc
+    import held_out_cluster_breakdown as breakdown
+    import prediction_accuracy as bench
+
+    rows = [r for r in fitc.load_sia(TRACES) if r.cluster in fitc.SIA_CLUSTERS]
+    groups = breakdown.group_errors(rows, bench.trace_times(TRACES))
+    errors = bench.held_out_clusters(DATA)
+    capsys.readouterr()
+    model = [m for errs in groups.values() for m, _ in errs]
+    floor = [f for errs in groups.values() for _, f in errs]
+    assert len(model) == len(errors[bench.SAME_BATCH])
+    assert statistics.mean(model) == pytest.approx(statistics.mean(errors[bench.SAME_BATCH]))
+    assert statistics.mean(floor) == pytest.approx(
+        statistics.mean(errors["floor (true sync)"]))
+    assert {kind for _, _, kind in groups} == {"one node", "two nodes", "3+ nodes"}
