@@ -27,9 +27,8 @@ sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO / "scripts"))
 
 import fit_calibration as fitc  # noqa: E402
-from prediction_accuracy import trace_times  # noqa: E402
+from prediction_accuracy import refit_without_cluster, trace_times  # noqa: E402
 
-from gpucost.model import translate  # noqa: E402
 from gpucost.model.perf import using_calibration  # noqa: E402
 
 # (cluster, job, placement, local batch) -> (sync, compute) seconds: prediction_accuracy's
@@ -46,12 +45,9 @@ Groups: TypeAlias = dict[tuple[str, str, str], list[tuple[float, float]]]
 def group_errors(rows: list[fitc.SiaRow], times: Times) -> Groups:
     """(model, floor) absolute errors of each uniform multi-GPU step time of a held-out cluster
     at its own local batch, by (held-out cluster, job, placement kind)."""
-    shipped = dict(translate.shipped_calibration_data())
     groups: Groups = defaultdict(list)
     for held in sorted(fitc.SIA_CLUSTERS):
-        socket_gbs = fitc.fit_socket_host_busbw([r for r in rows if r.cluster != held], shipped)
-        with using_calibration({**shipped, "scaling": {**shipped["scaling"],
-                                                       "socket_host_busbw_gbs": socket_gbs}}):
+        with using_calibration(refit_without_cluster(rows, held)[1]):
             for r in rows:
                 if r.cluster != held or len(set(r.placement)) != 1:
                     continue

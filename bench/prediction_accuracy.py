@@ -397,6 +397,15 @@ def _pod_network_words(cluster_name: str) -> str:
     return f"{cluster_name} {network_gbps:g} Gbit/s {transport}{stream}"
 
 
+def refit_without_cluster(rows: list[Any], held: str) -> tuple[float, dict[str, Any]]:
+    """The host's socket bandwidth (GB/s) fitted on the Sia rows of every cluster but
+    ``held``, and the shipped calibration with it: what a cluster never fitted is asked with."""
+    shipped = dict(translate.shipped_calibration_data())
+    socket_gbs = fitc.fit_socket_host_busbw([r for r in rows if r.cluster != held], shipped)
+    return socket_gbs, {**shipped, "scaling": {**shipped["scaling"],
+                                               "socket_host_busbw_gbs": socket_gbs}}
+
+
 def held_out_clusters(data: Path) -> dict[str, list[float]]:
     """Multi-GPU on a cluster never fitted, as a user asks it: the job's 1-GPU step on the
     cluster's GPU, translated by the public ``gpucost.predict`` to the placement (nodes x GPUs
@@ -416,11 +425,8 @@ def held_out_clusters(data: Path) -> dict[str, list[float]]:
     two = f"{TARGET_BATCH}, two measured"
     errors: dict[str, list[float]] = {SAME_BATCH: [], TARGET_BATCH: [], two: [],
                                       "no communication": [], "floor (true sync)": [], RATIOS: []}
-    shipped = dict(translate.shipped_calibration_data())
     for held in sorted(fitc.SIA_CLUSTERS):
-        socket_gbs = fitc.fit_socket_host_busbw([r for r in rows if r.cluster != held], shipped)
-        refit = {**shipped, "scaling": {**shipped["scaling"],
-                                        "socket_host_busbw_gbs": socket_gbs}}
+        socket_gbs, refit = refit_without_cluster(rows, held)
         singles: dict[str, dict[int, float]] = {}
         for r in rows:
             if r.cluster == held:
