@@ -93,9 +93,11 @@ def band_table(samples: dict[str, list[float]], multi: list[float], data: Path
             "data": [*sorted(p.name for p in fitc.lambda_paths(data)),
                      "sia_step_times_calibration.csv"],
             "method": "leave-one-workload-out predictions at the source's batch with the memory "
-                      "rule deciding (single GPU), leave-one-cluster-out step times at the same "
-                      "local batch (several GPUs); 10th and 90th percentiles of measured over "
-                      "predicted throughput (low is at most 1, high at least 1)",
+                      "rule deciding (single GPU), the Sia traces' 1-GPU steps moved from one "
+                      "or two measured batches to the others (same-gpu, same-gpu-line), "
+                      "leave-one-cluster-out step times at the same local batch (several "
+                      "GPUs); 10th and 90th percentiles of measured over predicted throughput "
+                      "(low is at most 1, high at least 1)",
         },
         "single_gpu": {k: entry(v) for k, v in sorted(samples.items()) if len(v) >= 10},
         "multi_gpu": entry(multi),
@@ -151,8 +153,8 @@ def _cross_validate(obs: list[Any], group_of: Any, label: str,
                                                 batch_size=tgt.batch_size).throughput
                 reduced += ruled.batch_reduced_from is not None
                 if band_samples is not None:
-                    key = (f"{bands.relation(source_spec, target_spec)}|"
-                           f"{bands.batch_key(src.batch_size, ruled.batch_size)}")
+                    key = bands.single_key(bands.relation(source_spec, target_spec),
+                                           bands.batch_key(src.batch_size, ruled.batch_size))
                     band_samples.setdefault(key, []).append(tgt.throughput / ruled.throughput)
                 flops = src.throughput * (translate.peak_tflops(target_spec, src.precision)
                                           / translate.peak_tflops(source_spec, src.precision))
@@ -464,7 +466,8 @@ def held_out_clusters(data: Path) -> dict[str, list[float]]:
     return errors
 
 
-def sia_batch_shape(data: Path) -> dict[str, list[float]]:
+def sia_batch_shape(data: Path, band_samples: dict[str, list[float]] | None = None
+                    ) -> dict[str, list[float]]:
     """Throughput in the batch on one GPU, as the Sia traces measured it: each job's 1-GPU step
     at its median measured local batch, moved by the public ``gpucost.predict(...,
     batch_size=b)`` to every other batch the trace ran on the same GPU (the AWS T4 and Azure
@@ -474,7 +477,8 @@ def sia_batch_shape(data: Path) -> dict[str, list[float]]:
     user who measured twice would give them) the step's fixed and per-sample parts are
     measured (a line steeper than the model's per-step costs allow only beyond two standard
     errors of its noise: ``perf.measured_fixed_share``). Prints the mean error per job and the
-    signed bias on smaller and larger batches."""
+    signed bias on smaller and larger batches. ``band_samples`` collects measured over
+    predicted throughput (the error bands' rows for the measured GPU at another batch)."""
     steps: dict[tuple[str, str], dict[int, list[float]]] = {}
     with (data / "benchmarks" / "sia_step_times_calibration.csv").open(newline="") as fh:
         for row in csv.DictReader(fh):
@@ -482,6 +486,7 @@ def sia_batch_shape(data: Path) -> dict[str, list[float]]:
                 steps.setdefault((row["cluster"], row["model"]), {}).setdefault(
                     int(row["local_bsz"]), []).append(float(row["step_time_s"]))
     errors: dict[str, list[float]] = {"one batch measured": [], "two batches measured": []}
+    band_rel = {"one batch measured": bands.SAME_GPU, "two batches measured": bands.SAME_GPU_LINE}
     for question, errs in errors.items():
         smaller: list[float] = []
         larger: list[float] = []
@@ -508,6 +513,9 @@ def sia_batch_shape(data: Path) -> dict[str, list[float]]:
                          / median[b])
                 job.append(abs(ratio - 1))
                 (smaller if b < middle else larger).append(math.log(ratio))
+                if band_samples is not None:  # a step ratio is the inverse throughput's
+                    band_samples.setdefault(bands.single_key(
+                        band_rel[question], bands.batch_key(middle, b)), []).append(ratio)
             errs.extend(job)
             per_job.append(f"{cluster}/{model.split(' (')[0]} {100 * statistics.mean(job):.0f}")
         print(f"single GPU, throughput in the batch (Sia traces, same job and GPU, {question}, "
@@ -595,7 +603,7 @@ def main() -> int:
     multi = multi_gpu(args.data)
     machine = one_node(args.data)
     clusters = held_out_clusters(args.data)
-    shape = sia_batch_shape(args.data)
+    shape = sia_batch_shape(args.data, band_samples)
     table = band_table(band_samples, clusters[RATIOS], args.data)
     print("error bands (measured / predicted throughput, 10th-90th percentile):")
     for key, entry in [*table["single_gpu"].items(), ("several GPUs", table["multi_gpu"])]:

@@ -86,6 +86,7 @@ def test_the_shipped_table_is_what_the_bench_measures() -> None:
 
     samples: dict[str, list[float]] = {}
     bench.single_gpu_workload_out(DATA, samples)
+    bench.sia_batch_shape(DATA, samples)
     clusters = bench.held_out_clusters(DATA)
     table = bench.band_table(samples, clusters[bench.RATIOS], DATA)
     shipped = bands.shipped_bands()
@@ -93,3 +94,54 @@ def test_the_shipped_table_is_what_the_bench_measures() -> None:
     for key, entry in table["single_gpu"].items():
         assert entry == pytest.approx(shipped["single_gpu"][key], abs=1e-3), key
     assert table["multi_gpu"] == pytest.approx(shipped["multi_gpu"], abs=1e-3)
+
+
+def test_the_measured_gpu_at_another_batch_reads_its_own_rows() -> None:
+    """A batch move on the measured GPU reads the rows the bench measured for it (one measured
+    batch, or a measured line), and a table without them the same class's (as before they
+    existed)."""
+    v100 = get_gpu("V100")
+    table: dict[str, Any] = {
+        "single_gpu": {
+            **TABLE["single_gpu"],
+            "same-class|smaller": {"low": 0.85, "high": 1.2, "pairs": 70},
+            "same-gpu|smaller": {"low": 0.5, "high": 1.1, "pairs": 60},
+            "same-gpu|larger": {"low": 0.95, "high": 1.4, "pairs": 58},
+            "same-gpu-line|larger": {"low": 0.6, "high": 1.2, "pairs": 46},
+        },
+        "multi_gpu": TABLE["multi_gpu"],
+    }
+    smaller = band_for(v100, v100, 64, 16, 1, table)
+    assert (smaller.low, smaller.high) == (0.5, 1.1) and smaller.key.startswith("same-gpu,")
+    larger = band_for(v100, v100, 64, 256, 1, table)
+    assert (larger.low, larger.high) == (0.95, 1.4)
+    line = band_for(v100, v100, 64, 256, 1, table, measured_batches=2)
+    assert (line.low, line.high) == (0.6, 1.2) and line.key.startswith("same-gpu-line,")
+    # No measured-line row for smaller batches: the one-measurement row answers.
+    assert band_for(v100, v100, 64, 16, 1, table, measured_batches=2).low == 0.5
+    # A table without the measured GPU's rows falls back to the same class's.
+    old = band_for(v100, v100, 64, 16, 1, TABLE)
+    assert (old.low, old.high) == (0.7, 1.5) and "not measured" in old.key
+
+
+def test_predict_passes_its_measured_batches_to_the_band(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    table = {"single_gpu": {"same-gpu|larger": {"low": 0.9, "high": 1.4, "pairs": 50},
+                            "same-gpu-line|larger": {"low": 0.7, "high": 1.1, "pairs": 40}},
+             "multi_gpu": TABLE["multi_gpu"]}
+    path = tmp_path / "bands.json"
+    path.write_text(json.dumps(table), encoding="utf-8")
+    monkeypatch.setattr(bands, "BANDS_PATH", path)
+    bands.shipped_bands.cache_clear()
+    try:
+        one = gpucost.Profile.from_measurement(gpu="V100 SXM2 16GB", throughput=1200.0,
+                                               batch_size=64, precision="amp",
+                                               param_count=25.6e6, name="resnet50")
+        two = gpucost.Profile.from_measurement(gpu="V100 SXM2 16GB", throughput=1200.0,
+                                               batch_size=64, precision="amp",
+                                               param_count=25.6e6, name="resnet50",
+                                               other_batches={32: 1000.0})
+        assert gpucost.predict(one, batch_size=128).band.high == 1.4
+        assert gpucost.predict(two, batch_size=128).band.high == 1.1
+    finally:
+        bands.shipped_bands.cache_clear()

@@ -8,6 +8,13 @@ vendor) and the batch (the same, smaller, larger than measured). Several GPUs ad
 clusters' spread of step time. A prediction's band is its throughput times those two ratios:
 about eight in ten measurements fall inside.
 
+The measured GPU at another batch is the batch model's error alone, measured on the Sia traces
+(the same job on the same GPU at up to a thousand times its batch; nothing is fitted on their
+single-GPU steps): from one measured batch ("same-gpu"), whose split of the step into what it
+pays once and what grows with the batch comes from the model, and from two ("same-gpu-line"),
+whose split was measured. Smaller and larger batches have bands of their own because the
+model's error is not symmetric in the batch.
+
 A key the bench never saw takes the widest band of the table (no pair crossed vendors: the
 table says nothing about that, so it claims nothing narrow). The same GPU at the measured batch
 is the measurement itself: no band.
@@ -29,7 +36,15 @@ BANDS_PATH = Path(__file__).with_name("error_bands.json")
 SAME_GPU, SAME_CLASS, SAME_VENDOR, OTHER_VENDOR = ("same-gpu", "same-class", "same-vendor",
                                                    "other-vendor")
 RELATIONS = (SAME_GPU, SAME_CLASS, SAME_VENDOR, OTHER_VENDOR)
+# The measured GPU at another batch, from a profile measured at several batches.
+SAME_GPU_LINE = "same-gpu-line"
 BATCHES = ("same", "smaller", "larger")
+
+
+def single_key(rel: str, how: str) -> str:
+    """The single-GPU table's key of a relation (``RELATIONS`` or ``SAME_GPU_LINE``) and a
+    batch (``BATCHES``): what the bench writes and :func:`band_for` reads."""
+    return f"{rel}|{how}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,10 +94,11 @@ def _ratio_pair(entry: Mapping[str, Any]) -> tuple[float, float]:
 
 
 def band_for(source: GpuSpec | None, target: GpuSpec, source_batch: float, batch: float,
-             gpu_count: int, table: Mapping[str, Any] | None = None) -> Band:
+             gpu_count: int, table: Mapping[str, Any] | None = None, *,
+             measured_batches: int = 1) -> Band:
     """The band of a prediction for ``gpu_count`` x ``target`` at per-device ``batch`` from a
     measurement on ``source`` (None: a CPU profile, translated from counted flops: the widest
-    single-GPU band) at ``source_batch``."""
+    single-GPU band) at ``source_batch`` (and ``measured_batches - 1`` other batches)."""
     table = shipped_bands() if table is None else table
     single: Mapping[str, Any] = table["single_gpu"]
     rel = OTHER_VENDOR if source is None else relation(source, target)
@@ -91,16 +107,22 @@ def band_for(source: GpuSpec | None, target: GpuSpec, source_batch: float, batch
         low = high = 1.0
         key = NO_BAND.key
     else:
-        # The bench never predicts a GPU from itself: at another batch, the same GPU is held to
-        # the same class's band for that batch (what is left is the batch model's error).
-        found = single.get(f"{SAME_CLASS if rel == SAME_GPU else rel}|{how}")
-        if found is None:
+        keys = [single_key(rel, how)]
+        if rel == SAME_GPU:
+            if measured_batches > 1:
+                keys.insert(0, single_key(SAME_GPU_LINE, how))
+            # A table without the measured GPU's rows: the same class's for that batch.
+            keys.append(single_key(SAME_CLASS, how))
+        found_key = next((k for k in keys if k in single), None)
+        if found_key is None:
             widest = min(single.values(), key=lambda e: float(e["low"]) / float(e["high"]))
             low, high = _ratio_pair(widest)
             key = f"{rel}, batch {how}: not measured, the widest band"
         else:
+            found = single[found_key]
             low, high = _ratio_pair(found)
-            key = f"{rel}, batch {how} ({int(found['pairs']):,} held-out pairs)"
+            shown = found_key.split("|")[0]
+            key = f"{shown}, batch {how} ({int(found['pairs']):,} held-out pairs)"
     if gpu_count > 1:
         multi_low, multi_high = _ratio_pair(table["multi_gpu"])
         low, high = low * multi_low, high * multi_high

@@ -128,7 +128,8 @@ class Prediction:
         measured_on = self.profile.band_gpu or self.profile.gpu
         source = None if measured_on == "CPU" else translate.gpu_spec(measured_on)
         return band_for(source, translate.gpu_spec(self.gpu), self.profile.batch_size,
-                        self.batch_size, self.gpu_count)
+                        self.batch_size, self.gpu_count,
+                        measured_batches=1 + len(self.profile.other_batches))
 
     @property
     def samples_per_step(self) -> int:
