@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,19 +46,29 @@ def test_a_band_is_looked_up_by_what_separates_source_and_target() -> None:
     assert (group.low, group.high) == pytest.approx((0.8 * 0.5, 1.3 * 1.0))
 
 
-def test_predict_reads_the_shipped_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = tmp_path / "bands.json"
-    path.write_text(json.dumps(TABLE), encoding="utf-8")
-    monkeypatch.setattr(bands, "BANDS_PATH", path)
-    bands.shipped_bands.cache_clear()
-    try:
-        p = gpucost.Profile.from_measurement(gpu="V100 SXM2 16GB", throughput=1200.0,
-                                             batch_size=256, precision="amp",
-                                             param_count=25.6e6, name="resnet50")
-        pred = gpucost.predict(p, gpu="H100 SXM5 80GB")
-        assert (pred.band.low, pred.band.high) == (0.8, 1.3)
-    finally:
+@pytest.fixture
+def ship_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Any], None]]:
+    """Installs a band table as the shipped one (the package's file is left alone)."""
+    def install(table: Any) -> None:
+        path = tmp_path / "bands.json"
+        path.write_text(json.dumps(table), encoding="utf-8")
+        monkeypatch.setattr(bands, "BANDS_PATH", path)
         bands.shipped_bands.cache_clear()
+
+    yield install
+    bands.shipped_bands.cache_clear()
+
+
+def _resnet50_v100(**measured: Any) -> gpucost.Profile:
+    return gpucost.Profile.from_measurement(gpu="V100 SXM2 16GB", throughput=1200.0,
+                                            precision="amp", param_count=25.6e6,
+                                            name="resnet50", **measured)
+
+
+def test_predict_reads_the_shipped_table(ship_table: Callable[[Any], None]) -> None:
+    ship_table(TABLE)
+    pred = gpucost.predict(_resnet50_v100(batch_size=256), gpu="H100 SXM5 80GB")
+    assert (pred.band.low, pred.band.high) == (0.8, 1.3)
 
 
 def test_compare_carries_cost_bands_and_says_when_the_top_plans_overlap() -> None:
@@ -119,29 +130,23 @@ def test_the_measured_gpu_at_another_batch_reads_its_own_rows() -> None:
     assert (line.low, line.high) == (0.6, 1.2) and line.key.startswith("same-gpu-line,")
     # No measured-line row for smaller batches: the one-measurement row answers.
     assert band_for(v100, v100, 64, 16, 1, table, measured_batches=2).low == 0.5
-    # A table without the measured GPU's rows falls back to the same class's.
+    # A table without the measured GPU's rows reads the same class's, and without those too
+    # the widest band.
+    classes = {"single_gpu": {k: v for k, v in table["single_gpu"].items()
+                              if not k.startswith("same-gpu")}, "multi_gpu": TABLE["multi_gpu"]}
+    same_class = band_for(v100, v100, 64, 16, 1, classes)
+    assert (same_class.low, same_class.high) == (0.85, 1.2)
+    assert same_class.key.startswith("same-class,")
     old = band_for(v100, v100, 64, 16, 1, TABLE)
     assert (old.low, old.high) == (0.7, 1.5) and "not measured" in old.key
 
 
 def test_predict_passes_its_measured_batches_to_the_band(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    table = {"single_gpu": {"same-gpu|larger": {"low": 0.9, "high": 1.4, "pairs": 50},
-                            "same-gpu-line|larger": {"low": 0.7, "high": 1.1, "pairs": 40}},
-             "multi_gpu": TABLE["multi_gpu"]}
-    path = tmp_path / "bands.json"
-    path.write_text(json.dumps(table), encoding="utf-8")
-    monkeypatch.setattr(bands, "BANDS_PATH", path)
-    bands.shipped_bands.cache_clear()
-    try:
-        one = gpucost.Profile.from_measurement(gpu="V100 SXM2 16GB", throughput=1200.0,
-                                               batch_size=64, precision="amp",
-                                               param_count=25.6e6, name="resnet50")
-        two = gpucost.Profile.from_measurement(gpu="V100 SXM2 16GB", throughput=1200.0,
-                                               batch_size=64, precision="amp",
-                                               param_count=25.6e6, name="resnet50",
-                                               other_batches={32: 1000.0})
-        assert gpucost.predict(one, batch_size=128).band.high == 1.4
-        assert gpucost.predict(two, batch_size=128).band.high == 1.1
-    finally:
-        bands.shipped_bands.cache_clear()
+        ship_table: Callable[[Any], None]) -> None:
+    ship_table({"single_gpu": {"same-gpu|larger": {"low": 0.9, "high": 1.4, "pairs": 50},
+                               "same-gpu-line|larger": {"low": 0.7, "high": 1.1, "pairs": 40}},
+                "multi_gpu": TABLE["multi_gpu"]})
+    one = _resnet50_v100(batch_size=64)
+    two = _resnet50_v100(batch_size=64, other_batches={32: 1000.0})
+    assert gpucost.predict(one, batch_size=128).band.high == 1.4
+    assert gpucost.predict(two, batch_size=128).band.high == 1.1
