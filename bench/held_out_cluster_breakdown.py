@@ -11,6 +11,13 @@ groups of three or more nodes, a two-node group's sync against the three-node gr
 same GPUs per node, beside the ratio of their rings' traffic (2(R-1)/R of the gradient per GPU):
 a two-node group that merely moved its ring's bytes would sync a little faster than the
 three-node one, never twice as slow.
+
+Last, two things the gap is not, each an upper bound on what it could win: the host's socket
+bandwidth fitted on the held-out cluster itself (in-sample: no user knows it beforehand), and
+each job's modelled sync scaled by what the job's own 2-GPU one-node placement measured (the
+median over its local batches of that placement's measured step over the 1-GPU step's excess,
+against the model's), as a user who ran the job on two GPUs first could scale it; the other
+placements asked so.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 import fit_calibration as fitc  # noqa: E402
 from prediction_accuracy import refit_without_cluster, trace_times  # noqa: E402
 
+from gpucost.model import translate  # noqa: E402
 from gpucost.model.perf import using_calibration  # noqa: E402
 
 # (cluster, job, placement, local batch) -> (sync, compute) seconds: prediction_accuracy's
@@ -95,6 +103,61 @@ def two_against_three_nodes(times: Times) -> None:
                 print(f"  {cluster} {job.split(' (')[0]}: " + ", ".join(pairs))
 
 
+def own_socket_bandwidth(rows: list[fitc.SiaRow]) -> dict[str, tuple[float, list[float]]]:
+    """Per cluster, (the socket bandwidth fitted on its own rows, the same-batch errors of its
+    uniform multi-GPU rows with it): the held-out cluster's host known in advance."""
+    shipped = dict(translate.shipped_calibration_data())
+    out = {}
+    for cluster in sorted(fitc.SIA_CLUSTERS):
+        own = [r for r in rows if r.cluster == cluster]
+        gbs = fitc.fit_socket_host_busbw(own, shipped)
+        with using_calibration({**shipped, "scaling": {**shipped["scaling"],
+                                                       "socket_host_busbw_gbs": gbs}}):
+            out[cluster] = (gbs, [abs(fitc.pod_step_s(r, r.local_bsz, r.single_step_s)
+                                      / r.step_s - 1)
+                                  for r in own if len(set(r.placement)) == 1])
+    return out
+
+
+def scaled_by_two_gpus(rows: list[fitc.SiaRow]) -> tuple[list[float], list[float]]:
+    """(model, scaled) same-batch errors of the held-out clusters' uniform placements other than
+    one node of two GPUs, the scaled prediction being the 1-GPU step plus the model's excess over
+    it times the job's median measured over modelled excess on that 2-GPU placement."""
+    model: list[float] = []
+    scaled: list[float] = []
+    for held in sorted(fitc.SIA_CLUSTERS):
+        with using_calibration(refit_without_cluster(rows, held)[1]):
+            asked = [(r, fitc.pod_step_s(r, r.local_bsz, r.single_step_s)) for r in rows
+                     if r.cluster == held and len(set(r.placement)) == 1]
+        ratios: dict[str, list[float]] = defaultdict(list)
+        for r, predicted in asked:
+            if r.placement == (2,) and predicted > r.single_step_s:
+                ratios[r.model].append((r.step_s - r.single_step_s)
+                                       / (predicted - r.single_step_s))
+        for r, predicted in asked:
+            if r.placement == (2,) or not ratios[r.model]:
+                continue
+            scale = statistics.median(ratios[r.model])
+            model.append(abs(predicted / r.step_s - 1))
+            scaled.append(abs((r.single_step_s + scale * (predicted - r.single_step_s))
+                              / r.step_s - 1))
+    return model, scaled
+
+
+def print_bounds(rows: list[fitc.SiaRow]) -> None:
+    own = own_socket_bandwidth(rows)
+    every = [e for _, errs in own.values() for e in errs]
+    print("what the gap is not: the held-out cluster's own socket bandwidth (in-sample) "
+          f"{100 * statistics.mean(every):.1f} % ("
+          + ", ".join(f"{c} {gbs:.1f} GB/s {100 * statistics.mean(errs):.1f} %"
+                      for c, (gbs, errs) in own.items()) + ")")
+    model, scaled = scaled_by_two_gpus(rows)
+    print("  each job's sync scaled by its own 2-GPU placement: "
+          f"{100 * statistics.mean(scaled):.1f} % against the model's "
+          f"{100 * statistics.mean(model):.1f} % on the same "
+          f"{len(model)} step times")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
@@ -108,6 +171,7 @@ def main() -> int:
     times = trace_times(path)
     print_excess(group_errors(rows, times), args.rows)
     two_against_three_nodes(times)
+    print_bounds(rows)
     return 0
 
 

@@ -36,3 +36,26 @@ def test_the_breakdown_adds_up_to_the_held_out_cluster_figure(
     assert statistics.mean(floor) == pytest.approx(
         statistics.mean(errors["floor (true sync)"]))
     assert {kind for _, _, kind in groups} == {"one node", "two nodes", "3+ nodes"}
+
+
+@pytest.mark.slow
+def test_the_bounds_ask_the_held_out_questions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The in-sample socket bandwidth of a cluster is the one the other cluster's held-out
+    question was asked with (two clusters: fitted on the same rows), and the 2-GPU scaling asks
+    every held-out question but those of the 2-GPU placement it learns from."""
+    monkeypatch.syspath_prepend(str(REPO / "scripts"))
+    monkeypatch.syspath_prepend(str(REPO / "bench"))
+    import fit_calibration as fitc
+    import held_out_cluster_breakdown as breakdown
+    import prediction_accuracy as bench
+
+    rows = [r for r in fitc.load_sia(TRACES) if r.cluster in fitc.SIA_CLUSTERS]
+    own = breakdown.own_socket_bandwidth(rows)
+    (first, second) = sorted(fitc.SIA_CLUSTERS)
+    assert own[first][0] == pytest.approx(bench.refit_without_cluster(rows, second)[0])
+    assert own[second][0] == pytest.approx(bench.refit_without_cluster(rows, first)[0])
+    uniform = [r for r in rows if len(set(r.placement)) == 1]
+    assert sum(len(errs) for _, errs in own.values()) == len(uniform)
+    model, scaled = breakdown.scaled_by_two_gpus(rows)
+    assert len(model) == len(scaled) == len([r for r in uniform if r.placement != (2,)])
+    assert model != scaled
