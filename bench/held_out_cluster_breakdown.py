@@ -3,7 +3,8 @@
     python bench/held_out_cluster_breakdown.py [--data ../shared/data] [--rows 15]
 
 The questions of ``prediction_accuracy.held_out_clusters`` at the same local batch (each Sia
-cluster held out in turn, the host's socket bandwidth refitted on the other), split by held-out
+cluster held out in turn, the host's socket bandwidth and the overlap exponent refitted on the
+other), split by held-out
 cluster, job and placement kind (one node, two nodes, three or more): the model's mean error,
 the floor's (the 1-GPU compute plus the trace's true sync time), and how many points of the
 overall mean the group's excess over the floor makes, largest first. Then, on each cluster with
@@ -13,7 +14,8 @@ a two-node group that merely moved its ring's bytes would sync a little faster t
 three-node one, never twice as slow.
 
 Last, two things the gap is not, each an upper bound on what it could win: the host's socket
-bandwidth fitted on the held-out cluster itself (in-sample: no user knows it beforehand), and
+bandwidth and the overlap exponent fitted on the held-out cluster itself (in-sample: no user
+knows them beforehand), and
 each job's modelled sync scaled by what the job's own 2-GPU one-node placement measured (the
 median over its local batches of that placement's measured step over the 1-GPU step's excess,
 against the model's), as a user who ran the job on two GPUs first could scale it; the other
@@ -34,9 +36,8 @@ sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO / "scripts"))
 
 import fit_calibration as fitc  # noqa: E402
-from prediction_accuracy import refit_without_cluster, trace_times  # noqa: E402
+from prediction_accuracy import refit_on, refit_without_cluster, trace_times  # noqa: E402
 
-from gpucost.model import translate  # noqa: E402
 from gpucost.model.perf import using_calibration  # noqa: E402
 
 # (cluster, job, placement, local batch) -> (sync, compute) seconds: prediction_accuracy's
@@ -55,7 +56,7 @@ def group_errors(rows: list[fitc.SiaRow], times: Times) -> Groups:
     at its own local batch, by (held-out cluster, job, placement kind)."""
     groups: Groups = defaultdict(list)
     for held in sorted(fitc.SIA_CLUSTERS):
-        with using_calibration(refit_without_cluster(rows, held)[1]):
+        with using_calibration(refit_without_cluster(rows, held).calibration):
             for r in rows:
                 if r.cluster != held or len(set(r.placement)) != 1:
                     continue
@@ -103,19 +104,18 @@ def two_against_three_nodes(times: Times) -> None:
                 print(f"  {cluster} {job.split(' (')[0]}: " + ", ".join(pairs))
 
 
-def own_socket_bandwidth(rows: list[fitc.SiaRow]) -> dict[str, tuple[float, list[float]]]:
+def own_fit(rows: list[fitc.SiaRow]) -> dict[str, tuple[float, list[float]]]:
     """Per cluster, (the socket bandwidth fitted on its own rows, the same-batch errors of its
-    uniform multi-GPU rows with it): the held-out cluster's host known in advance."""
-    shipped = dict(translate.shipped_calibration_data())
+    uniform multi-GPU rows with it and the overlap exponent fitted there too): the held-out
+    cluster known in advance."""
     out = {}
     for cluster in sorted(fitc.SIA_CLUSTERS):
         own = [r for r in rows if r.cluster == cluster]
-        gbs = fitc.fit_socket_host_busbw(own, shipped)
-        with using_calibration({**shipped, "scaling": {**shipped["scaling"],
-                                                       "socket_host_busbw_gbs": gbs}}):
-            out[cluster] = (gbs, [abs(fitc.pod_step_s(r, r.local_bsz, r.single_step_s)
-                                      / r.step_s - 1)
-                                  for r in own if len(set(r.placement)) == 1])
+        refit = refit_on(own)
+        with using_calibration(refit.calibration):
+            out[cluster] = (refit.socket_gbs,
+                            [abs(fitc.pod_step_s(r, r.local_bsz, r.single_step_s) / r.step_s - 1)
+                             for r in own if len(set(r.placement)) == 1])
     return out
 
 
@@ -126,7 +126,7 @@ def scaled_by_two_gpus(rows: list[fitc.SiaRow]) -> tuple[list[float], list[float
     model: list[float] = []
     scaled: list[float] = []
     for held in sorted(fitc.SIA_CLUSTERS):
-        with using_calibration(refit_without_cluster(rows, held)[1]):
+        with using_calibration(refit_without_cluster(rows, held).calibration):
             asked = [(r, fitc.pod_step_s(r, r.local_bsz, r.single_step_s)) for r in rows
                      if r.cluster == held and len(set(r.placement)) == 1]
         ratios: dict[str, list[float]] = defaultdict(list)
@@ -145,9 +145,10 @@ def scaled_by_two_gpus(rows: list[fitc.SiaRow]) -> tuple[list[float], list[float
 
 
 def print_bounds(rows: list[fitc.SiaRow]) -> None:
-    own = own_socket_bandwidth(rows)
+    own = own_fit(rows)
     every = [e for _, errs in own.values() for e in errs]
-    print("what the gap is not: the held-out cluster's own socket bandwidth (in-sample) "
+    print("what the gap is not: the held-out cluster's own socket bandwidth and overlap "
+          "exponent (in-sample) "
           f"{100 * statistics.mean(every):.1f} % ("
           + ", ".join(f"{c} {gbs:.1f} GB/s {100 * statistics.mean(errs):.1f} %"
                       for c, (gbs, errs) in own.items()) + ")")

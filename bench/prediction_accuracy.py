@@ -40,6 +40,7 @@ import math
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -399,13 +400,33 @@ def _pod_network_words(cluster_name: str) -> str:
     return f"{cluster_name} {network_gbps:g} Gbit/s {transport}{stream}"
 
 
-def refit_without_cluster(rows: list[Any], held: str) -> tuple[float, dict[str, Any]]:
-    """The host's socket bandwidth (GB/s) fitted on the Sia rows of every cluster but
-    ``held``, and the shipped calibration with it: what a cluster never fitted is asked with."""
+@dataclass(frozen=True)
+class SiaRefit:
+    """The coefficients the Sia traces teach, fitted on some clusters' rows, and the shipped
+    calibration with them."""
+
+    overlap_gamma: float
+    socket_gbs: float  # the host's socket bus bandwidth, GB/s
+    calibration: dict[str, Any]
+
+
+def refit_on(rows: list[Any]) -> SiaRefit:
+    """The overlap exponent (the median job's of the per-job fit, as shipped) fitted on
+    ``rows`` alone, then the host's socket bandwidth with it, each as fit_calibration fits it."""
+    from gpucost.catalog import get_gpu
+
     shipped = dict(translate.shipped_calibration_data())
-    socket_gbs = fitc.fit_socket_host_busbw([r for r in rows if r.cluster != held], shipped)
-    return socket_gbs, {**shipped, "scaling": {**shipped["scaling"],
-                                               "socket_host_busbw_gbs": socket_gbs}}
+    gamma = fitc.median_overlap_gamma(fitc.fit_scaling(rows, get_gpu)[1])
+    cal = {**shipped, "scaling": {**shipped["scaling"], "overlap_gamma": gamma}}
+    socket_gbs = fitc.fit_socket_host_busbw(rows, cal)
+    return SiaRefit(gamma, socket_gbs, {**cal, "scaling": {**cal["scaling"],
+                                                           "socket_host_busbw_gbs": socket_gbs}})
+
+
+def refit_without_cluster(rows: list[Any], held: str) -> SiaRefit:
+    """What a cluster never fitted is asked with: the Sia coefficients fitted on every other
+    cluster's rows (:func:`refit_on`)."""
+    return refit_on([r for r in rows if r.cluster != held])
 
 
 def held_out_clusters(data: Path) -> dict[str, list[float]]:
@@ -413,8 +434,9 @@ def held_out_clusters(data: Path) -> dict[str, list[float]]:
     cluster's GPU, translated by the public ``gpucost.predict`` to the placement (nodes x GPUs
     per node, the cluster's listed network and transport with the TCP stream caps its pods
     met (fitc.SIA_CLUSTERS, POD_NETWORKS), over sockets inside a node (one pod per GPU), the
-    shipped link coefficients, which come from NCCL anchors, except the host's socket
-    bandwidth, refitted on the other cluster alone), at the same local batch and from the
+    shipped link coefficients, which come from NCCL anchors, except the two the traces teach,
+    the host's socket bandwidth and backward's overlap exponent, refitted on the other cluster
+    alone: :func:`refit_without_cluster`), at the same local batch and from the
     1-GPU step at the job's median measured local batch ("target's batch": the traces span up
     to 1,000x in batch); the job's size is its published parameter count (fitc.SIA_PARAMS);
     "target's batch, two measured" adds the 1-GPU step at the next larger batch as a second
@@ -428,7 +450,7 @@ def held_out_clusters(data: Path) -> dict[str, list[float]]:
     errors: dict[str, list[float]] = {SAME_BATCH: [], TARGET_BATCH: [], two: [],
                                       "no communication": [], "floor (true sync)": [], RATIOS: []}
     for held in sorted(fitc.SIA_CLUSTERS):
-        socket_gbs, refit = refit_without_cluster(rows, held)
+        refit = refit_without_cluster(rows, held)
         singles: dict[str, dict[int, float]] = {}
         for r in rows:
             if r.cluster == held:
@@ -436,7 +458,7 @@ def held_out_clusters(data: Path) -> dict[str, list[float]]:
         middle = {m: sorted(b.items())[len(b) // 2] for m, b in singles.items()}
         second = {m: sorted(b.items())[len(b) // 2 + 1] for m, b in singles.items()}
         n_before = len(errors[SAME_BATCH])
-        with using_calibration(refit):
+        with using_calibration(refit.calibration):
             for r in rows:
                 if r.cluster != held or len(set(r.placement)) != 1:
                     continue
@@ -454,8 +476,9 @@ def held_out_clusters(data: Path) -> dict[str, list[float]]:
                 errors["floor (true sync)"].append(
                     abs((single_compute_s + sync_s) / r.step_s - 1))
         print(f"  {held} held out: {len(errors[SAME_BATCH]) - n_before} multi-GPU step times, "
-              f"same batch {_pct(errors[SAME_BATCH][n_before:])}; the host's socket bus "
-              f"bandwidth fitted on the other cluster {socket_gbs:.1f} GB/s")
+              f"same batch {_pct(errors[SAME_BATCH][n_before:])}; fitted on the other cluster: "
+              f"the host's socket bus bandwidth {refit.socket_gbs:.1f} GB/s, the overlap "
+              f"exponent {refit.overlap_gamma:.3f}")
     print(f"multi GPU on a held-out cluster (leave-one-cluster-out, uniform placements), "
           f"{len(errors[SAME_BATCH])} step times; the network as the jobs reached it: "
           + ", ".join(_pod_network_words(c) for c in sorted(fitc.SIA_CLUSTERS))

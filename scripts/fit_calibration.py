@@ -1119,6 +1119,11 @@ def predict_sia_steps(rows: Sequence[SiaRow], grad_bytes: Vector, gamma: Vector,
     return np.asarray(hi * (1 + (lo / hi) ** gamma) ** (1 / gamma))
 
 
+def median_overlap_gamma(jobs: Mapping[tuple[str, str], JobFit]) -> float:
+    """The overlap exponent a profile that does not say its own takes: the median job's."""
+    return round(statistics.median(j.overlap_gamma for j in jobs.values()), 3)
+
+
 def fit_scaling(rows: Sequence[SiaRow], spec: Callable[[str], GpuSpec]
                 ) -> tuple[dict[str, dict[str, float]], dict[tuple[str, str], JobFit]]:
     """Link coefficients per cluster, and each job's effective gradient bytes and overlap
@@ -1340,7 +1345,7 @@ def main(argv: Iterable[str] | None = None) -> int:
         **single_calibration(single),
         "scaling": {
             # Pollux fits the overlap per job; a profile that does not say takes the median job's.
-            "overlap_gamma": round(statistics.median(j.overlap_gamma for j in jobs.values()), 3),
+            "overlap_gamma": median_overlap_gamma(jobs),
             "nvlink_busbw_efficiency": round(nv_eff, 3),
             "pcie_busbw_efficiency": round(pcie_eff, 4),
             "host_busbw_factor": round(host_factor, 3),
