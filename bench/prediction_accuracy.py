@@ -78,10 +78,11 @@ QUESTIONS = (SOURCE_BATCH, TARGET_BATCH, SAME_BATCH)
 RATIOS = "measured over predicted"  # signed, for the error bands
 
 
-def band_table(samples: dict[str, list[float]], multi: list[float], data: Path
-               ) -> dict[str, Any]:
+def band_table(samples: dict[str, list[float]], multi: list[float],
+               one_node_links: dict[str, list[float]], data: Path) -> dict[str, Any]:
     """The error-band table (gpucost.model.bands): 10th and 90th percentiles of measured over
-    predicted throughput per key, and for several GPUs on held-out clusters."""
+    predicted throughput per key, for several GPUs in one machine per link, and for several
+    GPUs on held-out clusters."""
     def entry(ratios: list[float]) -> dict[str, float]:
         deciles = statistics.quantiles(ratios, n=10)
         return {"low": round(min(deciles[0], 1.0), 4), "high": round(max(deciles[-1], 1.0), 4),
@@ -96,11 +97,14 @@ def band_table(samples: dict[str, list[float]], multi: list[float], data: Path
             "method": "leave-one-workload-out predictions at the source's batch with the memory "
                       "rule deciding (single GPU), the Sia traces' 1-GPU steps moved from one "
                       "or two measured batches to the others (same-gpu, same-gpu-line), "
-                      "leave-one-cluster-out step times at the same local batch (several "
-                      "GPUs); 10th and 90th percentiles of measured over predicted throughput "
-                      "(low is at most 1, high at least 1)",
+                      "Lambda's runs of 2-8 GPUs in one machine from the 1-GPU run, "
+                      "leave-one-workload-out, per link (one_node), leave-one-cluster-out "
+                      "step times at the same local batch (several GPUs); 10th and 90th "
+                      "percentiles of measured over predicted throughput (low is at most 1, "
+                      "high at least 1)",
         },
         "single_gpu": {k: entry(v) for k, v in sorted(samples.items()) if len(v) >= 10},
+        "one_node": {k: entry(v) for k, v in sorted(one_node_links.items()) if len(v) >= 10},
         "multi_gpu": entry(multi),
     }
 
@@ -345,14 +349,17 @@ def multi_gpu(data: Path) -> dict[str, list[float]]:
     return errors
 
 
-def one_node(data: Path) -> dict[str, list[float]]:
+def one_node(data: Path, link_ratios: dict[str, list[float]] | None = None
+             ) -> dict[str, list[float]]:
     """Several GPUs in one machine, on Lambda's runs of 2-8 GPUs: each run predicted from the
     1-GPU run of the same version, model, precision, GPU and per-GPU batch, through the public
     ``gpucost.predict`` over the link NCCL used (the runs with peer copies off went through the
     host: "pcie"), with the step-time variation (``straggler_cv``) refitted without the run's
     workload family on the NVLink runs (leave-one-workload-out, as for one GPU). Baselines on
     the same runs: the model without the wait for the slowest GPU, and linear scaling. Errors
-    also per link: NVLink, and through the host (PCIe cards, peer copies off)."""
+    also per link: NVLink, and through the host (PCIe cards, peer copies off). ``link_ratios``
+    collects the model's measured over predicted throughput per link as predict names it
+    ("nvlink", "pcie": the error bands of one node)."""
     from gpucost.catalog import get_gpu
 
     runs = fitc.load_one_node_runs(fitc.lambda_paths(data), get_gpu)
@@ -370,14 +377,17 @@ def one_node(data: Path) -> dict[str, list[float]]:
         for name, value in (("model", cv), ("no wait for the slowest", 0.0)):
             with using_calibration({**shipped, "scaling": {**shipped["scaling"],
                                                            "straggler_cv": value}}):
-                errs = [abs(fitc.one_node_ratio(r) - 1) for r in held]
+                predicted_over_measured = [fitc.one_node_ratio(r) for r in held]
+            errs = [abs(ratio - 1) for ratio in predicted_over_measured]
             errors[name] += errs
             if name == "model":
                 per_family[family] = errs
-                for run, err in zip(held, errs, strict=True):
-                    link = ("host, peer copies off" if run.link
-                            else fitc.link_kind(run, get_gpu))
-                    per_link.setdefault(link, []).append(err)
+                for run, err, ratio in zip(held, errs, predicted_over_measured, strict=True):
+                    kind = fitc.link_kind(run, get_gpu)
+                    per_link.setdefault("host, peer copies off" if run.link else kind,
+                                        []).append(err)
+                    if link_ratios is not None:
+                        link_ratios.setdefault(kind, []).append(1.0 / ratio)
         errors["linear scaling"] += [abs(r.gpus * r.one.throughput / r.throughput - 1)
                                      for r in held]
     print(f"several GPUs in one machine (Lambda's runs of 2-8 GPUs, same per-GPU batch, "
@@ -624,12 +634,15 @@ def main() -> int:
 
     regret = decision_regret(fitc.load_lambda(fitc.lambda_paths(args.data), get_gpu)[0])
     multi = multi_gpu(args.data)
-    machine = one_node(args.data)
+    link_ratios: dict[str, list[float]] = {}
+    machine = one_node(args.data, link_ratios)
     clusters = held_out_clusters(args.data)
     shape = sia_batch_shape(args.data, band_samples)
-    table = band_table(band_samples, clusters[RATIOS], args.data)
+    table = band_table(band_samples, clusters[RATIOS], link_ratios, args.data)
     print("error bands (measured / predicted throughput, 10th-90th percentile):")
-    for key, entry in [*table["single_gpu"].items(), ("several GPUs", table["multi_gpu"])]:
+    for key, entry in [*table["single_gpu"].items(),
+                       *((f"one node, {link}", e) for link, e in table["one_node"].items()),
+                       ("several GPUs", table["multi_gpu"])]:
         print(f"  {key:<24} {entry['low']:.3f} - {entry['high']:.3f}  ({entry['pairs']} pairs)")
     if args.write_bands:
         from gpucost._io import atomic_write_text

@@ -99,11 +99,14 @@ def test_the_shipped_table_is_what_the_bench_measures() -> None:
     bench.single_gpu_workload_out(DATA, samples)
     bench.sia_batch_shape(DATA, samples)
     clusters = bench.held_out_clusters(DATA)
-    table = bench.band_table(samples, clusters[bench.RATIOS], DATA)
+    links: dict[str, list[float]] = {}
+    bench.one_node(DATA, links)
+    table = bench.band_table(samples, clusters[bench.RATIOS], links, DATA)
     shipped = bands.shipped_bands()
-    assert table["single_gpu"].keys() == shipped["single_gpu"].keys()
-    for key, entry in table["single_gpu"].items():
-        assert entry == pytest.approx(shipped["single_gpu"][key], abs=1e-3), key
+    for part in ("single_gpu", "one_node"):
+        assert table[part].keys() == shipped[part].keys()
+        for key, entry in table[part].items():
+            assert entry == pytest.approx(shipped[part][key], abs=1e-3), key
     assert table["multi_gpu"] == pytest.approx(shipped["multi_gpu"], abs=1e-3)
 
 
@@ -150,3 +153,35 @@ def test_predict_passes_its_measured_batches_to_the_band(
     two = _resnet50_v100(batch_size=64, other_batches={32: 1000.0})
     assert gpucost.predict(one, batch_size=128).band.high == 1.4
     assert gpucost.predict(two, batch_size=128).band.high == 1.1
+
+
+def test_a_group_in_one_machine_reads_its_links_band() -> None:
+    """Several GPUs in one node over NVLink or PCIe take the spread of Lambda's held-out
+    one-machine runs over that link; across nodes, over pods' sockets, or where the table has no
+    row for the link, the held-out clusters'."""
+    v100, a100 = get_gpu("V100"), get_gpu("A100 SXM4 80GB")
+    table = {**TABLE, "one_node": {"nvlink": {"low": 0.9, "high": 1.05, "pairs": 40},
+                                   "pcie": {"low": 0.7, "high": 1.02, "pairs": 60}}}
+    nvlink = band_for(v100, a100, 64, 64, 8, table, nodes=1, link="nvlink")
+    assert (nvlink.low, nvlink.high) == pytest.approx((0.8 * 0.9, 1.3 * 1.05))
+    assert "one node over nvlink (40 held-out runs)" in nvlink.key
+    pcie = band_for(a100, a100, 64, 64, 4, table, nodes=1, link="pcie")
+    assert (pcie.low, pcie.high) == (0.7, 1.02)
+    for nodes, link in ((2, "nvlink"), (1, "socket")):
+        group = band_for(v100, a100, 64, 64, 8, table, nodes=nodes, link=link)
+        assert (group.low, group.high) == pytest.approx((0.8 * 0.5, 1.3 * 1.0))
+        assert "held-out clusters" in group.key
+    without = band_for(v100, a100, 64, 64, 8, TABLE, nodes=1, link="nvlink")
+    assert "held-out clusters" in without.key
+
+
+def test_predict_gives_its_nodes_and_link_to_the_band(ship_table: Callable[[Any], None]) -> None:
+    ship_table({**TABLE, "one_node": {"nvlink": {"low": 0.9, "high": 1.05, "pairs": 40}}})
+    profile = _resnet50_v100(batch_size=256)
+    one = gpucost.predict(profile, gpu="A100 SXM4 80GB", gpus_per_node=8)
+    assert one.intra_node_link == "nvlink" and one.band.high == pytest.approx(1.3 * 1.05)
+    two = gpucost.predict(profile, gpu="A100 SXM4 80GB", gpus_per_node=8, nodes=2)
+    assert two.band.high == pytest.approx(1.3 * 1.0)
+    pods = gpucost.predict(profile, gpu="A100 SXM4 80GB", gpus_per_node=8,
+                           intra_node_link="socket")
+    assert "held-out clusters" in pods.band.key

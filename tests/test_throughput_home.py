@@ -86,14 +86,14 @@ def test_the_skypilot_task_asks_for_markers(tmp_path: Path) -> None:
 
 
 def _plan_file(tmp_path: Path, *, verify_action: str | None = "warn", gpu_count: int = 1,
-               profile: str = "resnet50", precision: str = "bf16") -> Path:
+               profile: str = "resnet50", precision: str = "bf16", nodes: int = 1) -> Path:
     (tmp_path / "code").mkdir(exist_ok=True)
     plan: dict[str, Any] = {
         "schema": "gpucost-plan", "schema_version": 1,
         "job": {"name": "ft", "command": ["python", "train.py"], "workdir": "code",
                 "samples": 1e7},
         "offer": {"provider": "aws", "region": "us-east-1", "instance_type": "p4de.24xlarge",
-                  "gpu": "A100 SXM4 80GB", "gpu_count": gpu_count, "nodes": 1,
+                  "gpu": "A100 SXM4 80GB", "gpu_count": gpu_count, "nodes": nodes,
                   "market": "on-demand",
                   "price_hr": 40.0, "price_source": "skypilot-aws"},
         "workload": {"throughput": 1000.0, "profile": profile, "profile_gpu": "H100 SXM5 80GB",
@@ -180,9 +180,9 @@ def test_half_the_predicted_throughput_is_warned_about_and_recorded(tmp_path: Pa
 
 
 def test_the_band_decides_not_a_fixed_margin(tmp_path: Path) -> None:
-    """Eight GPUs predicted from one: the held-out clusters' spread makes the band reach far
-    below the verify margin, so a rate between the two is no surprise there."""
-    plan = load_plan(_plan_file(tmp_path, gpu_count=8))
+    """Sixteen GPUs on two nodes predicted from one: the held-out clusters' spread makes the
+    band reach far below the verify margin, so a rate between the two is no surprise there."""
+    plan = load_plan(_plan_file(tmp_path, gpu_count=8, nodes=2))
     provider, run_dir = _provider(tmp_path, plan, _Clock())
     margin_low = 1.0 - plan.safety.verify_margin_pct / 100.0
     band = plan_band(plan)
@@ -191,6 +191,16 @@ def test_the_band_decides_not_a_fixed_margin(tmp_path: Path) -> None:
     _stream(provider, run_dir, _log([measured] * FIRST_CHECK_AFTER))
     assert provider.status_fields()["throughput_warning"] is None
     assert [m.throughput for m in read_all(store_path())] == [measured]
+
+
+def test_one_nvlink_node_is_checked_against_its_links_band(tmp_path: Path) -> None:
+    """Eight NVLink GPUs in one node sync as Lambda's held-out one-machine runs did, not as
+    the Sia pods across nodes: their band is the narrower one-node band."""
+    one = plan_band(load_plan(_plan_file(tmp_path, gpu_count=8)))
+    two = plan_band(load_plan(_plan_file(tmp_path, gpu_count=8, nodes=2)))
+    assert "8 GPUs in one node over nvlink" in one.key
+    assert "16 GPUs (held-out clusters)" in two.key
+    assert two.low < one.low <= one.high < two.high
 
 
 def test_a_slow_run_under_verify_action_stop_is_stopped(tmp_path: Path) -> None:

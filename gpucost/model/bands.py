@@ -4,9 +4,12 @@
 command and the data it read): for predictions of a workload the fit never saw, the 10th and
 90th percentiles of measured over predicted throughput, keyed by what separates the measurement
 from the prediction: the GPUs (the same GPU, the same device class, the same vendor, another
-vendor) and the batch (the same, smaller, larger than measured). Several GPUs add the held-out
-clusters' spread of step time. A prediction's band is its throughput times those two ratios:
-about eight in ten measurements fall inside.
+vendor) and the batch (the same, smaller, larger than measured). Several GPUs add the spread of
+their sync's prediction: in one machine over NVLink or PCIe, that of Lambda's runs of 2-8 GPUs
+over the same link, each predicted from its 1-GPU run with the workload held out (``one_node``);
+across nodes, or pods meeting over sockets, that of the Sia clusters held out (``multi_gpu``).
+A prediction's band is its throughput times those two ratios: about eight in ten measurements
+fall inside.
 
 The measured GPU at another batch is the batch model's error alone, measured on the Sia traces
 (the same job on the same GPU at up to a thousand times its batch; nothing is fitted on their
@@ -95,10 +98,11 @@ def _ratio_pair(entry: Mapping[str, Any]) -> tuple[float, float]:
 
 def band_for(source: GpuSpec | None, target: GpuSpec, source_batch: float, batch: float,
              gpu_count: int, table: Mapping[str, Any] | None = None, *,
-             measured_batches: int = 1) -> Band:
+             measured_batches: int = 1, nodes: int = 1, link: str = "") -> Band:
     """The band of a prediction for ``gpu_count`` x ``target`` at per-device ``batch`` from a
     measurement on ``source`` (None: a CPU profile, translated from counted flops: the widest
-    single-GPU band) at ``source_batch`` (and ``measured_batches - 1`` other batches)."""
+    single-GPU band) at ``source_batch`` (and ``measured_batches - 1`` other batches), the
+    group on ``nodes`` nodes whose GPUs meet over ``link`` (``scaling.LINK_KINDS``)."""
     table = shipped_bands() if table is None else table
     single: Mapping[str, Any] = table["single_gpu"]
     rel = OTHER_VENDOR if source is None else relation(source, target)
@@ -124,7 +128,13 @@ def band_for(source: GpuSpec | None, target: GpuSpec, source_batch: float, batch
             shown = found_key.split("|")[0]
             key = f"{shown}, batch {how} ({int(found['pairs']):,} held-out pairs)"
     if gpu_count > 1:
-        multi_low, multi_high = _ratio_pair(table["multi_gpu"])
-        low, high = low * multi_low, high * multi_high
-        key += f"; {gpu_count} GPUs (held-out clusters)"
+        machine = table.get("one_node", {}).get(link) if nodes == 1 else None
+        if machine is not None:
+            group_low, group_high = _ratio_pair(machine)
+            key += (f"; {gpu_count} GPUs in one node over {link} "
+                    f"({int(machine['pairs']):,} held-out runs)")
+        else:
+            group_low, group_high = _ratio_pair(table["multi_gpu"])
+            key += f"; {gpu_count} GPUs (held-out clusters)"
+        low, high = low * group_low, high * group_high
     return Band(low, high, key)

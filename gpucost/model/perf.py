@@ -129,7 +129,8 @@ class Prediction:
         source = None if measured_on == "CPU" else translate.gpu_spec(measured_on)
         return band_for(source, translate.gpu_spec(self.gpu), self.profile.batch_size,
                         self.batch_size, self.gpu_count,
-                        measured_batches=1 + len(self.profile.other_batches))
+                        measured_batches=1 + len(self.profile.other_batches), nodes=self.nodes,
+                        link=self.intra_node_link)
 
     @property
     def samples_per_step(self) -> int:
@@ -160,6 +161,12 @@ def _links(gpu: str, gpus_per_node: int, intra_node_gbps: float | None,
                                  gpus_per_node=gpus_per_node,
                                  inter_node_transport=inter_node_transport,
                                  tcp_stream_gbps=tcp_stream_gbps, tcp_streams=tcp_streams)
+
+
+def default_intra_node_link(gpu: str, gpus_per_node: int) -> str:
+    """The link (``scaling.LINK_KINDS``) ``gpus_per_node`` x ``gpu`` meet over in one node
+    when nothing says otherwise: the catalog's for the GPU, as :func:`predict` takes it."""
+    return _links(gpu, gpus_per_node, None, None, None).intra_kind
 
 
 # p90 - p10 of a normal distribution, in standard deviations.
