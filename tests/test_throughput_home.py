@@ -6,6 +6,7 @@ stream is driven through SkyPilotProvider's own follower with a fake tail."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,14 @@ from gpucost import reporting
 from gpucost.executor.markers import MAX_MARKER_BYTES, PREFIX, format_marker, parse_marker
 from gpucost.executor.rundir import RunDir
 from gpucost.executor.runfiles import read_status
-from gpucost.executor.skypilot import FIRST_CHECK_AFTER, RECHECK_S, SkyPilotProvider, plan_band
+from gpucost.executor.skypilot import FIRST_CHECK_AFTER, RECHECK_S, SkyPilotProvider
 from gpucost.executor.skypilot_task import task_config
+from gpucost.executor.verify import (
+    arrival_stop,
+    band_limits,
+    plan_band,
+    verify_throughput,
+)
 from gpucost.measurements import read_all, store_path
 from gpucost.planfile import Plan, load_plan
 
@@ -201,6 +208,26 @@ def test_one_nvlink_node_is_checked_against_its_links_band(tmp_path: Path) -> No
     assert "8 GPUs in one node over nvlink" in one.key
     assert "16 GPUs (held-out clusters)" in two.key
     assert two.low < one.low <= one.high < two.high
+
+
+def test_a_local_run_on_arrival_reads_the_band_a_skypilot_run_reads(tmp_path: Path) -> None:
+    """The runner's on-arrival decision (local, torchrun) and a SkyPilot run's checks read one
+    band: under verify_action = stop, a rate inside the band but outside the verify margin goes
+    on, as under SkyPilot, and one below the band stops. A plan without a profile GPU (a
+    hand-written throughput) has no band: its margin decides."""
+    plan = load_plan(_plan_file(tmp_path, verify_action="stop", gpu_count=8, nodes=2))
+    limits = band_limits(plan, plan_band(plan))
+    margin_low = 1.0 - plan.safety.verify_margin_pct / 100.0
+    planned = plan.workload.throughput
+    inside = verify_throughput(plan, planned * (limits[0] / planned + margin_low) / 2)
+    assert not inside.within_margin and arrival_stop(plan, inside, limits) is None
+    assert "inside the prediction's band" in inside.message(limits)
+    below = verify_throughput(plan, limits[0] * 0.9)
+    why = arrival_stop(plan, below, limits)
+    assert why is not None and why.startswith("verify_action = stop")
+    handwritten = replace(plan, workload=replace(plan.workload, profile_gpu=""))
+    assert band_limits(handwritten, plan_band(handwritten)) == pytest.approx(
+        (planned * margin_low, planned * (2 - margin_low)))
 
 
 def test_a_slow_run_under_verify_action_stop_is_stopped(tmp_path: Path) -> None:

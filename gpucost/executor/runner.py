@@ -33,7 +33,13 @@ from gpucost.executor.ledger import Ledger
 from gpucost.executor.records import job_position, report_fields
 from gpucost.executor.rundir import RunDir
 from gpucost.executor.runlock import RunLock, hold_job
-from gpucost.executor.verify import VerifyResult, arrival_stop, verify_throughput
+from gpucost.executor.verify import (
+    VerifyResult,
+    arrival_stop,
+    band_limits,
+    plan_band,
+    verify_throughput,
+)
 from gpucost.executor.watchdog import WATCH_POLL_S, budget_warning, start_watchdog
 from gpucost.format import usd_text
 from gpucost.jobname import NAME_HINT, job_name_problem
@@ -410,8 +416,9 @@ class Runner:
                 if self.probe is None:  # a probe's launcher records its own, at the end
                     record_on_arrival(plan, check.measured)  # teaches later predictions
                 self._verification = check
-                self._say(check.message(safety.verify_margin_pct))
-                if (why := arrival_stop(plan, check)) is not None:
+                limits = band_limits(plan, plan_band(plan))
+                self._say(check.message(limits))
+                if (why := arrival_stop(plan, check, limits)) is not None:
                     self._say(why)
                     return "verify-failed"
             if (why := self.provider.stop_reason()) is not None:

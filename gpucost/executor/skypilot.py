@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from gpucost._optional import installed, require
-from gpucost.errors import CapacityError, CredentialsError, GpuCostError, InputError, ProviderError
+from gpucost.errors import CapacityError, CredentialsError, InputError, ProviderError
 from gpucost.executor.base import JobSpec, Provider, ProvisionRequest, Resource, ResourceState
 from gpucost.executor.markers import parse_marker
 from gpucost.executor.rundir import RunDir
@@ -43,12 +43,15 @@ from gpucost.executor.skypilot_task import (
     task_config,
     task_yaml,
 )
-from gpucost.executor.verify import band_limits, over_budget, stop_reason, verify_throughput
+from gpucost.executor.verify import (
+    band_limits,
+    over_budget,
+    plan_band,
+    stop_reason,
+    verify_throughput,
+)
 from gpucost.format import usd_text
 from gpucost.measurements import record_on_arrival
-from gpucost.model.bands import NO_BAND, Band, band_for
-from gpucost.model.perf import default_intra_node_link
-from gpucost.model.translate import gpu_spec
 from gpucost.planfile import Plan
 from gpucost.reporting import write_report
 
@@ -72,24 +75,6 @@ CLUSTER, JOB, MANAGED = "cluster", "job", "managed-job"
 FIRST_CHECK_AFTER = 3  # throughput markers: the median of three is past one slow first epoch
 RECHECK_S = 300.0  # then the throughput since the last check, every five minutes
 MAX_PENDING_CHARS = 1 << 16  # a partial line longer than this is no marker: dropped
-
-
-def plan_band(plan: Plan) -> Band:
-    """The plan's prediction band, recomputed (a plan file does not carry it): its profile's
-    GPU to its offer's GPU at its per-device batch, the offer's nodes meeting over the GPU's
-    default link. The profile's own batch is not in the file; it is taken as the plan's, whose
-    band is the wider one when the plan's batch was reduced."""
-    work, offer = plan.workload, plan.offer
-    per_node = max(1, round(offer.gpu_count))
-    batch = float(work.batch_size or 1)
-    try:
-        target = gpu_spec(offer.gpu)
-        source = None if work.profile_gpu in ("", "CPU") else gpu_spec(work.profile_gpu)
-        link = default_intra_node_link(offer.gpu, per_node) if per_node > 1 else ""
-    except GpuCostError:  # a GPU this catalog does not know (a hand-edited plan): the plan's
-        return NO_BAND  # verify margin alone, which the watch widens every band to
-    return band_for(source, target, batch, batch, per_node * offer.nodes, nodes=offer.nodes,
-                    link=link)
 
 
 class ThroughputWatch:

@@ -20,7 +20,9 @@ from dataclasses import dataclass
 
 from gpucost.errors import GpuCostError
 from gpucost.format import usd_text
-from gpucost.model.bands import Band
+from gpucost.model.bands import NO_BAND, Band, band_for
+from gpucost.model.perf import default_intra_node_link
+from gpucost.model.translate import gpu_spec
 from gpucost.planfile import Plan
 
 
@@ -33,11 +35,15 @@ class VerifyResult:
     reestimated_cost_usd: float
     reestimated_hours: float
 
-    def message(self, margin_pct: float) -> str:
-        word = "within" if self.within_margin else "outside"
+    def message(self, limits: tuple[float, float]) -> str:
+        """One line on the measurement against the throughputs ``limits`` allows
+        (:func:`band_limits`)."""
+        low, high = limits
+        word = "inside" if low <= self.measured <= high else "outside"
         return (f"verify: measured {self.measured:.1f} samples/s vs planned {self.planned:.1f} "
-                f"({self.deviation_pct:+.0f}%, {word} the {margin_pct:g}% margin); re-estimated "
-                f"$/job {usd_text(self.reestimated_cost_usd)} over {self.reestimated_hours:.3g} h")
+                f"({self.deviation_pct:+.0f}%, {word} the prediction's band {low:.1f}-{high:.1f}"
+                f"); re-estimated $/job {usd_text(self.reestimated_cost_usd)} over "
+                f"{self.reestimated_hours:.3g} h")
 
 
 def verify_throughput(plan: Plan, measured: float,
@@ -82,9 +88,12 @@ def stop_reason(plan: Plan, check: VerifyResult, *, outside: bool) -> str | None
     return f"{why}; {cheaper_plan(plan, check)}"
 
 
-def arrival_stop(plan: Plan, check: VerifyResult) -> str | None:
-    """The runner's on-arrival decision: :func:`stop_reason` against the verify margin."""
-    return stop_reason(plan, check, outside=not check.within_margin)
+def arrival_stop(plan: Plan, check: VerifyResult, limits: tuple[float, float]) -> str | None:
+    """The runner's on-arrival decision: :func:`stop_reason`, outside meaning outside the
+    throughputs the prediction's band allows (``limits``: :func:`band_limits`), as a SkyPilot
+    run's checks decide it."""
+    low, high = limits
+    return stop_reason(plan, check, outside=not low <= check.measured <= high)
 
 
 def cheaper_plan(plan: Plan, check: VerifyResult) -> str:
@@ -129,3 +138,24 @@ def band_limits(plan: Plan, band: Band) -> tuple[float, float]:
     planned, margin = plan.workload.throughput, plan.safety.verify_margin_pct
     return (planned * min(band.low, 1.0 - margin / 100.0),
             planned * max(band.high, 1.0 + margin / 100.0))
+
+
+def plan_band(plan: Plan) -> Band:
+    """The plan's prediction band, recomputed (a plan file does not carry it): its profile's
+    GPU to its offer's GPU at its per-device batch, the offer's nodes meeting over the GPU's
+    default link. The profile's own batch is not in the file; it is taken as the plan's, whose
+    band is the wider one when the plan's batch was reduced. A plan that names no profile GPU
+    (a hand-written throughput, not the model's) has no band: its verify margin decides."""
+    work, offer = plan.workload, plan.offer
+    if not work.profile_gpu:
+        return NO_BAND
+    per_node = max(1, round(offer.gpu_count))
+    batch = float(work.batch_size or 1)
+    try:
+        target = gpu_spec(offer.gpu)
+        source = None if work.profile_gpu == "CPU" else gpu_spec(work.profile_gpu)
+        link = default_intra_node_link(offer.gpu, per_node) if per_node > 1 else ""
+    except GpuCostError:  # a GPU this catalog does not know (a hand-edited plan): the plan's
+        return NO_BAND  # verify margin alone, which the watch widens every band to
+    return band_for(source, target, batch, batch, per_node * offer.nodes, nodes=offer.nodes,
+                    link=link)
