@@ -77,3 +77,18 @@ def test_the_installed_command_answers_help_and_a_bad_command() -> None:
                          text=True, env=env, cwd=ROOT, timeout=120)
     assert bad.returncode == 2 and bad.stdout == "" and bad.stderr.count("\n") == 1
     assert "invalid choice: 'nosuch'" in bad.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", [["compare"], ["compare", "--format", "csv"]])
+def test_a_reader_that_stops_early_is_no_failure(argv: list[str], tmp_path: Path) -> None:
+    """`gpucost compare | head` ends with 0, silently: exit 1 means a violated policy, and the
+    rich table's console exited 1 on a closed pipe."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GPUCOST_HOME": str(tmp_path)}
+    done = subprocess.Popen([sys.executable, "-m", "gpucost", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    assert done.stdout is not None and done.stderr is not None
+    done.stdout.close()  # before the ranking is printed: its first write finds the pipe closed
+    errors = done.stderr.read()
+    assert done.wait(timeout=120) == 0
+    assert errors == b""

@@ -142,6 +142,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("gpucost: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
+        # The reader stopped early (`gpucost compare | head`): not a failure. Point stdout at
+        # /dev/null so the interpreter's last flush finds no closed pipe (the handling Python's
+        # signal documentation gives for SIGPIPE).
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
         return 0
     except Exception as err:
         # A bug in gpucost, not the user's input: one line and exit 3 (internal error), as the

@@ -27,8 +27,17 @@ def _market(market: str, risk: float) -> str:
     return f"spot {risk:.0%}" if risk >= 0.01 else "spot <1%"
 
 
+class _Console(Console):
+    """rich's console, but a reader that stops early is no failure: rich exits 1 on a broken
+    pipe, which gpucost documents as a violated policy; the command line ends with 0."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def print_ranking(ranking: Ranking, total: int, *, show_unfit: bool = False) -> None:
-    console = Console()
+    console = _Console()
     profile = ranking.profile
     console.print(
         f"[bold]{rich_text(profile.name)}[/]: {profile.throughput:,.1f} "
