@@ -176,7 +176,8 @@ class Profile:
         ``workload`` says what the step is made of, so each part is translated by what bounds
         it on another GPU: a built-in architecture (``"cnn-classifier"``, ``"vit"``,
         ``"encoder-only"``, ``"decoder-only"``, ``"encoder-decoder"``, ``"seq2seq-rnn"``,
-        ``"conv-tts"``, ``"flow-audio"``, ``"detection"``, ``"unet"``, ``"mlp-recommender"``)
+        ``"conv-tts"``, ``"flow-audio"``, ``"detection"``, ``"two-stage-detection"``,
+        ``"unet"``, ``"mlp-recommender"``)
         or an explicit mix of flops shares per op class (``{"gemm": 0.6, "attention": 0.1,
         "recurrent": 0.3}``, optionally with ``bytes_per_flop`` and ``launches_per_step``).
         Without it the profile's ``name`` is matched against the built-ins ("resnet50",

@@ -133,32 +133,55 @@ class Dropout(nn.Module):
         return dropout(x, self.p, self.training)
 
 
+class FrozenBatchNorm2d(nn.Module):
+    """Batch norm with fixed statistics and affine terms, as detection models fine-tune an
+    ImageNet backbone (maskrcnn-benchmark's and torchvision's FrozenBatchNorm2d): a per-channel
+    scale and shift, nothing trained, no input kept for the backward pass. In the input's
+    precision, as NVIDIA's maskrcnn code casts them under mixed precision (an fp32 scale would
+    promote a half-precision activation to fp32 and keep both)."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.register_buffer("scale", torch.ones(channels))
+        self.register_buffer("shift", torch.zeros(channels))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return (x * self.scale.to(x.dtype).view(1, -1, 1, 1)
+                + self.shift.to(x.dtype).view(1, -1, 1, 1))
+
+
+Norm = Callable[[int], nn.Module]
+
+
 class Bottleneck(nn.Module):
-    def __init__(self, cin: int, width: int, stride: int) -> None:
+    def __init__(self, cin: int, width: int, stride: int, norm: Norm = nn.BatchNorm2d) -> None:
         super().__init__()
         cout = width * 4
         self.body = nn.Sequential(
-            nn.Conv2d(cin, width, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU(inplace=True),
-            nn.Conv2d(width, width, 3, stride, 1, bias=False), nn.BatchNorm2d(width),
-            nn.ReLU(inplace=True), nn.Conv2d(width, cout, 1, bias=False), nn.BatchNorm2d(cout))
-        self.down = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
-                                   nn.BatchNorm2d(cout))
+            nn.Conv2d(cin, width, 1, bias=False), norm(width), nn.ReLU(inplace=True),
+            nn.Conv2d(width, width, 3, stride, 1, bias=False), norm(width),
+            nn.ReLU(inplace=True), nn.Conv2d(width, cout, 1, bias=False), norm(cout))
+        self.down = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), norm(cout))
                      if stride != 1 or cin != cout else nn.Identity())
 
     def forward(self, x: Tensor) -> Tensor:
         return F.relu(self.body(x) + self.down(x))
 
 
-def resnet50_trunk(stages: int = 4, last_stride: int = 2) -> tuple[nn.Sequential, int]:
+RESNET50_STAGES = ((3, 64), (4, 128), (6, 256), (3, 512))  # (blocks, width) per stage
+
+
+def resnet50_trunk(stages: int = 4, last_stride: int = 2,
+                   norm: Norm = nn.BatchNorm2d) -> tuple[nn.Sequential, int]:
     """ResNet-50 v1.5 (stride in the 3x3), the first ``stages`` stages, the last one entered
-    at ``last_stride``; (module, channels)."""
-    layers: list[nn.Module] = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64),
+    at ``last_stride``; (module, channels): the stem's 4 layers, then each stage's blocks."""
+    layers: list[nn.Module] = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), norm(64),
                                nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1)]
     cin = 64
-    for i, (blocks, width) in enumerate(((3, 64), (4, 128), (6, 256), (3, 512))[:stages]):
+    for i, (blocks, width) in enumerate(RESNET50_STAGES[:stages]):
         for b in range(blocks):
             stride = (last_stride if i == stages - 1 else 2) if b == 0 and i > 0 else 1
-            layers.append(Bottleneck(cin, width, stride))
+            layers.append(Bottleneck(cin, width, stride, norm))
             cin = width * 4
     return nn.Sequential(*layers), cin
 
@@ -615,6 +638,110 @@ class Ssd300(nn.Module):
         return total
 
 
+def _roi_align(feature: Tensor, boxes: Tensor, size: int, sampling: int = 2) -> Tensor:
+    """RoIAlign (He et al. 2017) of one image's ``boxes`` ([n, 4] as x0, y0, x1, y1 in the
+    feature map's normalised [-1, 1] coordinates) on ``feature`` [1, C, H, W]: ``sampling`` x
+    ``sampling`` bilinear samples per output cell, averaged; [n, C, size, size]. One
+    grid_sample over every box's points (torchvision's roi_align is not importable here)."""
+    n, points = boxes.shape[0], size * sampling
+    steps = (torch.arange(points, dtype=feature.dtype) + 0.5) / points
+    xs = boxes[:, 0:1] + (boxes[:, 2:3] - boxes[:, 0:1]) * steps  # [n, points]
+    ys = boxes[:, 1:2] + (boxes[:, 3:4] - boxes[:, 1:2]) * steps
+    grid = torch.stack(torch.broadcast_tensors(xs[:, None, :], ys[:, :, None]), -1)
+    sampled = F.grid_sample(feature, grid.reshape(1, n * points, points, 2), align_corners=False)
+    c = feature.shape[1]
+    return (sampled.reshape(c, n, size, sampling, size, sampling).mean((3, 5))
+            .permute(1, 0, 2, 3))
+
+
+class MaskRcnn(nn.Module):
+    """Mask R-CNN on ResNet-50-FPN as NVIDIA's DeepLearningExamples trains it (the
+    maskrcnn-benchmark code Lambda's benchmark runs, e2e_mask_rcnn_R_50_FPN_1x): the backbone's
+    batch norms frozen and its stem and first stage not trained (FREEZE_CONV_BODY_AT 2); an FPN
+    of 256 channels over stages 2-5 and a max-pooled P6; an RPN head (3x3 conv, 3 anchors a
+    position) on P2-P6; 512 sampled proposals an image (ROI_HEADS.BATCH_SIZE_PER_IMAGE) pooled
+    7x7 from their FPN level into two 1024-wide layers, 81 class scores and per-class boxes; the
+    positive quarter of them (POSITIVE_FRACTION 0.25: 128) pooled 14x14 into four 3x3 convs, a
+    2x deconvolution and 81 28x28 mask logits. Proposals are boxes of log-uniform sizes over the
+    image (the anchors' 32-512 pixels), each pooled from the level the FPN assigns it; what NMS
+    and matching cost is left out (small tensors, host-side sorting)."""
+
+    ROIS, POSITIVES, CLASSES = 512, 128, 81
+
+    def __init__(self) -> None:
+        super().__init__()
+        trunk, _ = resnet50_trunk(norm=FrozenBatchNorm2d)
+        ends = list(itertools.accumulate((4, *(blocks for blocks, _ in RESNET50_STAGES))))
+        self.stages = nn.ModuleList(trunk[a:b] for a, b in itertools.pairwise([0, *ends[1:]]))
+        for p in self.stages[0].parameters():  # the stem and stage 2 (res2) stay frozen
+            p.requires_grad_(False)
+        chans = [256, 512, 1024, 2048]
+        self.lateral = nn.ModuleList(nn.Conv2d(c, 256, 1) for c in chans)
+        self.smooth = nn.ModuleList(nn.Conv2d(256, 256, 3, padding=1) for _ in chans)
+        self.rpn = nn.Conv2d(256, 256, 3, padding=1)
+        self.objectness, self.deltas = nn.Conv2d(256, 3, 1), nn.Conv2d(256, 12, 1)
+        self.fc6, self.fc7 = nn.Linear(256 * 7 * 7, 1024), nn.Linear(1024, 1024)
+        self.cls, self.box = nn.Linear(1024, self.CLASSES), nn.Linear(1024, 4 * self.CLASSES)
+        self.mask_convs = nn.Sequential(*itertools.chain.from_iterable(
+            (nn.Conv2d(256, 256, 3, padding=1), nn.ReLU()) for _ in range(4)))
+        self.mask_up = nn.ConvTranspose2d(256, 256, 2, 2)
+        self.mask_logits = nn.Conv2d(256, self.CLASSES, 1)
+
+    def _pool(self, levels: list[Tensor], boxes: Tensor, assigned: Tensor, image: int,
+              size: int) -> Tensor:
+        parts: list[Tensor] = []
+        order: list[Tensor] = []
+        for k, feature in enumerate(levels):
+            on_level = (assigned == k).nonzero().squeeze(1)
+            if on_level.numel():
+                parts.append(_roi_align(feature[image:image + 1], boxes[on_level], size))
+                order.append(on_level)
+        return torch.cat(parts)[torch.argsort(torch.cat(order))]
+
+    def forward(self, images: Tensor) -> Tensor:
+        b, _, height, width = images.shape
+        feats, x = [], images
+        for stage in self.stages:  # C2-C5 (the first slice is the stem and stage 2)
+            x = stage(x)
+            feats.append(x)
+        inner = self.lateral[3](feats[3])
+        levels = [self.smooth[3](inner)]
+        for k in (2, 1, 0):
+            inner = self.lateral[k](feats[k]) + F.interpolate(inner, size=feats[k].shape[-2:],
+                                                              mode="nearest")
+            levels.insert(0, self.smooth[k](inner))
+        p6 = F.max_pool2d(levels[-1], 1, 2)
+        loss = images.new_zeros(())
+        for level in [*levels, p6]:
+            h = F.relu(self.rpn(level))
+            score = self.objectness(h)
+            loss = loss + F.binary_cross_entropy_with_logits(
+                score, (score.detach() > 0).float()) + self.deltas(h).abs().mean()
+        gen = torch.Generator().manual_seed(0)
+        box_feats: list[Tensor] = []
+        mask_feats: list[Tensor] = []
+        for image in range(b):
+            side = torch.exp(torch.empty(self.ROIS).uniform_(math.log(32), math.log(512),
+                                                             generator=gen))
+            cx = torch.rand(self.ROIS, generator=gen) * width
+            cy = torch.rand(self.ROIS, generator=gen) * height
+            px = torch.stack([cx - side / 2, cy - side / 2, cx + side / 2, cy + side / 2], 1)
+            scale = torch.tensor([width, height, width, height], dtype=images.dtype)
+            boxes = (px / scale) * 2 - 1
+            # FPN level k0 + log2(sqrt(area) / 224) with k0 = 4, on P2-P5
+            assigned = (torch.floor(4 + torch.log2(side / 224)).clamp(2, 5) - 2).long()
+            box_feats.append(self._pool(levels[:4], boxes, assigned, image, 7))
+            mask_feats.append(self._pool(levels[:4], boxes[:self.POSITIVES],
+                                         assigned[:self.POSITIVES], image, 14))
+        h = F.relu(self.fc7(F.relu(self.fc6(torch.cat(box_feats).flatten(1)))))
+        labels = torch.randint(1, self.CLASSES, (b * self.ROIS,), generator=gen)
+        loss = loss + F.cross_entropy(self.cls(h), labels) + self.box(h).abs().mean()
+        m = self.mask_logits(F.relu(self.mask_up(self.mask_convs(torch.cat(mask_feats)))))
+        positive = labels.reshape(b, self.ROIS)[:, :self.POSITIVES].reshape(-1)
+        chosen = m[torch.arange(m.shape[0]), positive]
+        return loss + F.binary_cross_entropy_with_logits(chosen, (chosen.detach() > 0).float())
+
+
 class UNet(nn.Module):
     """U-Net (Ronneberger et al.): 4 down/up levels, 64 base channels, double 3x3 convs."""
 
@@ -739,8 +866,16 @@ ARCHITECTURES: dict[str, tuple[Callable[[], nn.Module], Callable[[int], tuple[Te
                    ["waveglow", "wavenet", "waveflow", "vocoder", "flow"]),
     "detection": (Ssd300, lambda b: (torch.randn(b, 3, 300, 300),), 2,
                   "SSD300 on a ResNet-50 backbone, 300x300 images",
-                  ["ssd", "yolo", "rcnn", "r-cnn", "retinanet", "detr", "mask", "detection",
-                   "segmentation", "fcos", "detector"]),
+                  ["ssd", "yolo", "retinanet", "detr", "detection", "segmentation", "fcos",
+                   "detector"]),
+    # The largest image batch the loader builds: shorter side 800, longer at most 1333
+    # (INPUT.MIN_SIZE_TRAIN, MAX_SIZE_TRAIN), padded to a multiple of 32 (SIZE_DIVISIBILITY);
+    # what a batch must fit in.
+    "two-stage-detection": (MaskRcnn, lambda b: (torch.randn(b, 3, 800, 1344),), 2,
+                            "Mask R-CNN on ResNet-50-FPN, 800x1333 images (512 proposals, "
+                            "128 masks an image)",
+                            ["mask r-cnn", "mask-rcnn", "mask_rcnn", "maskrcnn", "mask rcnn",
+                             "faster r-cnn", "faster-rcnn", "rcnn", "r-cnn"]),
     "unet": (UNet, lambda b: (torch.randn(b, 3, 256, 256),), 1, "U-Net, 256x256 images",
              ["unet", "u-net", "diffusion", "ddpm"]),
     "mlp-recommender": (Dlrm, lambda b: (torch.randn(b, 13), torch.randint(0, 100_000, (b, 26))),

@@ -118,7 +118,8 @@ FLOPS_PER_SAMPLE_PRIOR = {
     "bert_base_squad": 6 * 85e6 * 384 + 3 * 4 * 384**2 * 768 * 12,  # seq 384 + attention
     "bert_large_squad": 6 * 302e6 * 384 + 3 * 4 * 384**2 * 1024 * 24,
     # Mask R-CNN R50-FPN at 1333x800: about 260 GMAC forward (backbone, FPN, RPN, box and mask
-    # heads; detectron2/mmdetection model-zoo complexity tables), rough.
+    # heads; detectron2/mmdetection model-zoo complexity tables), rough (its signature's
+    # definition counts 1.58e12 a step's image).
     "maskrcnn": 3 * 2 * 260e9,
     # Tacotron2 (an utterance of FRAMES_PER_UTTERANCE mel frames) and WaveGlow (an 8,000-sample
     # segment) are per item as the throughput is converted (ITEM_UNITS), their signatures' own
@@ -162,7 +163,7 @@ FAMILY_MATCH = {
 FIT_SIGNATURE = {"resnet50": ("cnn-classifier", 1.0), "ssd": ("detection", 1.0),
                  "bert_base_squad": ("encoder-only", 1.0),
                  "bert_large_squad": ("encoder-only", 2.0),
-                 "maskrcnn": ("detection", 1.0),
+                 "maskrcnn": ("two-stage-detection", 1.0),
                  # The signature is LJSpeech's mean clip, FRAMES_PER_UTTERANCE frames.
                  "tacotron2": ("conv-tts", 1.0),
                  "waveglow": ("flow-audio", 1.0)}

@@ -84,12 +84,14 @@ def test_a_gemm_on_cuda_cores_runs_at_the_measured_matmul(gpu: str, low: float,
 
 @pytest.mark.usefixtures("cnn_rate_on_cuda_cores")
 def test_what_the_fit_sees_on_cuda_cores_and_other_units_do_not_move() -> None:
-    # An RTX 2080 Ti's matmuls reach what the calibration's CUDA-core GPUs do: its class's
-    # rate stays under its measured matmul (a V100's does not: below). An A100 takes the V100's
-    # CUDA-core class (the previous HPC chip's), fitted at its listed rate on convolution rows,
-    # so its GEMMs are held to its own measured matmul, 19.2 of 19.5 TFLOPS.
+    # An RTX 2080 Ti's matmuls reach what the calibration's CUDA-core GPUs do, held at its own
+    # measured matmul (13.04 of 13.4 TFLOPS) where its class's fitted rate is above that. An
+    # A100 takes the V100's CUDA-core class (the previous HPC chip's), fitted at its listed
+    # rate on convolution rows, so its GEMMs are held to its own measured matmul, 19.2 of 19.5.
     rtx = get_gpu("RTX 2080 Ti")
-    assert _gemm_rate(rtx) == pytest.approx(_gemm_rate(rtx, held=False))
+    assert rtx.fp32_matmul_tflops is not None
+    ceiling = min(_gemm_rate(rtx, held=False), rtx.fp32_matmul_tflops * 1e12)
+    assert 0.98 * ceiling < _gemm_rate(rtx) <= ceiling
     a100 = get_gpu("A100 SXM4 80GB")
     assert 0.95 * _gemm_rate(a100, held=False) < _gemm_rate(a100) < _gemm_rate(a100, held=False)
     # Convolutions (Winograd, FFT) and TF32 or half-precision tensor cores are not CUDA-core

@@ -41,7 +41,9 @@ def measured(workload: str | dict[str, float] | None, *, gpu: str = "V100 SXM2 1
     ("GNMT v2 en-de", "seq2seq-rnn"),
     ("tacotron2", "conv-tts"),
     ("waveglow 16 kHz", "flow-audio"),
-    ("mask_rcnn", "detection"),
+    ("mask_rcnn", "two-stage-detection"),
+    ("Faster R-CNN R50-FPN", "two-stage-detection"),
+    ("yolov5s", "detection"),
     ("t5-small translation", "encoder-decoder"),
     ("dlrm criteo", "mlp-recommender"),
     ("NeuMF", "mlp-recommender"),  # neural matrix factorisation, NCF's model
@@ -68,8 +70,8 @@ def test_every_builtin_is_a_mix_of_flops_with_provenance() -> None:
     data = json.loads(signature.SIGNATURES_PATH.read_text(encoding="utf-8"))
     assert data["provenance"]["written_by"] == "scripts/build_signatures.py"
     required = {"cnn-classifier", "vit", "encoder-only", "decoder-only", "encoder-decoder",
-                "seq2seq-rnn", "conv-tts", "flow-audio", "detection", "unet",
-                "mlp-recommender"}
+                "seq2seq-rnn", "conv-tts", "flow-audio", "detection", "two-stage-detection",
+                "unet", "mlp-recommender"}
     assert required <= set(signature.builtin())
     for sig in signature.builtin().values():
         assert sum(sig.flops_share.values()) == pytest.approx(1.0)
@@ -191,6 +193,22 @@ def test_a_batch_that_does_not_fit_is_predicted_at_the_largest_that_does() -> No
     assert gpucost.predict(p, gpu="H100 SXM5 80GB").batch_reduced_from is None
     with pytest.raises(InputError, match="fit_batch"):
         gpucost.predict(p, gpu="L4", fit_batch="squeeze")
+
+
+def test_a_mask_rcnn_from_an_80_gb_card_is_replanned_to_a_few_images_on_8_gb() -> None:
+    """Mask R-CNN trains on 800x1333 images: its FPN keeps 256 channels at a quarter of that
+    resolution, over a gigabyte an image, where SSD300's 300x300 inputs (the detector signature
+    it once took) keep a quarter of one. Measured at 48 images on an A100 80 GB, an 8 GB card
+    holds a few (Lambda's benchmark ran 2 there; the memory rule finds 4), not the 15 the SSD300
+    rule left it."""
+    p = Profile.from_measurement(gpu="A100 SXM4 80GB", throughput=60.0, batch_size=48,
+                                 precision="tf32", param_count=44.4e6, name="Mask R-CNN R50-FPN")
+    fit = gpucost.fit_memory(p, get_gpu("RTX 3070"))
+    assert fit.basis == "signature" and not fit.fits
+    assert fit.micro_batch is not None and 2 <= fit.micro_batch <= 6, fit.advice
+    pred = gpucost.predict(p, gpu="RTX 3070")
+    assert pred.batch_size <= 6 and pred.batch_reduced_from == 48
+    assert gpucost.fit_memory(p, get_gpu("A100 SXM4 80GB")).fits
 
 
 def test_cli_predict_says_which_batch_it_used(capsys: pytest.CaptureFixture[str],
