@@ -46,6 +46,20 @@ def _resnet50_kept_bytes() -> float:
     return 4.0 * kept
 
 
+def test_mask_rcnn_counts_its_published_flops_and_outkeeps_ssd300() -> None:
+    """The two-stage detector's definition against what is published of it: about 260 GMAC a
+    forward pass at 800x1333 (detectron2's and mmdetection's model-zoo complexity tables), 44.4 M
+    parameters. Its FPN keeps 256 channels at a quarter of an image 12x SSD300's 300x300, so an
+    image keeps several times what SSD300's does."""
+    entries = _entries()
+    two_stage, ssd = entries["two-stage-detection"], entries["detection"]
+    assert two_stage["flops_per_sample"] == pytest.approx(3 * 2 * 260e9, rel=0.1)
+    assert two_stage["profiled"]["params"] == pytest.approx(44.4e6, rel=0.02)
+    assert two_stage["activation_bytes_per_sample"] > 4 * ssd["activation_bytes_per_sample"]
+    assert (two_stage["activation_bytes_per_sample_amp"]
+            < two_stage["activation_bytes_per_sample"])
+
+
 def test_resnet50_activations_match_a_count_from_its_layers() -> None:
     measured = _entries()["cnn-classifier"]["activation_bytes_per_sample"]
     analytic = _resnet50_kept_bytes()  # 84 MB
