@@ -874,8 +874,7 @@ ARCHITECTURES: dict[str, tuple[Callable[[], nn.Module], Callable[[int], tuple[Te
     "two-stage-detection": (MaskRcnn, lambda b: (torch.randn(b, 3, 800, 1344),), 2,
                             "Mask R-CNN on ResNet-50-FPN, 800x1333 images (512 proposals, "
                             "128 masks an image)",
-                            ["mask r-cnn", "mask-rcnn", "mask_rcnn", "maskrcnn", "mask rcnn",
-                             "faster r-cnn", "faster-rcnn", "rcnn", "r-cnn"]),
+                            ["rcnn", "r-cnn"]),  # Mask, Faster, Cascade R-CNN
     "unet": (UNet, lambda b: (torch.randn(b, 3, 256, 256),), 1, "U-Net, 256x256 images",
              ["unet", "u-net", "diffusion", "ddpm"]),
     "mlp-recommender": (Dlrm, lambda b: (torch.randn(b, 13), torch.randint(0, 100_000, (b, 26))),
