@@ -334,6 +334,18 @@ def test_multi_gpu_measurement_has_its_sync_removed(hand: None) -> None:
     assert alone.step_time_s == pytest.approx(eight.step_time_s - sync, rel=1e-9)
 
 
+def test_a_multi_gpu_measurement_round_trips_whatever_overlap_an_earlier_call_asked(
+        hand: None) -> None:
+    # The sync taken back out of a measured 8-GPU step depends on the overlap exponent, so a
+    # first call with another exponent must not decide what later calls start from.
+    eight = resnet(device_count=8)
+    predict(eight, gpu="V100 SXM2 16GB", gpus_per_node=8, overlap_gamma=3.0)
+    back = predict(eight, gpu="V100 SXM2 16GB", gpus_per_node=8)
+    assert back.throughput == pytest.approx(eight.throughput, rel=1e-9)
+    steep = predict(eight, gpu="V100 SXM2 16GB", gpus_per_node=8, overlap_gamma=3.0)
+    assert steep.throughput == pytest.approx(eight.throughput, rel=1e-9)
+
+
 def test_errors_are_input_errors() -> None:
     p = resnet()
     with pytest.raises(UnknownGpuError):

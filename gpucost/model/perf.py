@@ -223,19 +223,27 @@ def _source_parts(profile: Profile, gamma: float) -> tuple[float, float, float]:
     return step - host, 0.0, host
 
 
-# id(profile) -> (profile, source compute s, data s, host s, {target gpu: compute s},
-# {(target gpu, other batch): (compute s, data s, host s)}); profiles are immutable, and holding
-# the profile keeps its id from being reused while cached.
+# (id(profile), overlap exponent) -> (profile, source compute s, data s, host s, {target gpu:
+# compute s}, {(target gpu, other batch): (compute s, data s, host s)}); profiles are immutable,
+# and holding the profile keeps its id from being reused while cached. The exponent is in the
+# key because a multi-GPU measurement's source compute depends on it (the sync taken back out).
 _CacheEntry = tuple["Profile", float, float, float, dict[str, float],
                     dict[tuple[str, int], tuple[float, float, float]]]
-_CACHE: dict[int, _CacheEntry] = {}
+_CACHE: dict[tuple[int, float], _CacheEntry] = {}
 _CACHE_SIZE = 64
 
 
 def _entry(profile: Profile, gamma: float) -> _CacheEntry:
-    entry = _CACHE.get(id(profile))
+    key = (id(profile), gamma)
+    entry = _CACHE.get(key)
     if entry is not None and entry[0] is profile:
         return entry
+    if len(_CACHE) >= _CACHE_SIZE:
+        _CACHE.pop(next(iter(_CACHE)))
+    compute, data, host = _source_parts(profile, gamma)
+    entry = (profile, compute, data, host, {}, {})
+    _CACHE[key] = entry
+    return entry
     if len(_CACHE) >= _CACHE_SIZE:
         _CACHE.pop(next(iter(_CACHE)))
     compute, data, host = _source_parts(profile, gamma)
