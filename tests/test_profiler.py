@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -159,17 +160,14 @@ def test_census_counts_storage_kept_alive_by_autograd() -> None:
 
 
 def _lstm_cell_step(steps: int) -> None:
-    """A recurrent step unrolled by hand: an LSTM cell over ``steps`` time steps, each saving
-    its gates for backward (thousands of live storages at the end of the forward)."""
-    torch.manual_seed(0)
-    cell, head = nn.LSTMCell(32, 32), nn.Linear(32, 4)
-    x = torch.randn(steps, 2, 32)
-    h = c = torch.zeros(2, 32)
-    outs = []
-    for t in range(steps):
-        h, c = cell(x[t], (h, c))
-        outs.append(head(h))
-    torch.stack(outs).pow(2).mean().backward()
+    """A recurrent step unrolled by hand (bench/census_scaling.py's): an LSTM cell over
+    ``steps`` time steps, each saving its gates for backward."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    try:
+        from census_scaling import lstm_step
+    finally:
+        sys.path.pop(0)
+    lstm_step(steps)
 
 
 @pytest.mark.parametrize("step", [
