@@ -244,12 +244,6 @@ def _entry(profile: Profile, gamma: float) -> _CacheEntry:
     entry = (profile, compute, data, host, {}, {})
     _CACHE[key] = entry
     return entry
-    if len(_CACHE) >= _CACHE_SIZE:
-        _CACHE.pop(next(iter(_CACHE)))
-    compute, data, host = _source_parts(profile, gamma)
-    entry = (profile, compute, data, host, {}, {})
-    _CACHE[id(profile)] = entry
-    return entry
 
 
 def _target_compute_s(profile: Profile, source_compute_s: float, gpu: str) -> float:
