@@ -346,6 +346,29 @@ def test_a_multi_gpu_measurement_round_trips_whatever_overlap_an_earlier_call_as
     assert steep.throughput == pytest.approx(eight.throughput, rel=1e-9)
 
 
+@settings(max_examples=40, deadline=None)
+@given(calls=st.lists(st.fixed_dictionaries({
+    "gpu": st.sampled_from(["A100 SXM4 80GB", "T4", "RTX 4090", "H100 SXM5 80GB"]),
+    "gpus_per_node": st.sampled_from([1, 2, 4, 8]), "nodes": st.sampled_from([1, 2]),
+    "batch_size": st.sampled_from([None, 16, 128, 512]),
+    "overlap_gamma": st.sampled_from([None, 1.0, 3.0]),
+    "intra_node_link": st.sampled_from([None, "pcie", "socket"]),
+}), min_size=2, max_size=6))
+def test_a_profile_answers_the_same_whatever_was_asked_of_it_before(
+        calls: list[dict[str, Any]]) -> None:
+    # predict caches what it derives from a profile (its source parts, each target's compute,
+    # other batches); a profile asked one question after another must answer each as a fresh
+    # copy of it does.
+    def measured() -> Profile:
+        return Profile.from_measurement(gpu="A100 SXM4 80GB", throughput=3000.0, batch_size=128,
+                                        precision="amp", param_count=1.1e8, name="BERT-base",
+                                        device_count=4, other_batches={256: 3600.0})
+
+    shared = measured()
+    for kwargs in calls:
+        assert predict(shared, **kwargs) == predict(measured(), **kwargs)
+
+
 def test_errors_are_input_errors() -> None:
     p = resnet()
     with pytest.raises(UnknownGpuError):
