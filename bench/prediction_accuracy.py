@@ -27,7 +27,8 @@ Reference for what the traces allow: a lookup of the same job, local batch, node
 on the fullest node among the training placements (no model at all), next to the model on the
 same step times.
 
-Prints mean and median absolute percentage error for the model and the baselines.
+Prints mean and median absolute percentage error for the model and the baselines, and the
+memory rule at the batches Lambda ran (:func:`memory_at_lambda_batches`).
 """
 
 from __future__ import annotations
@@ -219,6 +220,31 @@ def single_gpu(data: Path, band_samples: dict[str, list[float]]
     print("  GPUs in the table the catalog does not resolve: "
           + (", ".join(unresolved) if unresolved else "none"))
     return workload, gpu
+
+
+def memory_at_lambda_batches(data: Path) -> dict[str, float]:
+    """The memory rule against what ran: for each Lambda row, the peak its workload's signature
+    estimates at the row's own per-GPU batch over what that GPU can use
+    (``gpucost.fit_memory``, measured as if on a larger GPU so no source cap applies); the
+    median per family and precision. The benchmark picked each batch to fill its GPU, so a
+    signature that keeps what its model keeps reads near the same share for every family; one
+    far below keeps less than its runs did, and the rule re-plans too few batches for it."""
+    from gpucost.catalog import get_gpu
+
+    rows, _ = fitc.load_lambda(fitc.lambda_paths(data), get_gpu)
+    shares: dict[str, list[float]] = {}
+    for row in rows:
+        profile = gpucost.Profile.from_measurement(
+            gpu="H200 SXM 141GB", throughput=row.throughput, batch_size=row.batch_size,
+            precision=row.precision, param_count=fitc.FAMILY_PARAMS[row.model],
+            name=fitc.MODEL_NAMES[row.model])
+        fit = gpucost.fit_memory(profile, get_gpu(row.gpu))
+        shares.setdefault(f"{fitc.MODEL_NAMES[row.model]} {row.precision}", []).append(
+            fit.peak_gb / fit.usable_gb)
+    medians = {key: statistics.median(v) for key, v in sorted(shares.items())}
+    print("the memory rule at the batches Lambda ran (estimated peak over usable memory, "
+          "median): " + ", ".join(f"{key} {value:.2f}" for key, value in medians.items()))
+    return medians
 
 
 def _per_gpu_prices() -> dict[str, dict[str, float]]:
@@ -630,6 +656,7 @@ def main() -> int:
     t0 = time.perf_counter()
     band_samples: dict[str, list[float]] = {}
     workload, single = single_gpu(args.data, band_samples)
+    memory_at_lambda_batches(args.data)
     from gpucost.catalog import get_gpu
 
     regret = decision_regret(fitc.load_lambda(fitc.lambda_paths(args.data), get_gpu)[0])
