@@ -222,16 +222,15 @@ def single_gpu(data: Path, band_samples: dict[str, list[float]]
     return workload, gpu
 
 
-def memory_at_lambda_batches(data: Path) -> dict[str, float]:
-    """The memory rule against what ran: for each Lambda row, the peak its workload's signature
-    estimates at the row's own per-GPU batch over what that GPU can use
-    (``gpucost.fit_memory``, measured as if on a larger GPU so no source cap applies); the
+def memory_at_lambda_batches(rows: list[Any]) -> dict[str, float]:
+    """The memory rule against what ran: for each Lambda row (``fitc.load_lambda``), the peak
+    its workload's signature estimates at the row's own per-GPU batch over what that GPU can
+    use (``gpucost.fit_memory``, measured as if on a larger GPU so no source cap applies); the
     median per family and precision. The benchmark picked each batch to fill its GPU, so a
     signature that keeps what its model keeps reads near the same share for every family; one
     far below keeps less than its runs did, and the rule re-plans too few batches for it."""
     from gpucost.catalog import get_gpu
 
-    rows, _ = fitc.load_lambda(fitc.lambda_paths(data), get_gpu)
     shares: dict[str, list[float]] = {}
     for row in rows:
         profile = gpucost.Profile.from_measurement(
@@ -656,10 +655,11 @@ def main() -> int:
     t0 = time.perf_counter()
     band_samples: dict[str, list[float]] = {}
     workload, single = single_gpu(args.data, band_samples)
-    memory_at_lambda_batches(args.data)
     from gpucost.catalog import get_gpu
 
-    regret = decision_regret(fitc.load_lambda(fitc.lambda_paths(args.data), get_gpu)[0])
+    lambda_rows = fitc.load_lambda(fitc.lambda_paths(args.data), get_gpu)[0]
+    memory_at_lambda_batches(lambda_rows)
+    regret = decision_regret(lambda_rows)
     multi = multi_gpu(args.data)
     link_ratios: dict[str, list[float]] = {}
     machine = one_node(args.data, link_ratios)
