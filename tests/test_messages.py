@@ -59,6 +59,25 @@ def test_the_next_command_after_profiling_works_on_a_fresh_profile(
     assert main(runnable) == 0
 
 
+def test_the_next_command_quotes_a_profile_path_with_a_space(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Was: "next: gpucost compare --profile profiles/GNMT v2.json --samples N", which a shell
+    # splits at the space into a missing profile and a stray argument.
+    import shlex
+
+    from gpucost.cli.profile import next_command
+    from gpucost.profile import Profile
+
+    spaced = Profile.from_measurement(gpu="T4", throughput=100.0, batch_size=32,
+                                      precision="amp", param_count=1e7, name="GNMT v2")
+    path = spaced.save(tmp_path / "my profiles" / "GNMT v2.json")
+    argv = shlex.split(next_command(spaced, path).split(",")[0].replace("--samples N",
+                                                                        "--samples 1e6"))
+    assert argv[:3] == ["gpucost", "compare", "--profile"] and argv[3] == str(path)
+    assert main(argv[1:]) == 0
+
+
 def test_one_day_old_prices_say_day(tmp_path: Path) -> None:
     from gpucost.preflight import run_preflight
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -240,7 +241,7 @@ def _report(args: argparse.Namespace, profile: Any, path: Path, note: str | None
 def next_command(profile: Any, path: Path) -> str:
     """The `gpucost compare` to run on a new profile; it needs a job size if the profile has
     no typical job (dataset size and epochs) recorded."""
-    command = f"gpucost compare --profile {path}"
+    command = f"gpucost compare --profile {shlex.quote(str(path))}"
     if profile.dataset_size and profile.epochs:
         return command
     if profile.dataset_size:
