@@ -60,6 +60,10 @@ MAX_NETWORK_GBPS = 100_000.0  # 100 Tbit/s per node
 # NCCL's socket transport opens at most 64 sockets per connection (MAX_SOCKETS, net_socket.cc).
 MAX_TCP_STREAMS = 64
 MAX_GRAD_ACCUM = 1_000_000
+# A throughput measured by hand (`gpucost profile --measured`): the largest models published
+# hold ~2e12 parameters, and no step moves 1e12 samples a second.
+MAX_PARAM_COUNT = 1e15
+MAX_SAMPLES_PER_S = 1e12
 MAX_ELECTRICITY_USD_KWH = 10.0
 MAX_LOCAL_POWER_W = 100_000.0
 MAX_GPU_MEMORY_GB = 10_000.0

@@ -212,7 +212,7 @@ def test_a_script_that_crashes_too_early_writes_nothing(workdir: Path,
     (["--model", "mlp", "--steps", "1"], "--steps must be at least 2"),
     (["--model", "mlp", "--batch", "0"], "--batch must be at least 1"),
     (["train.py", "--probe-batch"], "--probe-batch works with --model only"),
-    (["train.py", "--model", "mlp"], "not both"),
+    (["train.py", "--model", "mlp"], "not a script and --model"),
 ])
 def test_bad_input_is_one_line_and_exit_2(workdir: Path, capsys: pytest.CaptureFixture[str],
                                           argv: list[str], message: str) -> None:

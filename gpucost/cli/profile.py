@@ -2,6 +2,10 @@
 
     gpucost profile train.py [--steps N] [--out FILE] -- --lr 0.1   # an unmodified script
     gpucost profile --model vit --batch 64 [--probe-batch]          # a built-in workload
+    gpucost profile --measured 1200 --gpu V100 --batch 256 --params 25.6e6   # a throughput
+
+A throughput measured by hand or published is written as a profile without running anything
+(``Profile.from_measurement``), so every command that takes ``--profile`` can use it.
 
 Exit codes: 0 a profile was written (complete, or partial when the script ended early);
 2 bad arguments, or the script crashed (a partial profile is still written when enough steps
@@ -20,9 +24,13 @@ from typing import Any
 from gpucost._optional import require
 from gpucost.catalog.spec import PRECISIONS
 from gpucost.cli import add_command
+from gpucost.cli.numbers import positive
 from gpucost.envelope import add_format_argument, print_document
 from gpucost.errors import GpuCostError, InputError
-from gpucost.model.perf import measured_fixed_share
+from gpucost.limits import MAX_PARAM_COUNT, MAX_SAMPLES_PER_S
+from gpucost.model.perf import measured_fixed_share, predict
+from gpucost.model.translate import workload_signature
+from gpucost.profile import Profile
 
 MODELS = ("mlp", "cnn", "vit", "transformer")  # gpucost.profiler.models.MODEL_NAMES, torch-free
 
@@ -31,19 +39,22 @@ def register(sub: Any) -> None:
     p = add_command(
         sub, "profile",
         usage="gpucost profile [OPTIONS] SCRIPT.py [-- SCRIPT_ARGS]\n"
-              "       gpucost profile --model NAME [--batch N] [OPTIONS]",
+              "       gpucost profile --model NAME [--batch N] [OPTIONS]\n"
+              "       gpucost profile --measured SAMPLES_PER_S --gpu GPU --batch N --params N "
+              "[OPTIONS]",
         description="Run a training script (unmodified, in this process) or a built-in model "
         "for warm-up, detail (FLOP count, operator trace) and --steps timed optimizer steps; "
         "write the profile (step time, breakdown, FLOPs, memory, operator table, verdict) to "
         "profiles/NAME.json for `gpucost compare --profile`. Options may also follow SCRIPT "
-        "when the script's own arguments come after --.",
+        "when the script's own arguments come after --. A throughput you measured yourself, or "
+        "a published one, is written as a profile with --measured, running nothing.",
     )
     p.add_argument("script", nargs="?", metavar="SCRIPT.py", help="training script to run")
     p.add_argument("script_args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     p.add_argument("--model", choices=MODELS, help="profile a built-in workload instead")
     p.add_argument("--batch", type=int, help="batch size per device (--model: default 32, or "
                    "the probed maximum with --probe-batch; scripts: samples per step when no "
-                   "DataLoader shows it)")
+                   "DataLoader shows it; --measured: the batch it ran at)")
     p.add_argument("--steps", type=int, default=20, help="timed steps (default 20), after "
                    "--warmup steps and 3 detail steps")
     p.add_argument("--warmup", type=int, default=3, help="discarded warm-up steps (default 3)")
@@ -52,7 +63,7 @@ def register(sub: Any) -> None:
     p.add_argument("--precision", choices=PRECISIONS,
                    help="precision the step runs at. --model: default fp32; amp autocasts, "
                    "fp16/bf16 cast the weights. Scripts: default detected from the dtypes "
-                   "their matmuls run at")
+                   "their matmuls run at. --measured: what it ran at, default fp32")
     p.add_argument("--probe-batch", action="store_true",
                    help="--model only: first find the largest power-of-two batch that fits")
     p.add_argument("--also-batch", type=int, action="append", metavar="N",
@@ -63,14 +74,35 @@ def register(sub: Any) -> None:
     p.add_argument("--memory-limit-gb", type=float,
                    help="CPU probe: memory limit in GB (default 80%% of available memory)")
     p.add_argument("--devices", type=int, default=1,
-                   help="data-parallel devices the probed batch is split over (default 1)")
-    p.add_argument("--sample-unit", help="what a sample is (images, sequences...) for scripts")
+                   help="data-parallel devices the probed batch is split over, or --measured's "
+                   "throughput was reached on (default 1)")
+    p.add_argument("--sample-unit", help="what a sample is (images, sequences...) for scripts "
+                   "and --measured")
     p.add_argument("--dataset-size", type=int, help="samples per epoch of the typical job, "
                    "recorded for `gpucost compare` (--model: the workload's dataset)")
     p.add_argument("--epochs", type=float, help="epochs of the typical job, recorded for "
                    "`gpucost compare`")
     p.add_argument("--name", help="profile name (default: the model or script name)")
     p.add_argument("--out", "-o", help="output file (default: profiles/NAME.json)")
+    measured = p.add_argument_group(
+        "a throughput you measured (runs nothing; --batch, --precision, --devices, --name, "
+        "--sample-unit, --dataset-size and --epochs apply too)")
+    measured.add_argument("--measured", type=positive(MAX_SAMPLES_PER_S), metavar="SAMPLES_PER_S",
+                          help="samples/s a training run reached over all --devices, measured "
+                          "or published: write it as a profile (needs --gpu, --batch and "
+                          "--params; --precision defaults to fp32)")
+    measured.add_argument("--gpu", help="the GPU it was measured on, any common spelling")
+    measured.add_argument("--params", type=positive(MAX_PARAM_COUNT), metavar="N",
+                          help="the model's parameter count, e.g. 110e6: it sets the optimizer "
+                          "update, the weights' memory and the gradients each step syncs")
+    measured.add_argument("--workload", help="what the step is made of, a built-in "
+                          "architecture such as encoder-only or seq2seq-rnn (default: matched "
+                          "from --name, e.g. 'GNMT v2'); it sets how each part of the step moves "
+                          "to another GPU and batch, and the activation memory estimate")
+    measured.add_argument("--also-measured", action="append", metavar="BATCH=SAMPLES_PER_S",
+                          help="the throughput at another per-device batch on the same GPUs "
+                          "(repeatable): predictions at other batches then use the measured "
+                          "fixed and per-sample parts of a step")
     add_format_argument(p, ("text", "json"))
     p.set_defaults(handler=run, _parser=p)
 
@@ -96,12 +128,29 @@ def _split_script_args(args: argparse.Namespace) -> list[str]:
     return tail
 
 
+MEASURED_ONLY = ("--gpu", "--params", "--workload", "--also-measured")
+
+
 def _check(args: argparse.Namespace) -> None:
-    if args.script is None and args.model is None:
+    modes = [what for what, given in (("a script", args.script is not None),
+                                      ("--model", args.model is not None),
+                                      ("--measured", args.measured is not None)) if given]
+    if not modes:
         raise InputError("nothing to profile", hint="pass a training script "
-                         "(gpucost profile train.py -- ARGS) or --model " + "|".join(MODELS))
-    if args.script is not None and args.model is not None:
-        raise InputError("pass a script or --model, not both")
+                         "(gpucost profile train.py -- ARGS), --model " + "|".join(MODELS)
+                         + ", or a throughput you measured (--measured SAMPLES_PER_S --gpu GPU "
+                         "--batch N --params N)")
+    if len(modes) > 1:
+        raise InputError(f"pass one of a script, --model or --measured, not {' and '.join(modes)}")
+    if args.measured is not None:
+        _check_measured(args)
+    else:
+        given = [flag for flag in MEASURED_ONLY
+                 if getattr(args, flag[2:].replace("-", "_")) is not None]
+        if given:
+            raise InputError(f"{given[0]} works with --measured only",
+                             hint="--measured SAMPLES_PER_S --gpu GPU --batch N --params N "
+                             "writes a throughput you measured as a profile")
     for flag, value, low in (("--steps", args.steps, 2), ("--warmup", args.warmup, 0),
                              ("--batch", args.batch, 1), ("--probe-max", args.probe_max, 1),
                              ("--devices", args.devices, 1)):
@@ -124,9 +173,46 @@ def _check(args: argparse.Namespace) -> None:
             raise InputError(f"--also-batch {batch}: give a positive batch other than --batch")
 
 
+def _check_measured(args: argparse.Namespace) -> None:
+    missing = [flag for flag, value in (("--gpu", args.gpu), ("--batch", args.batch),
+                                        ("--params", args.params)) if value is None]
+    if missing:
+        raise InputError(f"--measured needs {', '.join(missing)}",
+                         hint="e.g. gpucost profile --measured 1200 --gpu V100 --batch 256 "
+                         "--params 25.6e6 --precision amp --name resnet50")
+    for flag, given in (("--probe-batch", args.probe_batch), ("--also-batch", args.also_batch),
+                        ("--memory-limit-gb", args.memory_limit_gb is not None)):
+        if given:
+            raise InputError(f"{flag} runs the profiler: it does not go with --measured",
+                             hint="--also-measured BATCH=SAMPLES_PER_S gives a throughput "
+                             "measured at another batch")
+    _also_measured(args)
+
+
+def _also_measured(args: argparse.Namespace) -> dict[int, float]:
+    """--also-measured BATCH=SAMPLES_PER_S, each checked, by batch."""
+    rates: dict[int, float] = {}
+    for text in args.also_measured or ():
+        batch_text, sep, rate_text = text.partition("=")
+        try:
+            batch, rate = int(batch_text), float(rate_text)
+        except ValueError:
+            batch, rate = 0, 0.0
+        if not sep or batch < 1 or not 0 < rate <= MAX_SAMPLES_PER_S:
+            raise InputError(f"--also-measured {text!r}: give BATCH=SAMPLES_PER_S, a positive "
+                             "whole batch and a positive throughput", hint="e.g. 64=700")
+        if batch == args.batch or batch in rates:
+            raise InputError(f"--also-measured {text!r}: batch {batch} is measured already",
+                             hint="give each batch once, --batch's included")
+        rates[batch] = rate
+    return rates
+
+
 def run(args: argparse.Namespace) -> int:
     script_args = _split_script_args(args)
     _check(args)
+    if args.measured is not None:
+        return _write_measured(args)
 
     torch = require("torch", needed_for="the profiler")
     if args.model is not None:
@@ -213,6 +299,46 @@ def _run_script(args: argparse.Namespace, script_args: list[str]) -> int:
     path = profile.save(_out_path(args, profile.name))
     _report(args, profile, path, note=f"partial profile: {what}" if what else None)
     return code
+
+
+def _write_measured(args: argparse.Namespace) -> int:
+    profile = Profile.from_measurement(
+        gpu=args.gpu, throughput=args.measured, batch_size=args.batch,
+        precision=args.precision or "fp32", param_count=args.params, device_count=args.devices,
+        name=args.name or "measurement", sample_unit=args.sample_unit or "samples",
+        workload=args.workload, other_batches=_also_measured(args) or None)
+    profile = _with_job(args, profile)
+    path = profile.save(_out_path(args, profile.name))
+    if args.format == "json":
+        print_document("profile-run", {"path": str(path), "profile": profile.to_dict()})
+        return 0
+    for line in measured_lines(profile):
+        print(line)
+    print(f"wrote {path}  (next: {next_command(profile, path)})")
+    return 0
+
+
+def measured_lines(profile: Profile) -> list[str]:
+    """What gpucost will make of a measured throughput: the step it implies, the workload its
+    parts are translated by, and whether its batch fits the GPU it was measured on."""
+    lines = [f"profile {profile.name}: {profile.device_count} x {profile.gpu}, "
+             f"{profile.precision}, batch {profile.batch_size}/device: "
+             f"{profile.throughput:,.1f} {profile.sample_unit}/s measured "
+             f"(a step of {profile.step_time_s * 1e3:,.4g} ms)"]
+    if profile.other_batches:
+        share = measured_fixed_share(profile)
+        lines.append("also measured: " + ", ".join(
+            f"batch {b}: {profile.device_count * b / t:,.1f} {profile.sample_unit}/s"
+            for b, t in profile.other_batches)
+            + ("" if share is None else f" (the step's fixed part at batch "
+               f"{profile.batch_size}: {100 * share:.0f} %)"))
+    sig = workload_signature(profile)
+    lines.append(f"workload: {sig.name}: {sig.description}" if sig is not None else
+                 "workload: none matched: each part of the step moves as the built-ins' median "
+                 "does (name one with --workload)")
+    # "fits: ...", "does not fit: ..." or "memory: unknown (...)"
+    lines.append("memory: " + predict(profile).memory.advice.removeprefix("memory: "))
+    return lines
 
 
 def _with_job(args: argparse.Namespace, profile: Any) -> Any:
