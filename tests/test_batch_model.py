@@ -18,6 +18,7 @@ from gpucost.model.memory import (
     fit_memory,
     signature_activation_bytes,
 )
+from gpucost.planfile import load_plan
 from gpucost.profile import Profile
 
 # Transformer-XL large as published (Dai et al. 2019, WikiText-103): 285 M parameters, 384
@@ -196,6 +197,21 @@ def test_no_estimate_is_memory_unknown_never_fits(tmp_path: Path,
     assert main(["predict", "-p", str(path), "--gpu", "L4"]) == 0
     out = capsys.readouterr().out
     assert "memory: unknown" in out and "fits:" not in out
+    # compare and the plan file say so too (were: silent, as if every batch fitted)
+    assert main(["compare", "-p", str(path), "--samples", "1e6", "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert [n for n in notes if n.startswith("memory: unknown: profile 'my-model'")], notes
+    plan_path = tmp_path / "plan.toml"
+    assert main(["plan", "-p", str(path), "--samples", "1e6", "-o", str(plan_path)]) == 0
+    assert "note: memory: unknown" in capsys.readouterr().out
+    written = load_plan(plan_path)
+    assert written.workload.peak_memory_gb is None
+    assert [n for n in written.assumptions.notes if n.startswith("memory: unknown")]
+    estimated = Profile.from_measurement(gpu="A100 SXM4 80GB", throughput=500.0, batch_size=64,
+                                         precision="amp", param_count=50e6, name="bert-like")
+    assert main(["compare", "-p", str(estimated.save(tmp_path / "est.json")), "--samples",
+                 "1e6", "--json"]) == 0
+    assert not [n for n in json.loads(capsys.readouterr().out)["notes"] if "unknown" in n]
 
 
 def test_predict_states_the_step_in_the_batch_as_a_larger_batch_finds_it(

@@ -120,6 +120,21 @@ def activation_gb_per_sample(profile: Profile) -> tuple[float | None, str]:
     return per_sample, basis
 
 
+MEMORY_UNKNOWN = "memory: unknown"
+ESTIMATE_HINT = "add peak_memory_gb, flops_per_sample or a workload"
+
+
+def unknown_memory_note(profile: Profile) -> str | None:
+    """For a profile with no activation estimate, one line saying so and what its plans were
+    checked against (their model states alone); None when it has an estimate."""
+    if activation_gb_per_sample(profile)[0] is not None:
+        return None
+    states = profile.param_count * STATE_BYTES_PER_PARAM / 1e9
+    return (f"{MEMORY_UNKNOWN}: profile {profile.name!r} has no activation estimate "
+            f"({ESTIMATE_HINT}), so batch {profile.batch_size} was checked against each GPU "
+            f"for its model states ({states:.1f} GB) alone and may not fit")
+
+
 def usable_gb(spec: GpuSpec) -> float:
     """What a training process can allocate on ``spec``, GB (1e9 bytes)."""
     return spec.memory_gb * BYTES_PER_MARKETED_GB / 1e9 * USABLE_FRACTION - RESERVED_GB
@@ -140,9 +155,8 @@ def fit_memory(profile: Profile, spec: GpuSpec, *, group_gpus: int = 1,
     need = states if peak is None else peak
     if need <= usable:
         advice = (f"fits: {need:.1f} of {usable:.1f} GB usable" if peak is not None else
-                  f"memory: unknown (model states {states:.1f} of {usable:.1f} GB usable; "
-                  "activations not estimated: add peak_memory_gb, flops_per_sample or a "
-                  "workload)")
+                  f"{MEMORY_UNKNOWN} (model states {states:.1f} of {usable:.1f} GB usable; "
+                  f"activations not estimated: {ESTIMATE_HINT})")
         return MemoryFit(spec.name, spec.memory_gb, usable, peak, states, activations, basis, True,
                          None, None, advice)
     micro = None

@@ -12,6 +12,7 @@ from gpucost.errors import InputError
 from gpucost.format import usd
 from gpucost.marketplace import search_for
 from gpucost.model.economics import DISK_HEADROOM, SYSTEM_DISK_GB, breakeven, outlives_instance
+from gpucost.model.memory import unknown_memory_note
 from gpucost.planfile import (
     BUDGET_WARN_SHARE,
     AssumptionsSection,
@@ -143,6 +144,8 @@ def to_plan(
             + (f" ({row.memory_note})" if row.memory_note else "")
             + f"; {len(ranking.unfit):,} plans on GPUs it would not fit were left out"
         )
+    elif unknown := unknown_memory_note(profile):
+        notes.append(unknown)
     notes.append(f"after the job: {be.advice(expected_return_hours)}")
     notes.append(
         f"safety: timeout {timeout:.1f} h and budget cap {usd(cap, exact=True)} "

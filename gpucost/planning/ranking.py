@@ -34,7 +34,7 @@ from gpucost.measurements import source_for
 from gpucost.model.bands import NO_BAND, Band
 from gpucost.model.economics import CostInputs, job_costs, offer_terms
 from gpucost.model.fabrics import resolve_fabrics
-from gpucost.model.memory import activation_gb_per_sample
+from gpucost.model.memory import activation_gb_per_sample, unknown_memory_note
 from gpucost.model.perf import predict
 from gpucost.planning.fit import MemoryPlan, cpu_memory_plan, plan_memory
 from gpucost.planning.plans import PLAN_UNITS, Plans
@@ -682,7 +682,8 @@ def band_notes(plans: Plans, top: int = 5) -> list[str]:
 
 def memory_notes(profile: Profile, plans: Plans, unfit: Plans) -> list[str]:
     """What the memory rule did, in words."""
-    notes = []
+    unknown = unknown_memory_note(profile)
+    notes = [unknown] if unknown else []
     replanned = int(np.count_nonzero(plans.memory_note != ""))
     if replanned:
         notes.append(
