@@ -207,6 +207,12 @@ def test_no_estimate_is_memory_unknown_never_fits(tmp_path: Path,
     written = load_plan(plan_path)
     assert written.workload.peak_memory_gb is None
     assert [n for n in written.assumptions.notes if n.startswith("memory: unknown")]
+    for node in (["L4"], ["L4", "T4"]):  # an offer's curve, and a mixed node's at a price
+        gpus = [arg for gpu in node for arg in ("--gpu", gpu)]
+        assert main(["scale", "-p", str(path), *gpus, "--price-hr", "2", "-N", "2",
+                     "--samples", "1e6", "--json"]) == 0
+        scale_notes = json.loads(capsys.readouterr().out)["notes"]
+        assert [n for n in scale_notes if n.startswith("memory: unknown")], scale_notes
     estimated = Profile.from_measurement(gpu="A100 SXM4 80GB", throughput=500.0, batch_size=64,
                                          precision="amp", param_count=50e6, name="bert-like")
     assert main(["compare", "-p", str(estimated.save(tmp_path / "est.json")), "--samples",

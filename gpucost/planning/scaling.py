@@ -23,6 +23,7 @@ from gpucost.errors import InputError, NoOffersError
 from gpucost.format import usd
 from gpucost.limits import node_limit
 from gpucost.model.fabrics import fabric_for
+from gpucost.model.memory import unknown_memory_note
 from gpucost.model.perf import predict
 from gpucost.planning.plans import PlanRow, Plans
 from gpucost.planning.ranking import Ranking, rank
@@ -156,7 +157,7 @@ def cheapest_offer_curve(request: Request, gpu: str, *, max_nodes: int,
                              hint=ranking.notes[-1] if ranking.notes else "")
         single, _ = _first_fit(ranking.plans)
     assert ranking is not None and single is not None
-    notes.append(skipped)
+    notes += [skipped, unknown_memory_note(request.profile) or ""]
     return OfferCurve(request, offer_curve(ranking.plans, single, max_nodes), label,
                       tuple(n for n in notes if n))
 
@@ -183,7 +184,9 @@ def mixed_node_curve(request: Request, node: Sequence[str], *, max_nodes: int,
                          hint=ranking.notes[-1] if ranking.notes else "")
     single, _ = _first_fit(ranking.plans)
     assert single is not None
-    return OfferCurve(request, offer_curve(ranking.plans, single, max_nodes), PRICE_GIVEN, ())
+    unknown = unknown_memory_note(request.profile)
+    return OfferCurve(request, offer_curve(ranking.plans, single, max_nodes), PRICE_GIVEN,
+                      (unknown,) if unknown else ())
 
 
 def _override_snapshot(request: Request, row: PlanRow | None, gpu: str, per_node: int, *,
