@@ -83,6 +83,18 @@ def test_a_measurement_no_workload_explains_says_its_memory_is_unknown(
     assert Profile.load(workdir / "m.json").precision == "fp32"  # the stated default
 
 
+def test_a_measured_peak_sets_the_memory_a_sample_keeps(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["profile", "--measured", "100", "--gpu", "RTX 4090", "--batch", "8", "--params",
+            "7e6", "--name", "mystery", "--peak-memory-gb", "12"]
+    assert main(argv) == 0
+    assert "memory: fits: 12.0 of 23.5 GB usable" in capsys.readouterr().out
+    # on a 10 GB card the 8 samples' 11.9 GB (12 less 0.1 of model states) cannot fit
+    assert main(["predict", "-p", "profiles/mystery.json", "--gpu", "RTX 3080"]) == 0
+    assert "batch 8 does not fit RTX 3080" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--measured", "100", "--batch", "8", "--params", "1e6"], "--measured needs --gpu"),
     (["--measured", "100", "--gpu", "T4"], "--measured needs --batch, --params"),
@@ -98,6 +110,8 @@ def test_a_measurement_no_workload_explains_says_its_memory_is_unknown(
      "--probe-batch runs the profiler"),
     (["--measured", "-3", "--gpu", "T4", "--batch", "8", "--params", "1e6"],
      "argument --measured: must be above 0"),
+    (["--measured", "100", "--gpu", "RTX 4090", "--batch", "8", "--params", "1e6",
+      "--peak-memory-gb", "30"], "--peak-memory-gb 30 is more than a RTX 4090 holds (25.8 GB)"),
     (["--model", "mlp", "--measured", "100"], "not --model and --measured"),
     (["--model", "mlp", "--gpu", "T4"], "--gpu works with --measured only"),
 ])

@@ -27,9 +27,10 @@ from gpucost.cli import add_command
 from gpucost.cli.numbers import positive
 from gpucost.envelope import add_format_argument, print_document
 from gpucost.errors import GpuCostError, InputError
-from gpucost.limits import MAX_PARAM_COUNT, MAX_SAMPLES_PER_S
+from gpucost.limits import MAX_GPU_MEMORY_GB, MAX_PARAM_COUNT, MAX_SAMPLES_PER_S
+from gpucost.model.memory import BYTES_PER_MARKETED_GB
 from gpucost.model.perf import measured_fixed_share, predict
-from gpucost.model.translate import workload_signature
+from gpucost.model.translate import gpu_spec, workload_signature
 from gpucost.profile import Profile
 
 MODELS = ("mlp", "cnn", "vit", "transformer")  # gpucost.profiler.models.MODEL_NAMES, torch-free
@@ -99,6 +100,10 @@ def register(sub: Any) -> None:
                           "architecture such as encoder-only or seq2seq-rnn (default: matched "
                           "from --name, e.g. 'GNMT v2'); it sets how each part of the step moves "
                           "to another GPU and batch, and the activation memory estimate")
+    measured.add_argument("--peak-memory-gb", type=positive(MAX_GPU_MEMORY_GB), metavar="GB",
+                          help="the most GPU memory one device held during the run "
+                          "(torch.cuda.max_memory_allocated() / 1e9): what a sample keeps is "
+                          "then measured, not estimated from the workload")
     measured.add_argument("--also-measured", action="append", metavar="BATCH=SAMPLES_PER_S",
                           help="the throughput at another per-device batch on the same GPUs "
                           "(repeatable): predictions at other batches then use the measured "
@@ -128,7 +133,7 @@ def _split_script_args(args: argparse.Namespace) -> list[str]:
     return tail
 
 
-MEASURED_ONLY = ("--gpu", "--params", "--workload", "--also-measured")
+MEASURED_ONLY = ("--gpu", "--params", "--workload", "--peak-memory-gb", "--also-measured")
 
 
 def _check(args: argparse.Namespace) -> None:
@@ -306,7 +311,13 @@ def _write_measured(args: argparse.Namespace) -> int:
         gpu=args.gpu, throughput=args.measured, batch_size=args.batch,
         precision=args.precision or "fp32", param_count=args.params, device_count=args.devices,
         name=args.name or "measurement", sample_unit=args.sample_unit or "samples",
-        workload=args.workload, other_batches=_also_measured(args) or None)
+        workload=args.workload, peak_memory_gb=args.peak_memory_gb,
+        other_batches=_also_measured(args) or None)
+    held_gb = gpu_spec(profile.gpu).memory_gb * BYTES_PER_MARKETED_GB / 1e9
+    if args.peak_memory_gb is not None and args.peak_memory_gb > held_gb:
+        raise InputError(f"--peak-memory-gb {args.peak_memory_gb:g} is more than a {profile.gpu} "
+                         f"holds ({held_gb:.1f} GB)",
+                         hint="give the peak of one device, in GB of 1e9 bytes")
     profile = _with_job(args, profile)
     path = profile.save(_out_path(args, profile.name))
     if args.format == "json":
