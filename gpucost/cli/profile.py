@@ -28,7 +28,7 @@ from gpucost.cli.numbers import positive
 from gpucost.envelope import add_format_argument, print_document
 from gpucost.errors import GpuCostError, InputError
 from gpucost.limits import MAX_GPU_MEMORY_GB, MAX_PARAM_COUNT, MAX_SAMPLES_PER_S
-from gpucost.model.memory import BYTES_PER_MARKETED_GB
+from gpucost.model.memory import total_gb
 from gpucost.model.perf import measured_fixed_share, predict
 from gpucost.model.translate import gpu_spec, workload_signature
 from gpucost.profile import Profile
@@ -313,7 +313,7 @@ def _write_measured(args: argparse.Namespace) -> int:
         name=args.name or "measurement", sample_unit=args.sample_unit or "samples",
         workload=args.workload, peak_memory_gb=args.peak_memory_gb,
         other_batches=_also_measured(args) or None)
-    held_gb = gpu_spec(profile.gpu).memory_gb * BYTES_PER_MARKETED_GB / 1e9
+    held_gb = total_gb(gpu_spec(profile.gpu))
     if args.peak_memory_gb is not None and args.peak_memory_gb > held_gb:
         raise InputError(f"--peak-memory-gb {args.peak_memory_gb:g} is more than a {profile.gpu} "
                          f"holds ({held_gb:.1f} GB)",

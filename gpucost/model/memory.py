@@ -92,11 +92,16 @@ def signature_activation_bytes(sig: Signature, param_count: float,
     return float(measured * flops_ratio / size ** (1.0 / 3.0))
 
 
+def model_states_gb(profile: Profile) -> float:
+    """Weights, gradients and Adam's moments of one unsharded device, GB."""
+    return profile.param_count * STATE_BYTES_PER_PARAM / 1e9
+
+
 def activation_gb_per_sample(profile: Profile) -> tuple[float | None, str]:
     """Activation memory per sample (GB) and where the figure comes from: "measured" (the
     profile's peak), "signature" (its workload signature's measured activations), "estimated"
     (a rule on flops per parameter) or "states only" (no estimate: memory unknown)."""
-    states_gb = profile.param_count * STATE_BYTES_PER_PARAM / 1e9
+    states_gb = model_states_gb(profile)
     if profile.peak_memory_gb is not None:
         return max(profile.peak_memory_gb - states_gb, 0.0) / profile.batch_size, "measured"
     sig = workload_signature(profile)
@@ -129,15 +134,20 @@ def unknown_memory_note(profile: Profile) -> str | None:
     checked against (their model states alone); None when it has an estimate."""
     if activation_gb_per_sample(profile)[0] is not None:
         return None
-    states = profile.param_count * STATE_BYTES_PER_PARAM / 1e9
+    states = model_states_gb(profile)
     return (f"{MEMORY_UNKNOWN}: profile {profile.name!r} has no activation estimate "
             f"({ESTIMATE_HINT}), so batch {profile.batch_size} was checked against each GPU "
             f"for its model states ({states:.1f} GB) alone and may not fit")
 
 
+def total_gb(spec: GpuSpec) -> float:
+    """All of ``spec``'s memory, GB (1e9 bytes), from the binary gigabytes it is sold in."""
+    return spec.memory_gb * BYTES_PER_MARKETED_GB / 1e9
+
+
 def usable_gb(spec: GpuSpec) -> float:
     """What a training process can allocate on ``spec``, GB (1e9 bytes)."""
-    return spec.memory_gb * BYTES_PER_MARKETED_GB / 1e9 * USABLE_FRACTION - RESERVED_GB
+    return total_gb(spec) * USABLE_FRACTION - RESERVED_GB
 
 
 def fit_memory(profile: Profile, spec: GpuSpec, *, group_gpus: int = 1,
@@ -148,7 +158,7 @@ def fit_memory(profile: Profile, spec: GpuSpec, *, group_gpus: int = 1,
     """
     batch = profile.batch_size if batch_size is None else batch_size
     usable = usable_gb(spec)
-    states = profile.param_count * STATE_BYTES_PER_PARAM / 1e9
+    states = model_states_gb(profile)
     per_sample, basis = activation_gb_per_sample(profile)
     activations = None if per_sample is None else per_sample * batch
     peak = None if activations is None else states + activations

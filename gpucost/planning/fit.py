@@ -24,6 +24,7 @@ from gpucost.model.memory import (
     STATE_BYTES_PER_PARAM,
     UNSHARDED_BYTES_PER_PARAM,
     activation_gb_per_sample,
+    model_states_gb,
     usable_gb,
 )
 from gpucost.profile import Profile
@@ -54,7 +55,7 @@ class MemoryPlan:
 
 
 def _states_gb(profile: Profile, sharding: str, group_gpus: int) -> float:
-    full = profile.param_count * STATE_BYTES_PER_PARAM / 1e9
+    full = model_states_gb(profile)
     if sharding == "ZeRO-2":
         sharded = STATE_BYTES_PER_PARAM - UNSHARDED_BYTES_PER_PARAM
         return profile.param_count * (UNSHARDED_BYTES_PER_PARAM + sharded / group_gpus) / 1e9
@@ -81,7 +82,7 @@ def plan_memory(profile: Profile, spec: GpuSpec, group_gpus: int, *,
     batch = profile.batch_size
     usable = usable_gb(spec)
     per_sample, _ = activations or activation_gb_per_sample(profile)
-    if per_sample is None and profile.param_count * STATE_BYTES_PER_PARAM / 1e9 <= usable:
+    if per_sample is None and model_states_gb(profile) <= usable:
         # No activation estimate: the states fit, the batch may not; the peak stays unknown
         # (NaN) so no output calls it a fit.
         return MemoryPlan(True, math.nan, usable, batch, 1, "", "")
