@@ -191,7 +191,6 @@ def _check_measured(args: argparse.Namespace) -> None:
             raise InputError(f"{flag} runs the profiler: it does not go with --measured",
                              hint="--also-measured BATCH=SAMPLES_PER_S gives a throughput "
                              "measured at another batch")
-    _also_measured(args)
 
 
 def _also_measured(args: argparse.Namespace) -> dict[int, float]:
