@@ -141,3 +141,20 @@ def test_json_output_is_the_profile_run_envelope(workdir: Path,
     assert doc["schema"] == "gpucost-profile-run"
     assert doc["profile"] == Profile.load(Path(doc["path"])).to_dict()
     assert doc["profile"]["epochs"] == 3 and doc["profile"]["dataset_size"] == 4_500_000
+
+
+def test_an_fp32_measurement_says_what_fp32_means_and_tf32_is_the_other_reading(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A published "fp32" is often TF32 underneath (NGC containers): the two readings of one V100
+    measurement part ways on an A100, so the note that names the other one is worth its line."""
+    base = ["profile", "--measured", "150", "--gpu", "V100", "--batch", "32", "--params", "110e6",
+            "--name", "bert-base"]
+    answers = {}
+    for precision in ("fp32", "tf32"):
+        assert main([*base, "--precision", precision, "--out", f"{precision}.json"]) == 0
+        out = capsys.readouterr().out
+        assert ("is --precision tf32" in out) == (precision == "fp32")
+        assert main(["predict", "-p", f"{precision}.json", "--gpu", "A100", "--json"]) == 0
+        answers[precision] = json.loads(capsys.readouterr().out)["throughput"]
+    assert answers["tf32"] > 1.5 * answers["fp32"]

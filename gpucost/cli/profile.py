@@ -328,6 +328,15 @@ def _write_measured(args: argparse.Namespace) -> int:
     return 0
 
 
+# A published or hand-timed "fp32" is often TF32 underneath: NVIDIA's NGC PyTorch containers set
+# TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1, and such a run moves to an A100 or newer several times
+# faster than PyTorch's default fp32 (matmuls on CUDA cores) would.
+FP32_NOTE = ("precision: fp32 is PyTorch's default, matmuls on CUDA cores at the plain FP32 "
+             "rate; a run with TF32 matmuls (NVIDIA's NGC containers, "
+             "torch.backends.cuda.matmul.allow_tf32 = True) is --precision tf32, which an A100 "
+             "or newer runs on its tensor cores")
+
+
 def measured_lines(profile: Profile) -> list[str]:
     """What gpucost will make of a measured throughput: the step it implies, the workload its
     parts are translated by, and whether its batch fits the GPU it was measured on."""
@@ -342,6 +351,8 @@ def measured_lines(profile: Profile) -> list[str]:
             for b, t in profile.other_batches)
             + ("" if share is None else f" (the step's fixed part at batch "
                f"{profile.batch_size}: {100 * share:.0f} %)"))
+    if profile.precision == "fp32":
+        lines.append(FP32_NOTE)
     sig = workload_signature(profile)
     lines.append(f"workload: {sig.name}: {sig.description}" if sig is not None else
                  "workload: none matched: each part of the step moves as the built-ins' median "
