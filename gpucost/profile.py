@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 import os
+import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -458,6 +460,15 @@ def _non_negative(name: str, value: object) -> None:
         or value < 0
     ):
         raise ProfileError(f"{name} must be a number >= 0, got {value!r}")
+
+
+def default_profile_path(name: str) -> Path:
+    """Where a profile named ``name`` is written unless told: ``profiles/<name>.json``. The name
+    is a label ("GNMT v2", "bert-large/squad"), so its path separators become '-' and its leading
+    dots go: the file neither nests folders nor climbs out of profiles/ ('..'), nor hides."""
+    stem = "".join(ch for ch in re.sub(r"[/\\]+", "-", name)
+                   if unicodedata.category(ch)[0] != "C")
+    return Path("profiles") / f"{stem.lstrip('.-').strip() or 'profile'}.json"
 
 
 def resolve_profile(ref: str | os.PathLike[str] | None) -> Profile:

@@ -158,3 +158,27 @@ def test_an_fp32_measurement_says_what_fp32_means_and_tf32_is_the_other_reading(
         assert main(["predict", "-p", f"{precision}.json", "--gpu", "A100", "--json"]) == 0
         answers[precision] = json.loads(capsys.readouterr().out)["throughput"]
     assert answers["tf32"] > 1.5 * answers["fp32"]
+
+
+@pytest.mark.parametrize("name, stem", [
+    ("../../escaped", "escaped"),
+    ("bert-large/squad", "bert-large-squad"),
+    ("runs\\v2", "runs-v2"),
+    (".hidden", "hidden"),
+])
+def test_a_profile_name_is_a_label_its_default_file_stays_one_file_in_profiles(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    name: str, stem: str
+) -> None:
+    """The name names the workload ("GNMT v2", "bert-large/squad"); the file it gives its default
+    path must neither climb out of profiles/ nor nest folders in it."""
+    workdir = tmp_path / "a" / "b"
+    workdir.mkdir(parents=True)
+    monkeypatch.chdir(workdir)
+    argv = ["profile", "--measured", "100", "--gpu", "T4", "--batch", "8", "--params", "1e6",
+            "--name", name]
+    assert main(argv) == 0
+    assert f"wrote profiles/{stem}.json" in capsys.readouterr().out
+    written = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*.json"))
+    assert written == [Path("a", "b", "profiles", f"{stem}.json")]
+    assert Profile.load(workdir / "profiles" / f"{stem}.json").name == name

@@ -369,6 +369,25 @@ def test_explicit_step_marker_and_batch_size(tmp_path: Path, monkeypatch: pytest
     assert p.environment["cpu_matmul_gflops"] > 0 and p.environment["torch"] == torch.__version__
 
 
+def test_a_profiler_name_with_a_path_in_it_saves_one_file_in_profiles(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    monkeypatch.chdir(workdir)
+    model = nn.Linear(16, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(8, 16), torch.randn(8, 4)
+    with StepProfiler(name="../team/exp1", steps=3, warmup=1, model=model, batch_size=8) as prof:
+        while not prof.done:
+            _backward(nn.functional.mse_loss(model(x), y))
+            opt.step()
+            opt.zero_grad()
+            prof.step()
+    assert prof.save() == Path("profiles/team-exp1.json")
+    assert [p.relative_to(tmp_path) for p in tmp_path.rglob("*.json")] == [
+        Path("work/profiles/team-exp1.json")]
+
+
 @pytest.mark.parametrize("name", ["mlp", "cnn", "vit", "transformer"])
 def test_reference_models_train_and_profile(name: str) -> None:
     batch = 2 if name == "transformer" else 8

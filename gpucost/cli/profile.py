@@ -31,7 +31,7 @@ from gpucost.limits import MAX_GPU_MEMORY_GB, MAX_PARAM_COUNT, MAX_SAMPLES_PER_S
 from gpucost.model.memory import total_gb
 from gpucost.model.perf import measured_fixed_share, predict
 from gpucost.model.translate import gpu_spec, workload_signature
-from gpucost.profile import Profile
+from gpucost.profile import Profile, default_profile_path
 
 MODELS = ("mlp", "cnn", "vit", "transformer")  # gpucost.profiler.models.MODEL_NAMES, torch-free
 
@@ -369,7 +369,7 @@ def _with_job(args: argparse.Namespace, profile: Any) -> Any:
 
 
 def _out_path(args: argparse.Namespace, name: str) -> Path:
-    return Path(args.out) if args.out else Path("profiles") / f"{name}.json"
+    return Path(args.out) if args.out else default_profile_path(name)
 
 
 def _report(args: argparse.Namespace, profile: Any, path: Path, note: str | None) -> None:

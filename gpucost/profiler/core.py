@@ -44,7 +44,7 @@ import torch
 from gpucost.catalog import resolve_gpu_name, try_resolve_gpu_name
 from gpucost.catalog.spec import PRECISIONS
 from gpucost.errors import ProfileError
-from gpucost.profile import OperatorStat, Profile, StepBreakdown
+from gpucost.profile import OperatorStat, Profile, StepBreakdown, default_profile_path
 from gpucost.profiler import environment
 from gpucost.profiler.flops import OpCensus
 from gpucost.profiler.nvml import NvmlSampler
@@ -472,7 +472,7 @@ class StepProfiler:
 
     def save(self, path: str | os.PathLike[str] | None = None) -> Path:
         """Write the profile atomically; default ``profiles/<name>.json`` in the current folder."""
-        target = Path(path) if path is not None else Path("profiles") / f"{self.name}.json"
+        target = Path(path) if path is not None else default_profile_path(self.name)
         return self.result().save(target)
 
     def _build(self) -> Profile:
