@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -24,6 +22,7 @@ from gpucost._io import atomic_write_json, parse_json, read_text
 from gpucost.catalog import resolve_gpu_name
 from gpucost.catalog.spec import HALF_MODEL_PRECISIONS, PRECISIONS, Precision
 from gpucost.errors import ProfileError
+from gpucost.jobname import name_from_label
 from gpucost.limits import MAX_BATCH_SIZE, MAX_GPUS_PER_NODE, MAX_NODES, MAX_PROFILE_BYTES
 from gpucost.measurement_store import record_profile
 from gpucost.model.signature import from_spec
@@ -463,12 +462,9 @@ def _non_negative(name: str, value: object) -> None:
 
 
 def default_profile_path(name: str) -> Path:
-    """Where a profile named ``name`` is written unless told: ``profiles/<name>.json``. The name
-    is a label ("GNMT v2", "bert-large/squad"), so its path separators become '-' and its leading
-    dots go: the file neither nests folders nor climbs out of profiles/ ('..'), nor hides."""
-    stem = "".join(ch for ch in re.sub(r"[/\\]+", "-", name)
-                   if unicodedata.category(ch)[0] != "C")
-    return Path("profiles") / f"{stem.lstrip('.-').strip() or 'profile'}.json"
+    """Where a profile named ``name`` is written unless told: ``profiles/<name>.json``, the name
+    (a label: "GNMT v2", "bert-large/squad") made one file's name that stays in profiles/."""
+    return Path("profiles") / f"{name_from_label(name, 'profile')}.json"
 
 
 def resolve_profile(ref: str | os.PathLike[str] | None) -> Profile:

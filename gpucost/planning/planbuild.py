@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from gpucost.errors import InputError
 from gpucost.format import usd
+from gpucost.jobname import name_from_label
 from gpucost.marketplace import search_for
 from gpucost.model.economics import DISK_HEADROOM, SYSTEM_DISK_GB, breakeven, outlives_instance
 from gpucost.model.memory import unknown_memory_note
@@ -160,7 +161,7 @@ def to_plan(
     return Plan(
         created_at=(now or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%dT%H:%M:%SZ"),
         job=JobSection(
-            name=name or profile.name,
+            name=name or name_from_label(profile.name, "job"),
             command=argv,
             workdir=".",
             entry_script=entry,
