@@ -182,3 +182,43 @@ def test_a_profile_name_is_a_label_its_default_file_stays_one_file_in_profiles(
     written = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*.json"))
     assert written == [Path("a", "b", "profiles", f"{stem}.json")]
     assert Profile.load(workdir / "profiles" / f"{stem}.json").name == name
+
+
+MEASURED = ["profile", "--measured", "100", "--gpu", "T4", "--batch", "8", "--params", "1e6"]
+
+
+def test_a_profile_never_replaces_a_file_that_is_not_one_unless_forced(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    notes = workdir / "notes.txt"
+    notes.write_text("important notes\n")
+    assert main([*MEASURED, "--out", "notes.txt"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "notes.txt exists and is not a gpucost profile" in err
+    assert notes.read_text() == "important notes\n"
+    # the default file too
+    (workdir / "profiles").mkdir()
+    (workdir / "profiles" / "mine.json").write_text('{"my": "data"}')
+    assert main([*MEASURED, "--name", "mine"]) == 2
+    assert (workdir / "profiles" / "mine.json").read_text() == '{"my": "data"}'
+    capsys.readouterr()
+    # an earlier profile is replaced, and --force replaces anything
+    assert main([*MEASURED, "--out", "p.json"]) == 0
+    assert main([*MEASURED, "--out", "p.json", "--batch", "16"]) == 0
+    assert Profile.load(workdir / "p.json").batch_size == 16
+    assert main([*MEASURED, "--out", "notes.txt", "--force"]) == 0
+    assert Profile.load(notes).batch_size == 8
+
+
+@pytest.mark.parametrize("out, message", [
+    ("d", "profile file d is a folder"),
+    ("nowhere/p.json", "the folder nowhere does not exist"),
+])
+def test_an_output_that_cannot_be_a_file_is_one_line_before_any_work(
+    workdir: Path, capsys: pytest.CaptureFixture[str], out: str, message: str
+) -> None:
+    (workdir / "d").mkdir()
+    assert main([*MEASURED, "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and "internal error" not in err
+    assert not list(workdir.rglob("*.json"))

@@ -7,11 +7,14 @@ gpucost did not write for the same purpose unless --force says so.
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 
 from gpucost.errors import InputError
+from gpucost.limits import MAX_PROFILE_BYTES
 from gpucost.planfile import SCHEMA
+from gpucost.profile import SCHEMA_ID as PROFILE_SCHEMA
 
 # A plan file is small; a file much larger than this is not one, and is not read to find out.
 _PLAN_SNIFF_BYTES = 1 << 20
@@ -57,5 +60,31 @@ def check_plan_output(path: str, *, force: bool) -> Path:
         raise InputError(
             f"{path} exists and is not a gpucost plan: not overwriting it",
             hint="choose another name, or pass --force to replace it",
+        )
+    return target
+
+
+def is_profile_file(path: Path) -> bool:
+    """Whether ``path`` holds a gpucost profile (its JSON declares the profile schema)."""
+    try:
+        if path.stat().st_size > MAX_PROFILE_BYTES:
+            return False
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(doc, dict) and doc.get("schema") == PROFILE_SCHEMA
+
+
+def check_profile_output(path: Path, *, force: bool, made_folder: bool = False) -> Path:
+    """``path`` for a profile: replacing an earlier profile is fine, anything else needs force.
+    ``made_folder``: the default profiles/ folder, which gpucost makes where it is missing; a
+    path the user gave goes only into a folder that exists."""
+    if made_folder and not path.parent.exists():
+        return path
+    target = check_output_file(str(path), what="profile file", example="profile.json")
+    if target.exists() and not force and not is_profile_file(target):
+        raise InputError(
+            f"{path} exists and is not a gpucost profile: not overwriting it",
+            hint="choose another --out, or pass --force to replace it",
         )
     return target

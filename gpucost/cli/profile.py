@@ -25,6 +25,7 @@ from gpucost._optional import require
 from gpucost.catalog.spec import PRECISIONS
 from gpucost.cli import add_command
 from gpucost.cli.numbers import positive
+from gpucost.cli.outputs import check_profile_output
 from gpucost.envelope import add_format_argument, print_document
 from gpucost.errors import GpuCostError, InputError
 from gpucost.limits import MAX_GPU_MEMORY_GB, MAX_PARAM_COUNT, MAX_SAMPLES_PER_S
@@ -85,6 +86,8 @@ def register(sub: Any) -> None:
                    "`gpucost compare`")
     p.add_argument("--name", help="profile name (default: the model or script name)")
     p.add_argument("--out", "-o", help="output file (default: profiles/NAME.json)")
+    p.add_argument("--force", action="store_true",
+                   help="let the profile replace an existing file that is not a gpucost profile")
     measured = p.add_argument_group(
         "a throughput you measured (runs nothing; --batch, --precision, --devices, --name, "
         "--sample-unit, --dataset-size and --epochs apply too)")
@@ -215,6 +218,8 @@ def _also_measured(args: argparse.Namespace) -> dict[int, float]:
 def run(args: argparse.Namespace) -> int:
     script_args = _split_script_args(args)
     _check(args)
+    if args.out:  # before any work: a run of minutes must not end on a path it cannot write
+        check_profile_output(Path(args.out), force=args.force)
     if args.measured is not None:
         return _write_measured(args)
 
@@ -369,7 +374,9 @@ def _with_job(args: argparse.Namespace, profile: Any) -> Any:
 
 
 def _out_path(args: argparse.Namespace, name: str) -> Path:
-    return Path(args.out) if args.out else default_profile_path(name)
+    if args.out:
+        return check_profile_output(Path(args.out), force=args.force)
+    return check_profile_output(default_profile_path(name), force=args.force, made_folder=True)
 
 
 def _report(args: argparse.Namespace, profile: Any, path: Path, note: str | None) -> None:
