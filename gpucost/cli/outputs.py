@@ -88,3 +88,27 @@ def check_profile_output(path: Path, *, force: bool, made_folder: bool = False) 
             hint="choose another --out, or pass --force to replace it",
         )
     return target
+
+
+# The first line of every SkyPilot task gpucost exports (gpucost.executor.skypilot_task).
+_EXPORT_MARK = "# SkyPilot task written by gpucost"
+
+
+def check_export_output(path: str, *, force: bool) -> Path:
+    """``path`` for a SkyPilot task: replacing an earlier export is fine, anything else needs
+    force."""
+    target = check_output_file(path, what="SkyPilot task", example="plan.sky.yaml")
+    if target.exists() and not force and not _starts_with(target, _EXPORT_MARK):
+        raise InputError(
+            f"{path} exists and is not a SkyPilot task gpucost wrote: not overwriting it",
+            hint="choose another --export-out, or pass --force to replace it",
+        )
+    return target
+
+
+def _starts_with(path: Path, mark: str) -> bool:
+    try:
+        with path.open("rb") as fh:
+            return fh.read(len(mark)) == mark.encode()
+    except OSError:
+        return False

@@ -13,7 +13,7 @@ from gpucost._io import atomic_write_text
 from gpucost.cli import add_command
 from gpucost.cli.jobargs import add_economics, add_prices, add_profile_and_job, request_from_args
 from gpucost.cli.numbers import count, number, positive
-from gpucost.cli.outputs import check_plan_output
+from gpucost.cli.outputs import check_export_output, check_plan_output
 from gpucost.envelope import add_format_argument, print_document
 from gpucost.errors import InputError, PolicyViolation
 from gpucost.executor.skypilot_task import task_yaml as export_skypilot
@@ -106,7 +106,8 @@ def register(sub: Any) -> None:
     add_job_arguments(p)
     p.add_argument("--output", "-o", metavar="PLAN_TOML", help="write the plan file here")
     p.add_argument("--force", action="store_true",
-                   help="let -o replace an existing file that is not a gpucost plan")
+                   help="let -o (and --export) replace an existing file that is not a gpucost "
+                   "plan (a SkyPilot task gpucost wrote)")
     add_format_argument(p, ("text", "json"))
     p.add_argument(
         "--export",
@@ -161,11 +162,16 @@ def _choice_text(title: str, choice: Choice) -> list[str]:
     return lines
 
 
+def _export_target(args: argparse.Namespace) -> str | None:
+    """Where --export writes: --export-out, else next to -o as NAME.sky.yaml, else stdout."""
+    if args.export_out is not None or not args.output:
+        return str(args.export_out) if args.export_out is not None else None
+    out = Path(args.output)
+    return str(out.with_name(out.stem + ".sky.yaml"))
+
+
 def _export_skypilot(plan: Any, args: argparse.Namespace) -> None:
-    target = args.export_out
-    if target is None and args.output:
-        out = Path(args.output)
-        target = str(out.with_name(out.stem + ".sky.yaml"))
+    target = _export_target(args)
     text = export_skypilot(plan, args.output)
     if target is None:
         sys.stdout.write(text)
@@ -177,6 +183,8 @@ def _export_skypilot(plan: Any, args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.output:
         check_plan_output(args.output, force=args.force)
+    if args.export == "skypilot" and (target := _export_target(args)) is not None:
+        check_export_output(target, force=args.force)
     advice = build_advice(args)
     plan = chosen_plan(args, advice)
     assert advice.cheapest is not None and advice.fastest is not None

@@ -10,6 +10,7 @@ from typing import Any
 
 from gpucost._io import atomic_write_text
 from gpucost.cli import add_command
+from gpucost.cli.outputs import check_output_file
 from gpucost.errors import InputError
 from gpucost.preflight.report import append_step_summary, render, render_table
 from gpucost.preflight.run import run_preflight
@@ -44,6 +45,8 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.output:  # before the checks run: a report that cannot be written is a usage error
+        check_output_file(args.output, what="preflight report", example="preflight.md")
     today = None
     if args.today is not None:
         try:
