@@ -67,3 +67,14 @@ def test_a_report_path_that_cannot_be_a_file_is_one_line(
     assert main(["preflight", "plan.toml", "--format", "markdown", "--output", out]) == 2
     assert message in one_line(capsys.readouterr().err)
     assert not (workdir / "nope").exists()
+
+
+@pytest.mark.parametrize("command", [
+    ["prices", "import", "skypilot-catalog", str(REPO / "tests")],
+    ["prices", "refresh", "--source", "vast"],
+])
+def test_a_snapshot_folder_that_is_a_file_is_one_line_before_anything_is_fetched(
+        workdir: Path, capsys: pytest.CaptureFixture[str], command: list[str]) -> None:
+    assert main([*command, "--out", "notes.txt"]) == 2
+    assert "--out notes.txt is a file, not a folder" in one_line(capsys.readouterr().err)
+    assert (workdir / "notes.txt").read_text() == "keep me\n"

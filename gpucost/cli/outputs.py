@@ -8,6 +8,7 @@ gpucost did not write for the same purpose unless --force says so.
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from pathlib import Path
 
@@ -112,3 +113,20 @@ def _starts_with(path: Path, mark: str) -> bool:
             return fh.read(len(mark)) == mark.encode()
     except OSError:
         return False
+
+
+def check_output_folder(path: str, *, flag: str) -> Path:
+    """``path`` as a folder gpucost may write files into, made (when written to) where missing,
+    as the default snapshot folder is; checked, not made, so a refused input leaves nothing."""
+    target = Path(path)
+    existing = target
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        what = path if existing == target else f"{path}: {existing}"
+        raise InputError(f"{flag} {what} is a file, not a folder",
+                         hint="give a folder for the files, e.g. snapshots/")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InputError(f"{flag} {path}: {existing} is not writable",
+                         hint="give a folder you can write to")
+    return target

@@ -17,6 +17,7 @@ from rich.console import Console
 
 from gpucost.catalog import resolve_gpu_name
 from gpucost.cli import add_command
+from gpucost.cli.outputs import check_output_folder
 from gpucost.envelope import add_format_argument, print_document
 from gpucost.errors import InputError, UnknownProviderError
 from gpucost.format import text_table
@@ -72,10 +73,11 @@ def _register_import(actions: argparse._SubParsersAction[argparse.ArgumentParser
 
 
 def _import(args: argparse.Namespace) -> int:
+    out = (check_output_folder(args.out, flag="--out") if args.out
+           else writable_dir(user_snapshots_dir()))
     provenance = load_provenance_file(args.provenance) if args.provenance else None
     snapshots = run_importer(args.kind, args.directory, provenance=provenance,
                              fetched_at=args.fetched_at)
-    out = args.out or writable_dir(user_snapshots_dir())
     for snap in snapshots:
         path = write_snapshot(snap, out)
         print(f"{snap.source}: {len(snap.offers):,} offers {_import_summary(snap.provenance)} "
@@ -262,6 +264,8 @@ def _refresh(args: argparse.Namespace) -> int:
         return 0
     for name in args.source or ():
         get_source(name)  # unknown names fail before anything runs
+    if args.out:
+        check_output_folder(args.out, flag="--out")
     console = None
     if not args.quiet:
         console = Console(stderr=True)
