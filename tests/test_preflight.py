@@ -65,7 +65,7 @@ BROKEN = [
     ("no_main_guard.toml", "main-guard", 1, "error", 'under `if __name__ == "__main__":`'),
     ("missing_gpu.toml", "plan-file", 2, "error", "add `gpu = ...` under [offer]"),
     # warnings: reported, but the build passes
-    ("lax_timeout.toml", "timeout", 0, "warning", "lower [safety] timeout_hours to about 5.3"),
+    ("lax_timeout.toml", "timeout", 0, "warning", "lower [safety] timeout_hours to about 5.4"),
     ("tight_disk.toml", "disk-size", 0, "warning", "size_gb = 247"),
     ("dataloader_bound.toml", "dataloader", 0, "warning", "raise DataLoader num_workers"),
     ("far_dataset.toml", "dataset-region", 0, "warning", "copy the data once"),

@@ -32,7 +32,18 @@ from gpucost.planning.advice import Advice, Choice
 from gpucost.planning.reasons import estimate_terms
 
 TIMEOUT_FACTOR = 1.5  # the executor's hard limit, over the expected hours
+# What the estimate does not hold and the limit must: the job process's own start (the
+# interpreter, torch's import, CUDA's context, data-loader workers, NCCL's rendezvous), seconds to
+# minutes that no profile times. Without it a job of seconds on your own machine, where setup is
+# nothing, was stopped at 1.5x its estimate before its first step.
+STARTUP_ALLOWANCE_HOURS = 5.0 / 60.0
 BUDGET_CAP_FACTOR = 1.25  # the executor's spending cap over the expected cost, without a budget
+
+
+def safety_timeout_hours(hours: float) -> float:
+    """The executor's hard limit for a run expected to take ``hours`` (setup included), before
+    any wait for spot capacity: TIMEOUT_FACTOR x the hours, plus the job's start-up."""
+    return hours * TIMEOUT_FACTOR + STARTUP_ALLOWANCE_HOURS
 
 
 def budget_cap(cost_usd: float, worst_usd: float, budget_usd: float | None) -> tuple[float, str]:
@@ -105,7 +116,7 @@ def to_plan(
     cost, hours = row.cost_usd, row.total_hours
     cap, cap_basis = budget_cap(cost, row.worst_usd, c.budget_usd)
     max_wait = params.max_wait_capacity_hours
-    timeout = hours * TIMEOUT_FACTOR + (max_wait if spot else 0.0)
+    timeout = safety_timeout_hours(hours) + (max_wait if spot else 0.0)
     if c.deadline_hours is not None:
         timeout = max(min(timeout, c.deadline_hours), hours)
 

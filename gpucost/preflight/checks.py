@@ -28,6 +28,11 @@ from gpucost.model.economics import SYSTEM_DISK_GB, disk_need, outlives_instance
 from gpucost.model.memory import fit_memory, usable_gb
 from gpucost.planfile import Plan
 from gpucost.planning.fit import need_gb, plan_memory
+from gpucost.planning.planbuild import (
+    STARTUP_ALLOWANCE_HOURS,
+    TIMEOUT_FACTOR,
+    safety_timeout_hours,
+)
 from gpucost.preflight import arch, mainguard
 from gpucost.preflight.policy import Policy
 from gpucost.profile import Profile, resolve_profile
@@ -246,12 +251,16 @@ def check_timeout(c: Check, ctx: Context) -> CheckResult:
     safety, est = ctx.plan.safety, ctx.plan.estimate
     worst = min(safety.timeout_hours * ctx.hourly_usd, safety.budget_cap_usd)
     line = ctx.line_of("safety", "timeout_hours")
-    if worst > TIMEOUT_SLACK_FACTOR * est.cost_usd and worst - est.cost_usd > TIMEOUT_SLACK_USD:
-        suggested = math.ceil(est.hours * 1.5 * 10) / 10
+    planned = safety_timeout_hours(est.hours)  # what `gpucost plan` writes: never warned of
+    if (worst > TIMEOUT_SLACK_FACTOR * est.cost_usd and worst - est.cost_usd > TIMEOUT_SLACK_USD
+            and safety.timeout_hours > math.ceil(planned * 1000) / 1000):
+        suggested = math.ceil(planned * 10) / 10
         return c.fail(f"timeout_hours = {safety.timeout_hours:g} against an estimate of "
                       f"{fmt_hours(est.hours)}: a hung run would bill up to {fmt_usd(worst)} "
                       f"before it is stopped, {worst / max(est.cost_usd, 1e-9):.1f}x the estimate",
-                      f"lower [safety] timeout_hours to about {suggested:g} (1.5x the estimate) "
+                      f"lower [safety] timeout_hours to about {suggested:g} (the plan's rule: "
+                      f"{TIMEOUT_FACTOR:g}x the estimate and {STARTUP_ALLOWANCE_HOURS * 60:g} min "
+                      "to start) "
                       "or budget_cap_usd closer to the estimate",
                       severity="warning", file=ctx.display_path, line=line,
                       worst_case_usd=worst, timeout_hours=safety.timeout_hours)
