@@ -62,6 +62,8 @@ from gpucost.limits import (
 from gpucost.measurements import MAX_SAMPLES_PER_S_PER_DEVICE
 
 SCHEMA = "gpucost-plan"
+# The first line of a plan exported as a SkyPilot task (how a later export knows it may replace it).
+SKYPILOT_TASK_MARK = "# SkyPilot task written by gpucost"
 SCHEMA_VERSION = 2  # 2 added [marketplace]; a plan without it is written as version 1
 MARKETPLACE_SCHEMA_VERSION = 2
 

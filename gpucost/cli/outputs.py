@@ -14,7 +14,7 @@ from pathlib import Path
 
 from gpucost.errors import InputError
 from gpucost.limits import MAX_PROFILE_BYTES
-from gpucost.planfile import SCHEMA
+from gpucost.planfile import SCHEMA, SKYPILOT_TASK_MARK
 from gpucost.profile import SCHEMA_ID as PROFILE_SCHEMA
 
 # A plan file is small; a file much larger than this is not one, and is not read to find out.
@@ -91,15 +91,11 @@ def check_profile_output(path: Path, *, force: bool, made_folder: bool = False) 
     return target
 
 
-# The first line of every SkyPilot task gpucost exports (gpucost.executor.skypilot_task).
-_EXPORT_MARK = "# SkyPilot task written by gpucost"
-
-
 def check_export_output(path: str, *, force: bool) -> Path:
     """``path`` for a SkyPilot task: replacing an earlier export is fine, anything else needs
     force."""
     target = check_output_file(path, what="SkyPilot task", example="plan.sky.yaml")
-    if target.exists() and not force and not _starts_with(target, _EXPORT_MARK):
+    if target.exists() and not force and not _starts_with(target, SKYPILOT_TASK_MARK):
         raise InputError(
             f"{path} exists and is not a SkyPilot task gpucost wrote: not overwriting it",
             hint="choose another --export-out, or pass --force to replace it",

@@ -40,7 +40,7 @@ from gpucost.executor.base import VERIFY_SNIPPET
 from gpucost.executor.torchrun import script_args
 from gpucost.format import usd_text
 from gpucost.limits import node_limit
-from gpucost.planfile import Plan
+from gpucost.planfile import SKYPILOT_TASK_MARK, Plan
 from gpucost.providers import SkyPilot
 from gpucost.terminal import printable
 
@@ -298,7 +298,7 @@ def task_yaml(plan: Plan, plan_path: str | Path | None = None, *,
     """The task as YAML, with a header saying what SkyPilot enforces and what gpucost does."""
     o, safety = plan.offer, plan.safety
     header = [
-        f"# SkyPilot task written by gpucost from {plan_path or 'a plan'}",
+        f"{SKYPILOT_TASK_MARK} from {plan_path or 'a plan'}",
         f"# estimate: {plan.estimate.cost_usd:.2f} USD over {plan.estimate.hours:.3g} h at "
         f"{o.price_hr:g} USD/h per node ({o.price_source or 'price source not given'})",
         f"# the {safety.timeout_hours:g} h timeout is enforced by `timeout` in run; the budget cap "
