@@ -36,3 +36,16 @@ def test_import_is_cheap() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_gpu_is_named_the_same_way_everywhere_and_a_wrong_type_is_one_error() -> None:
+    import pytest
+
+    p = gpucost.Profile.from_measurement(gpu="V100", throughput=1200.0, batch_size=256,
+                                         precision="amp", param_count=25.6e6, name="resnet50")
+    by_name = gpucost.fit_memory(p, "A100 80GB")
+    assert by_name == gpucost.fit_memory(p, gpucost.get_gpu("A100 SXM4 80GB"))
+    assert by_name.usable_gb > 70
+    for wrong in (5, 2.5, b"A100"):
+        with pytest.raises(gpucost.GpuCostError, match="unknown GPU"):
+            gpucost.predict(p, gpu=wrong)  # type: ignore[arg-type]

@@ -202,6 +202,8 @@ def try_resolve_gpu_name(name: str, *, memory_gb: float | None = None) -> str | 
     ``memory_gb`` (per GPU, from a source's own metadata) picks between memory variants when
     the name leaves them open; it never makes a known name fail.
     """
+    if not isinstance(name, str):
+        return None  # a GPU is named by text; anything else names none
     if memory_gb is not None and not (math.isfinite(memory_gb) and memory_gb > 0):
         memory_gb = None  # NaN/0 mean "not reported" in price tables; NaN would defeat the cache
     key = (name, memory_gb)
@@ -296,5 +298,5 @@ def resolve_gpu_name(name: str, *, memory_gb: float | None = None) -> str:
     """The canonical catalog name for ``name``; raises UnknownGpuError with suggestions."""
     resolved = try_resolve_gpu_name(name, memory_gb=memory_gb)
     if resolved is None:
-        raise UnknownGpuError(name, suggest(name))
+        raise UnknownGpuError(name, suggest(name) if isinstance(name, str) else ())
     return resolved

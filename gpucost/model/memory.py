@@ -150,12 +150,15 @@ def usable_gb(spec: GpuSpec) -> float:
     return total_gb(spec) * USABLE_FRACTION - RESERVED_GB
 
 
-def fit_memory(profile: Profile, spec: GpuSpec, *, group_gpus: int = 1,
+def fit_memory(profile: Profile, spec: GpuSpec | str, *, group_gpus: int = 1,
                batch_size: int | None = None) -> MemoryFit:
-    """Does ``profile``'s per-device batch (or ``batch_size``) fit on ``spec``?
+    """Does ``profile``'s per-device batch (or ``batch_size``) fit on ``spec`` (a GPU or its
+    name, any common spelling, as ``predict`` takes it)?
 
     ``group_gpus`` is the data-parallel group size, used to size sharded-state advice.
     """
+    if isinstance(spec, str):
+        spec = gpu_spec(spec)
     batch = profile.batch_size if batch_size is None else batch_size
     usable = usable_gb(spec)
     states = model_states_gb(profile)
