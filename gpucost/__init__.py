@@ -31,6 +31,7 @@ _EXPORTS: dict[str, str] = {
     "Plan": "gpucost.planfile",
     "load_plan": "gpucost.planfile",
     "save_plan": "gpucost.planfile",
+    "plan_file": "gpucost.planning.planbuild",
     "StepProfiler": "gpucost.profiler",
     "profile_model": "gpucost.profiler",
     "probe_batch": "gpucost.profiler",
@@ -53,6 +54,7 @@ __all__ = [
     "get_gpu",
     "load_plan",
     "plan",
+    "plan_file",
     "predict",
     "probe_batch",
     "profile_model",
@@ -73,6 +75,7 @@ if TYPE_CHECKING:
     from gpucost.planfile import Plan, load_plan, save_plan
     from gpucost.planning.advice import advise
     from gpucost.planning.api import compare, plan
+    from gpucost.planning.planbuild import plan_file
     from gpucost.preflight import run_preflight
     from gpucost.profile import Profile
     from gpucost.profiler import StepProfiler, probe_batch, profile_model

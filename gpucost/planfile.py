@@ -40,7 +40,7 @@ from typing import Any
 
 from gpucost import providers
 from gpucost._io import atomic_write_text, parse_toml, read_text
-from gpucost.errors import PlanFileError
+from gpucost.errors import InputError, PlanFileError
 from gpucost.format import usd
 from gpucost.jobname import NAME_HINT, job_name_problem
 from gpucost.limits import (
@@ -358,6 +358,10 @@ class Plan:
 
 def save_plan(plan: Plan, path: str | os.PathLike[str]) -> Path:
     """Write the plan as TOML, atomically."""
+    if not isinstance(plan, Plan):
+        raise InputError(f"save_plan writes a Plan, got {type(plan).__name__}",
+                         hint="make one from gpucost.plan()'s advice: "
+                         "gpucost.save_plan(gpucost.plan_file(advice), 'plan.toml')")
     return atomic_write_text(path, plan.to_toml())
 
 

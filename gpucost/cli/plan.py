@@ -15,14 +15,14 @@ from gpucost.cli.jobargs import add_economics, add_prices, add_profile_and_job, 
 from gpucost.cli.numbers import count, number, positive
 from gpucost.cli.outputs import check_export_output, check_plan_output
 from gpucost.envelope import add_format_argument, print_document
-from gpucost.errors import InputError, PolicyViolation
+from gpucost.errors import InputError
 from gpucost.executor.skypilot_task import task_yaml as export_skypilot
 from gpucost.format import usd
 from gpucost.limits import MAX_BUDGET_USD, MAX_DEADLINE_HOURS, MAX_GPU_MEMORY_GB, MAX_NODES
 from gpucost.model.economics import outlives_instance
 from gpucost.planfile import save_plan
 from gpucost.planning.advice import Advice, Choice, advise
-from gpucost.planning.planbuild import to_plan
+from gpucost.planning.planbuild import plan_file
 
 
 def add_job_arguments(p: argparse.ArgumentParser, *, pick: bool = True) -> None:
@@ -130,25 +130,11 @@ def build_advice(args: argparse.Namespace) -> Advice:
 
 def chosen_plan(args: argparse.Namespace, advice: Advice) -> Any:
     """The plan for ``--pick``; PolicyViolation (exit 1) saying what to relax if none fits."""
-    if not advice.ok:
-        raise PolicyViolation(
-            f"no plan meets the constraints ({advice.describe()})",
-            hint="; ".join(advice.relax) or "relax the constraints",
-        )
-    choice = advice.cheapest if args.pick == "cheapest" else advice.fastest
-    assert choice is not None
     if args.return_hours is not None and not args.return_hours >= 0:
         raise InputError(f"--return-hours must be >= 0, got {args.return_hours}")
-    return to_plan(
-        choice,
-        advice,
-        profile_ref=args.profile or advice.ranking.profile.name,
-        command=args.command,
-        name=args.name,
-        expected_return_hours=args.return_hours,
-        p_no_gpus=args.p_no_gpus,
-        checkpoint_target=args.checkpoint_target,
-    )
+    return plan_file(advice, args.pick, profile_ref=args.profile, command=args.command,
+                     name=args.name, expected_return_hours=args.return_hours,
+                     p_no_gpus=args.p_no_gpus, checkpoint_target=args.checkpoint_target)
 
 
 def _choice_text(title: str, choice: Choice) -> list[str]:

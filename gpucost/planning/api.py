@@ -86,5 +86,6 @@ plan = keywords_of(PlanArgs, _plan, "plan", f"""\
     allows spot.
 
 {_KEYWORDS}
-    :func:`gpucost.planning.planbuild.to_plan` turns a pick into a plan file.
+    ``gpucost.plan_file(advice)`` turns its pick into the plan `gpucost plan -o` writes;
+    ``gpucost.save_plan`` writes it.
     """)

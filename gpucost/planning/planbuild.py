@@ -8,7 +8,7 @@ import math
 import shlex
 from collections.abc import Sequence
 
-from gpucost.errors import InputError
+from gpucost.errors import InputError, PolicyViolation
 from gpucost.format import usd
 from gpucost.jobname import name_from_label
 from gpucost.marketplace import search_for
@@ -255,3 +255,31 @@ def to_plan(
             region=row.region, download_gbps=row.download_gbps, disk_gb=row.disk_gb,
             bandwidth_assumed=row.bandwidth_assumed),
     )
+
+
+def plan_file(
+    advice: Advice,
+    pick: str = "cheapest",
+    *,
+    profile_ref: str | None = None,
+    command: str | Sequence[str] = ("python", "train.py"),
+    name: str | None = None,
+    expected_return_hours: float | None = None,
+    p_no_gpus: float = 0.0,
+    checkpoint_target: str = "local:checkpoints",
+) -> Plan:
+    """The plan file for ``advice``'s ``pick`` ("cheapest" or "fastest"), as `gpucost plan -o`
+    writes it; PolicyViolation, saying what to relax, when no plan meets the constraints.
+    ``profile_ref``: how the plan names its profile (default the profile's name)."""
+    if pick not in ("cheapest", "fastest"):
+        raise InputError(f"pick must be cheapest or fastest, got {pick!r}")
+    if not advice.ok:
+        raise PolicyViolation(f"no plan meets the constraints ({advice.describe()})",
+                              hint="; ".join(advice.relax) or "relax the constraints")
+    if expected_return_hours is not None and not expected_return_hours >= 0:
+        raise InputError(f"the expected return must be >= 0 hours, got {expected_return_hours}")
+    choice = advice.cheapest if pick == "cheapest" else advice.fastest
+    assert choice is not None
+    return to_plan(choice, advice, profile_ref=profile_ref or advice.ranking.profile.name,
+                   command=command, name=name, expected_return_hours=expected_return_hours,
+                   p_no_gpus=p_no_gpus, checkpoint_target=checkpoint_target)
