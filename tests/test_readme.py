@@ -36,6 +36,17 @@ def test_readme_step_profiler_snippet_runs(tmp_path: Path, monkeypatch: pytest.M
     assert saved["param_count"] == sum(p.numel() for p in model.parameters())
 
 
+def test_readme_planning_snippet_runs_and_writes_the_plan(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    block = re.search(r"```python\n(import gpucost\n\nframe = .*?)```", README, re.S)
+    assert block is not None
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block.group(1), "README.md", "exec"), {})
+    from gpucost import load_plan
+
+    assert load_plan(tmp_path / "plan.toml").job.command == ["python", "train.py"]
+
+
 def test_readme_says_how_to_get_the_cpu_torch_wheel() -> None:
     # Was: `pip install torch==2.13.0` claimed to fetch the CPU wheel; PyPI serves CUDA builds.
     assert "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in README
