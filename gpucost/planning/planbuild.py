@@ -117,8 +117,12 @@ def to_plan(
     cap, cap_basis = budget_cap(cost, row.worst_usd, c.budget_usd)
     max_wait = params.max_wait_capacity_hours
     timeout = safety_timeout_hours(hours) + (max_wait if spot else 0.0)
-    if c.deadline_hours is not None:
-        timeout = max(min(timeout, c.deadline_hours), hours)
+    timeout_basis = (f"{TIMEOUT_FACTOR:g}x the expected {hours:.2g} h and "
+                     f"{STARTUP_ALLOWANCE_HOURS * 60:g} min for the job to start"
+                     + (f", and {max_wait:g} h of waiting for spot capacity"
+                        if spot and max_wait else ""))
+    if c.deadline_hours is not None and timeout > c.deadline_hours:
+        timeout, timeout_basis = max(c.deadline_hours, hours), "your deadline"
 
     notes = [
         f"prices from {row.source} dated {row.price_date}: {usd(row.price_hr, exact=True)}/h "
@@ -160,7 +164,8 @@ def to_plan(
         notes.append(unknown)
     notes.append(f"after the job: {be.advice(expected_return_hours)}")
     notes.append(
-        f"safety: timeout {timeout:.1f} h and budget cap {usd(cap, exact=True)} "
+        f"safety: timeout {timeout:.1f} h ({timeout_basis}) and budget cap "
+        f"{usd(cap, exact=True)} "
         f"({cap_basis}) for the executor, which warns at {BUDGET_WARN_SHARE * 100:.0f} % of it; "
         f"worst case {usd(row.worst_usd, exact=True)}"
     )
