@@ -348,19 +348,24 @@ def test_a_loop_that_stops_early_gives_a_partial_profile_or_a_clear_error(tmp_pa
         short.result()
 
 
-def test_explicit_step_marker_and_batch_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                                             ) -> None:
-    monkeypatch.chdir(tmp_path)
+def _three_marked_steps(name: str) -> StepProfiler:
+    """A Linear model's steps under a StepProfiler of ``name``, marked by hand (batch 8)."""
     model = nn.Linear(16, 4)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x, y = torch.randn(8, 16), torch.randn(8, 4)
-    with StepProfiler(name="manual", steps=3, warmup=1, model=model, batch_size=8) as prof:
+    with StepProfiler(name=name, steps=3, warmup=1, model=model, batch_size=8) as prof:
         while not prof.done:
             _backward(nn.functional.mse_loss(model(x), y))
             opt.step()
             opt.zero_grad()
             prof.step()
-    path = prof.save()
+    return prof
+
+
+def test_explicit_step_marker_and_batch_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                             ) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = _three_marked_steps("manual").save()
     assert path == Path("profiles/manual.json")
     p = Profile.load(path)
     assert (p.batch_size, p.steps_measured, p.partial, p.gpu) == (8, 3, False, "CPU")
@@ -374,16 +379,7 @@ def test_a_profiler_name_with_a_path_in_it_saves_one_file_in_profiles(
     workdir = tmp_path / "work"
     workdir.mkdir()
     monkeypatch.chdir(workdir)
-    model = nn.Linear(16, 4)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x, y = torch.randn(8, 16), torch.randn(8, 4)
-    with StepProfiler(name="../team/exp1", steps=3, warmup=1, model=model, batch_size=8) as prof:
-        while not prof.done:
-            _backward(nn.functional.mse_loss(model(x), y))
-            opt.step()
-            opt.zero_grad()
-            prof.step()
-    assert prof.save() == Path("profiles/team-exp1.json")
+    assert _three_marked_steps("../team/exp1").save() == Path("profiles/team-exp1.json")
     assert [p.relative_to(tmp_path) for p in tmp_path.rglob("*.json")] == [
         Path("work/profiles/team-exp1.json")]
 
