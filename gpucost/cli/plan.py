@@ -15,7 +15,6 @@ from gpucost.cli.jobargs import add_economics, add_prices, add_profile_and_job, 
 from gpucost.cli.numbers import count, number, positive
 from gpucost.cli.outputs import check_export_output, check_plan_output
 from gpucost.envelope import add_format_argument, print_document
-from gpucost.errors import InputError
 from gpucost.executor.skypilot_task import task_yaml as export_skypilot
 from gpucost.format import usd
 from gpucost.limits import MAX_BUDGET_USD, MAX_DEADLINE_HOURS, MAX_GPU_MEMORY_GB, MAX_NODES
@@ -129,9 +128,8 @@ def build_advice(args: argparse.Namespace) -> Advice:
 
 
 def chosen_plan(args: argparse.Namespace, advice: Advice) -> Any:
-    """The plan for ``--pick``; PolicyViolation (exit 1) saying what to relax if none fits."""
-    if args.return_hours is not None and not args.return_hours >= 0:
-        raise InputError(f"--return-hours must be >= 0, got {args.return_hours}")
+    """The plan for ``--pick``; PolicyViolation (exit 1) saying what to relax if none fits
+    (--return-hours is checked by its parser)."""
     return plan_file(advice, args.pick, profile_ref=args.profile, command=args.command,
                      name=args.name, expected_return_hours=args.return_hours,
                      p_no_gpus=args.p_no_gpus, checkpoint_target=args.checkpoint_target)
@@ -150,8 +148,10 @@ def _choice_text(title: str, choice: Choice) -> list[str]:
 
 def _export_target(args: argparse.Namespace) -> str | None:
     """Where --export writes: --export-out, else next to -o as NAME.sky.yaml, else stdout."""
-    if args.export_out is not None or not args.output:
-        return str(args.export_out) if args.export_out is not None else None
+    if args.export_out is not None:
+        return str(args.export_out)
+    if not args.output:
+        return None
     out = Path(args.output)
     return str(out.with_name(out.stem + ".sky.yaml"))
 
