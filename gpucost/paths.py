@@ -53,7 +53,7 @@ def writable_dir(folder: Path) -> Path:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        blocker = _nearest_existing(folder)
+        blocker = nearest_existing(folder)
         if not blocker.is_dir():
             raise StateFolderError(blocker, "is not a folder") from None
         raise StateFolderError(blocker, f"does not let gpucost create {folder} "
@@ -79,7 +79,7 @@ def state_file(path: Path) -> Path:
     return path
 
 
-def _nearest_existing(path: Path) -> Path:
+def nearest_existing(path: Path) -> Path:
     """The deepest of ``path`` and its parents that exists (as anything: file, folder, device)."""
     for candidate in (path, *path.parents):
         if os.path.lexists(candidate):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from gpucost.errors import InputError
 from gpucost.limits import MAX_PROFILE_BYTES
+from gpucost.paths import nearest_existing
 from gpucost.planfile import SCHEMA, SKYPILOT_TASK_MARK
 from gpucost.profile import SCHEMA_ID as PROFILE_SCHEMA
 
@@ -115,9 +116,7 @@ def check_output_folder(path: str, *, flag: str) -> Path:
     """``path`` as a folder gpucost may write files into, made (when written to) where missing,
     as the default snapshot folder is; checked, not made, so a refused input leaves nothing."""
     target = Path(path)
-    existing = target
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
+    existing = nearest_existing(target)
     if not existing.is_dir():
         what = path if existing == target else f"{path}: {existing}"
         raise InputError(f"{flag} {what} is a file, not a folder",
