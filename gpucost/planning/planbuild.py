@@ -46,6 +46,11 @@ def safety_timeout_hours(hours: float) -> float:
     return hours * TIMEOUT_FACTOR + STARTUP_ALLOWANCE_HOURS
 
 
+def limit_hours(hours: float) -> float:
+    """``hours`` as a plan file writes a limit: rounded up to 0.001 h, never below it."""
+    return math.ceil(hours * 1000) / 1000
+
+
 def budget_cap(cost_usd: float, worst_usd: float, budget_usd: float | None) -> tuple[float, str]:
     """The executor's spending cap for a plan, whole cents up, and where it comes from: the
     user's budget when one is given (what they said they would spend; never below the
@@ -222,7 +227,7 @@ def to_plan(
             sharding=row.sharding,
         ),
         safety=SafetySection(  # rounded up: a limit must never fall below the estimate
-            timeout_hours=math.ceil(timeout * 1000) / 1000,
+            timeout_hours=limit_hours(timeout),
             budget_cap_usd=cap,
         ),
         checkpoint=CheckpointSection(

@@ -31,6 +31,7 @@ from gpucost.planning.fit import need_gb, plan_memory
 from gpucost.planning.planbuild import (
     STARTUP_ALLOWANCE_HOURS,
     TIMEOUT_FACTOR,
+    limit_hours,
     safety_timeout_hours,
 )
 from gpucost.preflight import arch, mainguard
@@ -253,7 +254,7 @@ def check_timeout(c: Check, ctx: Context) -> CheckResult:
     line = ctx.line_of("safety", "timeout_hours")
     planned = safety_timeout_hours(est.hours)  # what `gpucost plan` writes: never warned of
     if (worst > TIMEOUT_SLACK_FACTOR * est.cost_usd and worst - est.cost_usd > TIMEOUT_SLACK_USD
-            and safety.timeout_hours > math.ceil(planned * 1000) / 1000):
+            and safety.timeout_hours > limit_hours(planned)):
         suggested = math.ceil(planned * 10) / 10
         return c.fail(f"timeout_hours = {safety.timeout_hours:g} against an estimate of "
                       f"{fmt_hours(est.hours)}: a hung run would bill up to {fmt_usd(worst)} "
