@@ -33,11 +33,15 @@ def _python_blocks(marker: str) -> list[str]:
     return [b for b in blocks if marker in b]
 
 
-def test_the_readme_python_examples_run_as_shown() -> None:
-    """The README's compare/plan and predict blocks, executed verbatim."""
+def test_the_readme_python_examples_run_as_shown(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's compare/plan and predict blocks, executed verbatim (in a folder of their
+    own: the planning block writes plan.toml where it runs)."""
     (planning,) = _python_blocks("gpucost.compare(")
     scope: dict[str, Any] = {}
+    monkeypatch.chdir(tmp_path)
     exec(planning, scope)
+    assert (tmp_path / "plan.toml").is_file()
     frame, advice = scope["frame"], scope["advice"]
     assert len(frame) and set(frame["gpu"]) <= set(make_filters(gpu=["A100", "H100"]).gpus)
     assert frame["nodes"].max() <= 4
