@@ -54,6 +54,37 @@ def test_power_floor_is_the_best_measured_matmul_at_the_power_limit() -> None:
     assert set(floors) == {("9", "fp16"), ("9", "tf32"), ("8", "fp16")}
 
 
+def test_blackwell_has_a_power_floor_from_its_measured_matmul() -> None:
+    """The B200's MAMF (stas00's table: 1745 TFLOPS bf16) gives compute capability 10 a floor.
+    Without one the fit held the B200 to 0.137 TFLOPS per joule, 137 TFLOPS at 1000 W, to
+    stand in for its CNN rows' host ceiling, and predicted a transformer measured on an H100 at
+    0.6x the H100 on a B200."""
+    b200 = get_entry("B200")
+    assert (b200.mamf_bf16_tflops, b200.spec.tdp_w, b200.spec.bf16_tflops,
+            b200.spec.tf32_tflops) == (1745.0, 1000, 2250, 1125), "redo the sums"
+    floors = _fit_module().power_floors([("10", "fp16"), ("10", "tf32")])
+    # The B200's 1.745e12 flop/J is above the GB200's 1822 TFLOPS at 1200 W (1.518e12).
+    assert floors[("10", "fp16")] == pytest.approx(1.745e12)
+    assert floors[("10", "tf32")] == pytest.approx(1.745e12 * 1125 / 2250)
+
+
+def test_a_transformer_measured_on_an_h100_gains_what_a_b200_adds() -> None:
+    """A decoder's step is GEMMs and the memory traffic around them: a B200 has 2.2x the H100
+    SXM's measured best matmul (1745 against 794.5 TFLOPS) and 2.4x its memory bandwidth, and
+    the host's share of a 355M-parameter model's step at batch 64 is small. Lambda measured
+    BERT-large at 1.69x (fp16) and 1.93x (TF32) the H100's throughput, each at its own batch.
+    With the B200's power term free, its fp16 was 1.44x."""
+    import gpucost
+
+    for precision, throughput in (("fp16", 310.0), ("tf32", 146.0)):
+        profile = gpucost.Profile.from_measurement(
+            gpu="H100 SXM5 80GB", throughput=throughput, batch_size=64, precision=precision,
+            param_count=355e6, name="gpt2-medium")
+        ratio = (gpucost.predict(profile, gpu="B200", batch_size=64).throughput
+                 / gpucost.predict(profile, gpu="H100 SXM5 80GB", batch_size=64).throughput)
+        assert 1.5 < ratio < 2.4, (precision, ratio)
+
+
 def _check_bounds(cal: dict[str, Any]) -> None:
     floors = _fit_module().power_floors(
         [tuple(k.split("|")) for k in cal["power_flops_per_joule"]])
