@@ -57,8 +57,8 @@ def test_power_floor_is_the_best_measured_matmul_at_the_power_limit() -> None:
 def test_blackwell_has_a_power_floor_from_its_measured_matmul() -> None:
     """The B200's MAMF (stas00's table: 1745 TFLOPS bf16) gives compute capability 10 a floor.
     Without one the fit held the B200 to 0.137 TFLOPS per joule, 137 TFLOPS at 1000 W, to
-    stand in for its CNN rows' host ceiling, and predicted a transformer measured on an H100 at
-    0.6x the H100 on a B200."""
+    stand in for its CNN rows' host ceiling; refitted without BERT, it predicted a B200 at 0.6x
+    the H100 a transformer was measured on."""
     b200 = get_entry("B200")
     assert (b200.mamf_bf16_tflops, b200.spec.tdp_w, b200.spec.bf16_tflops,
             b200.spec.tf32_tflops) == (1745.0, 1000, 2250, 1125), "redo the sums"
